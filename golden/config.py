@@ -1,0 +1,75 @@
+"""The one frozen configuration object that flows golden -> hw -> sim -> boards.
+
+Every field is validated on construction; a bad field raises one ``ValueError`` that names
+the field and its allowed range, so the API and the CLI report bad input the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+STRATEGIES = ("otf", "pregen", "gaussian")
+"""Perturbation strategies: on-the-fly LFSR array, pre-generated pool, Gaussian baseline."""
+
+RNG_BITS_RANGE = (3, 32)
+MAX_RNGS = 1024
+
+
+def check_int(name: str, value, lo: int, hi: int) -> int:
+    """Return ``value`` if it is an integer in ``lo..hi`` (inclusive), else raise one ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class PerturbConfig:
+    """Configuration of a perturbation generator.
+
+    strategy  -- one of ``STRATEGIES``.
+    n_rngs    -- number of LFSR URNGs in the on-the-fly array (lanes per cycle), 1..min(1024, 2^b-1).
+    rng_bits  -- width b of every LFSR, 3..32.
+    seed      -- master seed: the start state of RNG 0, 1..2^b-1 (an LFSR state is never 0).
+    rewind    -- build the save/restore (rewind) path for MeZO's seed trick.
+    """
+
+    strategy: str = "otf"
+    n_rngs: int = 32
+    rng_bits: int = 14
+    seed: int = 1
+    rewind: bool = False
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        check_int("rng_bits", self.rng_bits, *RNG_BITS_RANGE)
+        period = (1 << self.rng_bits) - 1
+        check_int("n_rngs", self.n_rngs, 1, min(MAX_RNGS, period))
+        check_int("seed", self.seed, 1, period)
+        check_bool("rewind", self.rewind)
+
+    @property
+    def lfsr_period(self) -> int:
+        """Period of one maximal-length LFSR: 2^b - 1 cycles."""
+        return (1 << self.rng_bits) - 1
+
+    @property
+    def pointer_bits(self) -> int:
+        """Width of the pointer port: ceil(log2 n), at least 1."""
+        return max(1, (self.n_rngs - 1).bit_length())
+
+    def replace(self, **changes) -> "PerturbConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

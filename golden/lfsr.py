@@ -1,0 +1,99 @@
+"""Maximal-length Fibonacci LFSRs for widths 3..32, and the state -> signed value map.
+
+Form (the contract shared with ``hw.urng``)
+-------------------------------------------
+A b-bit state ``s`` holds bits s[b-1] .. s[0]. With the primitive polynomial
+``x^b + sum(x^k for k in LFSR_TAPS[b]) + 1`` the next state is::
+
+    fb    = s[0] ^ XOR(s[k] for k in LFSR_TAPS[b])
+    s'    = (s >> 1) | (fb << (b - 1))
+
+i.e. the register shifts right and the feedback bit enters at the MSB. Every b has a trinomial
+(one middle tap -> a 2-input XOR) or a pentanomial (three middle taps -> a 4-input XOR), so the
+feedback is always a single LUT on an FPGA, even with a 2-input restore mux folded in.
+The state is never 0; over 2^b - 1 steps it visits every nonzero b-bit value once.
+
+Signed value: ``value = s - 2^(b-1)``, symmetric in [-(2^(b-1) - 1), 2^(b-1) - 1]. In bits this is the
+"offset binary" code: the two's-complement value is ``s`` with its MSB inverted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Middle exponents of a primitive polynomial per width (smallest trinomial if one exists, else the
+# lexicographically smallest pentanomial). Primitivity is re-checked algebraically by the tests.
+LFSR_TAPS: dict[int, tuple[int, ...]] = {
+    3: (1,), 4: (1,), 5: (2,), 6: (1,), 7: (1,), 8: (1, 2, 7), 9: (4,), 10: (3,), 11: (2,),
+    12: (1, 2, 8), 13: (1, 2, 5), 14: (1, 2, 12), 15: (1,), 16: (1, 3, 12), 17: (3,), 18: (7,),
+    19: (1, 2, 5), 20: (3,), 21: (2,), 22: (1,), 23: (5,), 24: (1, 2, 7), 25: (3,), 26: (1, 2, 6),
+    27: (1, 2, 5), 28: (3,), 29: (2,), 30: (1, 2, 23), 31: (3,), 32: (1, 2, 22),
+}
+
+
+def feedback_bits(bits: int) -> tuple[int, ...]:
+    """State bit positions XORed into the feedback: 0 and the middle taps."""
+    return (0,) + LFSR_TAPS[bits]
+
+
+def feedback_mask(bits: int) -> int:
+    mask = 0
+    for k in feedback_bits(bits):
+        mask |= 1 << k
+    return mask
+
+
+def lfsr_next(state: int, bits: int) -> int:
+    """One step of the Fibonacci LFSR (see module docstring)."""
+    fb = (state & feedback_mask(bits)).bit_count() & 1
+    return (state >> 1) | (fb << (bits - 1))
+
+
+def lfsr_next_array(states: np.ndarray, bits: int) -> np.ndarray:
+    """``lfsr_next`` applied elementwise to a uint64 array."""
+    fb = np.bitwise_count(states & np.uint64(feedback_mask(bits))) & np.uint8(1)
+    return (states >> np.uint64(1)) | (fb.astype(np.uint64) << np.uint64(bits - 1))
+
+
+def _apply(matrix: list[int], state: int) -> int:
+    """Apply a GF(2) linear map given as the images of the basis vectors."""
+    out = 0
+    i = 0
+    while state:
+        if state & 1:
+            out ^= matrix[i]
+        state >>= 1
+        i += 1
+    return out
+
+
+def lfsr_jump(state: int, bits: int, steps: int) -> int:
+    """The state ``steps`` LFSR steps after ``state``, in O(b^2 log steps) (GF(2) matrix power)."""
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    step = [lfsr_next(1 << i, bits) for i in range(bits)]  # the one-step map, column by column
+    while steps:
+        if steps & 1:
+            state = _apply(step, state)
+        step = [_apply(step, column) for column in step]  # square the map
+        steps >>= 1
+    return state
+
+
+def lfsr_period(bits: int, seed: int = 1) -> int:
+    """Count steps until the LFSR returns to ``seed`` (by stepping: an independent check of the taps)."""
+    mask = feedback_mask(bits)
+    top = bits - 1
+    state = seed
+    for count in range(1, (1 << bits) + 1):
+        state = (state >> 1) | (((state & mask).bit_count() & 1) << top)
+        if state == seed:
+            return count
+    raise AssertionError(f"{bits}-bit LFSR never returned to its seed")
+
+
+def offset_to_signed(states, bits: int):
+    """Map LFSR states (offset binary) to signed values ``s - 2^(b-1)``; works on ints and arrays."""
+    if isinstance(states, np.ndarray):
+        return states.astype(np.int64) - (1 << (bits - 1))
+    return states - (1 << (bits - 1))

