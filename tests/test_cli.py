@@ -1,0 +1,116 @@
+"""The pezo CLI: help, contracts (JSON keys), bad input (one line, exit 2, nothing written), outputs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from boards.cli import main
+from boards.outdir import MARKER
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_subcommands():
+    proc = subprocess.run([sys.executable, "-m", "boards.cli", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for sub in ("build", "report", "verilog", "simulate"):
+        assert sub in proc.stdout
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["report", "--n-rngs", "0"], "n_rngs must be in 1..1024"),
+    (["report", "--rng-bits", "2"], "rng_bits must be in 3..32"),
+    (["report", "--rng-bits", "40"], "rng_bits must be in 3..32"),
+    (["report", "--seed", "0"], "seed must be in 1..16383"),
+    (["report", "--strategy", "uniform"], "strategy must be one of otf, pregen, gaussian"),
+    (["report", "--n-rngs", "2.5"], "n_rngs must be an integer in 1..1024, got '2.5'"),
+    (["report", "--rng-bits", "eight"], "rng_bits must be an integer in 3..32"),
+    (["report", "--n-rngs", "256", "--rng-bits", "8"], "n_rngs must be in 1..255"),
+    (["simulate", "--cycles", "0"], "cycles must be an integer in 1..10000000"),
+    (["build", "--seed", "-3"], "seed must be in 1..16383"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("pezo: error: ") and needle in err, err
+
+
+def test_bad_input_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "v"
+    code, _, err = run(["verilog", "--n-rngs", "0", "--out", str(out)], capsys)
+    assert code == 2 and "n_rngs" in err and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_input_no_traceback_via_console_script():
+    proc = subprocess.run([sys.executable, "-m", "boards.cli", "report", "--rng-bits", "99"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == "pezo: error: rng_bits must be in 3..32, got 99\n"
+
+
+def test_verilog_writes_and_protects_directories(tmp_path, capsys):
+    out = tmp_path / "gen"
+    code, text, _ = run(["verilog", "--n-rngs", "4", "--rng-bits", "5", "--rewind", "--out", str(out)], capsys)
+    assert code == 0 and "wrote" in text
+    verilog = (out / "pezo_urng_array.v").read_text()
+    assert "module pezo_urng_array" in verilog and "restore" in verilog
+    assert json.loads((out / "pezo_urng_array.json").read_text())["n_rngs"] == 4
+    assert (out / MARKER).exists()
+    # pezo's own output is replaced (and says so)
+    code, text, _ = run(["verilog", "--n-rngs", "5", "--rng-bits", "5", "--out", str(out)], capsys)
+    assert code == 0 and "replaced" in text
+    assert json.loads((out / "pezo_urng_array.json").read_text())["n_rngs"] == 5
+    # a user's directory is not
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep")
+    code, _, err = run(["verilog", "--out", str(user)], capsys)
+    assert code == 2 and "not written by pezo" in err
+    assert [p.name for p in user.iterdir()] == ["notes.txt"]
+    code, _, _ = run(["verilog", "--out", str(user), "--force"], capsys)
+    assert code == 0 and not (user / "notes.txt").exists()
+
+
+@pytest.mark.synth
+def test_report_json_contract_and_cache(capsys):
+    argv = ["report", "--strategy", "otf", "--n-rngs", "32", "--rng-bits", "14", "--json"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    first = json.loads(out)
+    for key in ("LUT", "FF", "BRAM", "DSP"):
+        assert isinstance(first[key], int) and first[key] >= 0
+    assert first["n_rngs"] == 32 and first["rng_bits"] == 14 and first["strategy"] == "otf"
+    code, out, _ = run(argv, capsys)
+    second = json.loads(out)
+    assert second["cached"] is True
+    assert {k: second[k] for k in ("LUT", "FF", "BRAM", "DSP")} == {k: first[k] for k in ("LUT", "FF", "BRAM", "DSP")}
+
+
+@pytest.mark.synth
+def test_report_rewind_shows_overhead(capsys):
+    code, out, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind", "--json"], capsys)
+    r = json.loads(out)
+    assert code == 0 and r["rewind"] is True
+    assert r["overhead"]["FF"] == r["FF"] - r["bare"]["FF"]
+    code, text, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind"], capsys)
+    assert "rewind overhead" in text and "within budget: yes" in text
+
+
+@pytest.mark.synth
+def test_build_main_job(tmp_path, capsys):
+    out = tmp_path / "build"
+    code, text, _ = run(["build", "--out", str(out), "--quiet"], capsys)
+    assert code == 0
+    assert "otf 32 x 14" in text and "PeZO Table 6" in text and "OVER" not in text
+    rows = json.loads((out / "resources.json").read_text())["rows"]
+    assert len(rows) == 6 and all(r["within_budget"] for r in rows)
+    assert (out / "resources.csv").read_text().count("\n") == 7
+    assert (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list((out / "verilog").glob("*.v"))) == 6

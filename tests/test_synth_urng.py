@@ -1,0 +1,42 @@
+"""Yosys (synth_xilinx -family xcup) budgets of the URNG array: the PeZO sizes, bare and with rewind."""
+
+import math
+
+import pytest
+
+from golden.config import PerturbConfig
+from boards.report import report
+from boards.synth import summarize
+
+PEZO_SIZES = [(32, 14), (32, 8), (31, 8)]
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits", PEZO_SIZES)
+def test_bare_array_meets_the_physical_limit(n, bits):
+    """FF <= n*b + ceil(log2 n) + 2 and LUT <= n + ceil(log2 n): one feedback LUT per RNG, rotation free."""
+    r = report(PerturbConfig(n_rngs=n, rng_bits=bits))
+    log_n = math.ceil(math.log2(n))
+    assert r["FF"] <= n * bits + log_n + 2, r["cells"]
+    assert r["LUT"] <= n + log_n, r["cells"]
+    assert r["FF"] >= n * bits  # every state bit is a flip-flop: nothing was optimised away
+    assert r["BRAM"] == r["DSP"] == r["LUTRAM"] == r["SRL"] == 0
+    assert r["within_budget"]
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits", PEZO_SIZES)
+def test_rewind_overhead_within_budget(n, bits):
+    r = report(PerturbConfig(n_rngs=n, rng_bits=bits, rewind=True))
+    assert r["overhead"]["FF"] <= n * bits and r["overhead"]["LUT"] <= n * bits, r["overhead"]
+    assert r["overhead"]["FF"] >= n * bits  # the shadow really holds every state bit
+    assert r["within_budget"]
+
+
+def test_summarize_counts_primitives():
+    cells = {"LUT4": 32, "INV": 1, "FDRE": 200, "FDSE": 253, "CARRY8": 1, "RAMB18E2": 2, "RAMB36E2": 1,
+             "DSP48E2": 3, "RAM32M16": 2, "SRLC32E": 1, "MUXF7": 4}
+    s = summarize(cells)
+    assert (s["LUT"], s["FF"], s["CARRY"], s["BRAM"], s["RAMB18"], s["RAMB36"], s["DSP"]) == \
+        (33, 453, 1, 3, 2, 1, 3)
+    assert (s["LUTRAM"], s["SRL"], s["MUXF"]) == (2, 1, 4)
