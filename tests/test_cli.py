@@ -114,3 +114,14 @@ def test_build_main_job(tmp_path, capsys):
     assert (out / "resources.csv").read_text().count("\n") == 7
     assert (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
     assert len(list((out / "verilog").glob("*.v"))) == 6
+
+
+@pytest.mark.rtl
+def test_simulate_reports_speed(simulators, require_simulator, capsys):
+    simulator = "icarus" if "icarus" in simulators else "verilator"
+    require_simulator(simulator)
+    code, out, _ = run(["simulate", "--n-rngs", "4", "--rng-bits", "5", "--rewind", "--cycles", "300",
+                        "--simulator", simulator, "--json"], capsys)
+    assert code == 0
+    result = json.loads(out)["simulators"][simulator]
+    assert result["cycles"] == 300 and result["mismatches"] == 0 and result["cycles_per_s"] > 0
