@@ -134,8 +134,7 @@ def cmd_build(args) -> int:
 
 def cmd_simulate(args) -> int:
     """Run the cocotb testbench of the generator on each simulator; print cycles/s."""
-    from sim.runner import available_simulators, cache_dir, run_cocotb, write_verilog
-    from hw.urng import URNGArray
+    from sim.runner import available_simulators, cache_dir, run_bench
 
     config = _config(args)
     if not isinstance(args.cycles, int) or not 1 <= args.cycles <= 10_000_000:
@@ -147,19 +146,9 @@ def cmd_simulate(args) -> int:
         raise CLIError(f"simulator {', '.join(missing) or 'any'} is not available here (have: "
                        f"{', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog")
     name = f"{config.n_rngs}x{config.rng_bits}{'-rewind' if config.rewind else ''}-s{config.seed}"
-    base = cache_dir() / "simulate" / name
-    top = "pezo_urng_array"
-    verilog = write_verilog(URNGArray(config), top, base, config)
-    results = {}
-    for sim in wanted:
-        build = base / sim
-        build.mkdir(parents=True, exist_ok=True)
-        result_file = build / "result.json"
-        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.urng_tb", simulator=sim,
-                            build_dir=build, extra_env={"PEZO_CONFIG": json.dumps(config.to_dict()),
-                                                        "PEZO_CYCLES": str(args.cycles),
-                                                        "PEZO_RESULT": str(result_file)})
-        results[sim] = {**json.loads(result_file.read_text()), **timing, "mismatches": 0}
+    results = {sim: {**run_bench("urng", config, sim, cache_dir() / "simulate" / name / sim, args.cycles),
+                     "mismatches": 0}
+               for sim in wanted}
     if args.json:
         print(json.dumps({"config": config.to_dict(), "simulators": results}, indent=2))
     else:

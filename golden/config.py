@@ -15,6 +15,11 @@ STRATEGIES = ("otf", "pregen", "gaussian")
 
 RNG_BITS_RANGE = (3, 32)
 MAX_RNGS = 1024
+MAX_POOL = 1 << 20  # 2^20 values: 15 % of a ZCU102's BRAM at 12 bits; larger pools are not a PeZO design
+POOL_BITS_RANGE = (4, 18)
+MAX_LANES = 1024
+MAX_BANKS = 64
+MAX_PERTURB_DIM = (1 << 31) - 1
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:
@@ -41,6 +46,11 @@ class PerturbConfig:
     rng_bits  -- width b of every LFSR, 3..32.
     seed      -- master seed: the start state of RNG 0, 1..2^b-1 (an LFSR state is never 0).
     rewind    -- build the save/restore (rewind) path for MeZO's seed trick.
+    pool_size -- N values in the pre-generated pool, 1..2^20 (default 4095 = 2^12 - 1), >= lanes.
+    pool_bits -- width of a pool value, 4..18 (two's complement, pool_bits - 2 fraction bits).
+    lanes     -- pool values delivered per cycle, 1..1024.
+    banks     -- BRAM banks the pool is split over: a power of two dividing ``lanes``, 1..64.
+    perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
     """
 
     strategy: str = "otf"
@@ -48,6 +58,11 @@ class PerturbConfig:
     rng_bits: int = 14
     seed: int = 1
     rewind: bool = False
+    pool_size: int = 4095
+    pool_bits: int = 12
+    lanes: int = 8
+    banks: int = 8
+    perturb_dim: int = 1 << 20
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -57,6 +72,13 @@ class PerturbConfig:
         check_int("n_rngs", self.n_rngs, 1, min(MAX_RNGS, period))
         check_int("seed", self.seed, 1, period)
         check_bool("rewind", self.rewind)
+        check_int("lanes", self.lanes, 1, MAX_LANES)
+        check_int("pool_size", self.pool_size, self.lanes, MAX_POOL)
+        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
+        check_int("banks", self.banks, 1, min(MAX_BANKS, self.lanes))
+        if self.banks & (self.banks - 1) or self.lanes % self.banks:
+            raise ValueError(f"banks must be a power of two dividing lanes={self.lanes}, got {self.banks}")
+        check_int("perturb_dim", self.perturb_dim, 1, MAX_PERTURB_DIM)
 
     @property
     def lfsr_period(self) -> int:
@@ -67,6 +89,11 @@ class PerturbConfig:
     def pointer_bits(self) -> int:
         """Width of the pointer port: ceil(log2 n), at least 1."""
         return max(1, (self.n_rngs - 1).bit_length())
+
+    @property
+    def pool_distinct_perturbations(self) -> int:
+        """Distinct perturbations the pool yields with leftover-shift reuse: N / gcd(N, d)."""
+        return self.pool_size // math.gcd(self.pool_size, self.perturb_dim)
 
     def replace(self, **changes) -> "PerturbConfig":
         return dataclasses.replace(self, **changes)

@@ -4,41 +4,31 @@ from __future__ import annotations
 
 from amaranth.sim import Simulator
 
-from golden.urng import URNGArray as GoldenURNGArray
-from hw.urng import URNGArray
-from sim.stimulus import URNGStimulus
+from sim.benches import make_bench
 
 
-def check_urng_against_golden(config, cycles: int, stim_seed: int = 1) -> int:
-    """Run the Amaranth URNG array for ``cycles`` with seeded stimulus; assert every output bit equals
-    golden each cycle. Returns the number of cycles checked."""
-    dut = URNGArray(config)
-    model = GoldenURNGArray(config)
-    stimulus = URNGStimulus(config.rewind, cycles, stim_seed)
-    b = config.rng_bits
+def check_against_golden(bench_name: str, config, cycles: int, stim_seed: int = 1) -> int:
+    """Run the bench's component for ``cycles`` (after one idle clock edge, as after a reset); assert
+    every output bit equals golden each cycle. Returns the number of cycles checked."""
+    bench = make_bench(bench_name, config, cycles, stim_seed)
+    dut = bench.component()
 
-    async def bench(ctx):
+    async def testbench(ctx):
+        await ctx.tick()  # one edge with all inputs low, like the cocotb reset
         for cycle in range(cycles):
-            expected = 0
-            for i, state in enumerate(model.raw_lanes().tolist()):
-                expected |= state << (i * b)
-            got = ctx.get(dut.lanes.as_value())
-            assert got == expected, f"cycle {cycle}: lanes {got:#x} != golden {expected:#x}"
-            assert ctx.get(dut.pointer) == model.pointer, f"cycle {cycle}: pointer"
-            en, save, restore = stimulus.next(cycle, model.pointer)
-            ctx.set(dut.en, en)
-            if config.rewind:
-                ctx.set(dut.save, save)
-                ctx.set(dut.restore, restore)
-                model.step(en=bool(en), save=bool(save), restore=bool(restore))
-            else:
-                model.step(en=bool(en))
+            for name, expected in bench.expected().items():
+                port = getattr(dut, name)
+                got = ctx.get(port.as_value() if hasattr(port, "as_value") else port)
+                assert got == expected, f"{bench_name} cycle {cycle}: {name} {got:#x} != golden {expected:#x}"
+            inputs = bench.drive(cycle)
+            for name, value in inputs.items():
+                ctx.set(getattr(dut, name), value)
+            bench.step(inputs)
             await ctx.tick()
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    sim.add_testbench(bench)
+    sim.add_testbench(testbench)
     sim.run()
-    if config.rewind and cycles >= 100:
-        assert stimulus.honoured_saves >= 2 and stimulus.restores >= 2, "stimulus did not rewind"
+    bench.check_coverage(cycles)
     return cycles

@@ -123,3 +123,28 @@ def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator
     if failed:
         raise AssertionError(f"cocotb test {test_module} failed on {simulator}; see {log}")
     return {"build_s": built - start, "test_s": done - built}
+
+
+def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1,
+              expect_config=None) -> dict:
+    """Write the bench's component as Verilog, run ``sim.golden_tb`` on ``simulator``; return the
+    testbench's result (cycles, comparisons, cycles_per_s, coverage counts) plus build/test times.
+
+    ``expect_config`` (default ``config``) is what the golden side is told: a different one is how the
+    tests prove the scoreboard catches a mismatch.
+    """
+    from sim.benches import make_bench
+
+    top = f"pezo_{bench}"
+    build_dir = Path(build_dir)
+    component = make_bench(bench, config, cycles, seed).component()
+    verilog = write_verilog(component, top, build_dir.parent, config)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    result_file = build_dir / "result.json"
+    result_file.unlink(missing_ok=True)
+    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.golden_tb", simulator=simulator,
+                        build_dir=build_dir,
+                        extra_env={"PEZO_BENCH": bench, "PEZO_CYCLES": str(cycles), "PEZO_STIM_SEED": str(seed),
+                                   "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+                                   "PEZO_RESULT": str(result_file)})
+    return {**json.loads(result_file.read_text()), **timing}

@@ -31,19 +31,6 @@ async def start_and_reset(dut, cycles: int = 2) -> None:
     dut.rst.value = 0
 
 
-def pack(values, width: int) -> int:
-    """Pack unsigned lane values, lane 0 in the least significant bits (the ``lib.data`` array order)."""
-    word = 0
-    for i, v in enumerate(values):
-        word |= int(v) << (i * width)
-    return word
-
-
-def unpack(word: int, width: int, count: int) -> list[int]:
-    mask = (1 << width) - 1
-    return [(word >> (i * width)) & mask for i in range(count)]
-
-
 class Scoreboard:
     """Compares observed port values with the golden model's, cycle by cycle; fails on the first mismatch."""
 

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 
 from golden.config import PerturbConfig
 from hw.urng import URNGArray, to_twos_complement
-from sim.amaranth_sim import check_urng_against_golden
+from sim.amaranth_sim import check_against_golden
 
 
 @pytest.mark.parametrize("config", [
@@ -18,7 +18,7 @@ from sim.amaranth_sim import check_urng_against_golden
     PerturbConfig(n_rngs=5, rng_bits=32, seed=0xDEADBEEF, rewind=True),
 ], ids=str)
 def test_matches_golden_on_amaranth_sim(config):
-    check_urng_against_golden(config, cycles=1500)
+    check_against_golden("urng", config, cycles=1500)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,7 +29,7 @@ def test_property_random_configs_match_golden(data):
     seed = data.draw(st.integers(1, (1 << bits) - 1), label="seed")
     rewind = data.draw(st.booleans(), label="rewind")
     stim = data.draw(st.integers(0, 2**32), label="stimulus seed")
-    check_urng_against_golden(PerturbConfig(n_rngs=n, rng_bits=bits, seed=seed, rewind=rewind),
+    check_against_golden("urng", PerturbConfig(n_rngs=n, rng_bits=bits, seed=seed, rewind=rewind),
                               cycles=200, stim_seed=stim)
 
 
