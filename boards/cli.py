@@ -31,25 +31,38 @@ def _raw(text: str):
     return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
 
 
-def _config(args) -> PerturbConfig:
+def _config(args, implemented=("otf", "pregen")) -> PerturbConfig:
     fields = dict(strategy=args.strategy, n_rngs=args.n_rngs, rng_bits=args.rng_bits, seed=args.seed,
-                  rewind=args.rewind)
+                  rewind=args.rewind, pool_size=args.pool_size, pool_bits=args.pool_bits, lanes=args.lanes,
+                  banks=args.banks, perturb_dim=args.perturb_dim)
     try:
         config = PerturbConfig(**fields)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    if config.strategy != "otf":
-        raise CLIError(f"strategy {config.strategy!r} is not implemented yet; available: otf")
+    if config.strategy not in implemented:
+        raise CLIError(f"strategy {config.strategy!r} is not available for this command; "
+                       f"available: {', '.join(implemented)}")
     return config
 
 
 def _add_generator_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", default="otf", help=f"perturbation strategy: {', '.join(STRATEGIES)} "
-                   "(implemented: otf)")
+                   "(implemented: otf, pregen)")
     p.add_argument("--n-rngs", type=_raw, default=32, metavar="N", help="URNGs in the array, 1..1024 (default 32)")
     p.add_argument("--rng-bits", type=_raw, default=14, metavar="B", help="bits per URNG, 3..32 (default 14)")
     p.add_argument("--seed", type=_raw, default=1, metavar="S", help="master seed, 1..2^B-1 (default 1)")
-    p.add_argument("--rewind", action="store_true", help="include the save/restore (rewind) path")
+    p.add_argument("--rewind", action="store_true", help="include the save/restore (rewind) path (otf)")
+    defaults = PerturbConfig()
+    p.add_argument("--pool-size", type=_raw, default=defaults.pool_size, metavar="N",
+                   help=f"pregen: values in the pool, lanes..2^20 (default {defaults.pool_size})")
+    p.add_argument("--pool-bits", type=_raw, default=defaults.pool_bits, metavar="W",
+                   help=f"pregen: bits per pool value, 4..18 (default {defaults.pool_bits})")
+    p.add_argument("--lanes", type=_raw, default=defaults.lanes, metavar="L",
+                   help=f"pregen: values per cycle, 1..1024 (default {defaults.lanes})")
+    p.add_argument("--banks", type=_raw, default=defaults.banks, metavar="K",
+                   help=f"pregen: BRAM banks, a power of two dividing lanes (default {defaults.banks})")
+    p.add_argument("--perturb-dim", type=_raw, default=defaults.perturb_dim, metavar="D",
+                   help=f"values per perturbation, 1..2^31-1 (default {defaults.perturb_dim})")
 
 
 # -- subcommands ---------------------------------------------------------------------------------
@@ -63,11 +76,17 @@ def cmd_report(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    name = f"otf {config.n_rngs} x {config.rng_bits}" + (" + rewind" if config.rewind else "")
+    if config.strategy == "pregen":
+        name = f"pregen {config.pool_size} x {config.pool_bits} bit, {config.lanes} lanes, {config.banks} banks"
+    else:
+        name = f"otf {config.n_rngs} x {config.rng_bits}" + (" + rewind" if config.rewind else "")
     print(f"{name} - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
-    if config.rewind:
+    if config.strategy == "pregen":
+        print(f"  BRAM18 equivalents {result['BRAM18_equivalent']} (analytical minimum "
+              f"{result['budget']['BRAM18_equivalent']}), LUT-ROM {result['LUTRAM']}")
+    elif config.rewind:
         o, b = result["overhead"], result["budget"]
         print(f"  rewind overhead: +{o['LUT']} LUT, +{o['FF']} FF (budget +{b['LUT']} LUT, +{b['FF']} FF)")
     else:
@@ -134,9 +153,12 @@ def cmd_build(args) -> int:
 
 def cmd_simulate(args) -> int:
     """Run the cocotb testbench of the generator on each simulator; print cycles/s."""
+    import hashlib
+
     from sim.runner import available_simulators, cache_dir, run_bench
 
     config = _config(args)
+    bench = {"otf": "urng", "pregen": "pool"}[config.strategy]
     if not isinstance(args.cycles, int) or not 1 <= args.cycles <= 10_000_000:
         raise CLIError(f"cycles must be an integer in 1..10000000, got {args.cycles!r}")
     sims = available_simulators()
@@ -145,8 +167,8 @@ def cmd_simulate(args) -> int:
     if missing or not wanted:
         raise CLIError(f"simulator {', '.join(missing) or 'any'} is not available here (have: "
                        f"{', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog")
-    name = f"{config.n_rngs}x{config.rng_bits}{'-rewind' if config.rewind else ''}-s{config.seed}"
-    results = {sim: {**run_bench("urng", config, sim, cache_dir() / "simulate" / name / sim, args.cycles),
+    name = f"{bench}-" + hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+    results = {sim: {**run_bench(bench, config, sim, cache_dir() / "simulate" / name / sim, args.cycles),
                      "mismatches": 0}
                for sim in wanted}
     if args.json:

@@ -16,6 +16,10 @@ from golden.config import PerturbConfig
 from boards.synth import TOOL, is_cached, synthesize
 
 URNG_TOP = "pezo_urng_array"
+POOL_TOP = "pezo_pool_reader"
+TOPS = {"otf": URNG_TOP, "pregen": POOL_TOP}
+# RAMB18E2 aspect ratios (depth, width); a RAMB36E2 counts as two
+RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 _SOURCE_DIRS = ("golden", "hw")
 PEZO_TABLE6 = [  # PeZO Table 6, random-number generation part on ZCU102 (Vivado)
     {"design": "MeZO: 1024 Gaussian RNGs (TreeGRNG)", "LUT": 133120, "FF": 69632, "BRAM": 0},
@@ -44,10 +48,22 @@ def generator_verilog(config: PerturbConfig) -> tuple[str, str]:
     """Verilog text and top-module name of the perturbation generator for ``config``."""
     from amaranth.back import verilog
 
-    if config.strategy != "otf":
-        raise ValueError(f"strategy {config.strategy!r} has no generator yet; available: otf")
-    from hw.urng import URNGArray
-    return verilog.convert(URNGArray(config), name=URNG_TOP, emit_src=False), URNG_TOP
+    if config.strategy == "otf":
+        from hw.urng import URNGArray
+        return verilog.convert(URNGArray(config), name=URNG_TOP, emit_src=False), URNG_TOP
+    if config.strategy == "pregen":
+        from hw.pool import PoolReader
+        return verilog.convert(PoolReader(config), name=POOL_TOP, emit_src=False), POOL_TOP
+    raise ValueError(f"strategy {config.strategy!r} has no generator yet; available: otf, pregen")
+
+
+def pool_bram18_minimum(config: PerturbConfig) -> int:
+    """Fewest RAMB18 (a RAMB36 = 2) that hold the banked pool: per bank, depth ceil((N+lanes-1)/banks)
+    x pool_bits in the best RAMB18 aspect ratio, one RAMB18 per two read ports."""
+    depth = -(-(config.pool_size + config.lanes - 1) // config.banks)
+    per_bank = min(-(-depth // d) * -(-config.pool_bits // w) for d, w in RAMB18_SHAPES)
+    ports = config.lanes // config.banks
+    return config.banks * per_bank * -(-ports // 2)
 
 
 def budget(config: PerturbConfig) -> dict:
@@ -59,14 +75,15 @@ def budget(config: PerturbConfig) -> dict:
 
 
 def is_report_cached(config: PerturbConfig) -> bool:
-    configs = [config, config.replace(rewind=False)] if config.rewind else [config]
-    return all(is_cached(design_key(c), URNG_TOP) for c in configs)
+    configs = [config, config.replace(rewind=False)] if config.rewind and config.strategy == "otf" else [config]
+    return all(is_cached(design_key(c), TOPS.get(c.strategy, "")) for c in configs)
 
 
 def _synthesize(config: PerturbConfig, use_cache: bool) -> dict:
     key = design_key(config)
-    if use_cache and is_cached(key, URNG_TOP):
-        return synthesize("", URNG_TOP, key=key)
+    top = TOPS.get(config.strategy, "")
+    if use_cache and is_cached(key, top):
+        return synthesize("", top, key=key)
     text, top = generator_verilog(config)
     return synthesize(text, top, key=key, use_cache=use_cache)
 
@@ -82,7 +99,14 @@ def report(config: PerturbConfig, use_cache: bool = True) -> dict:
     out = {"strategy": config.strategy, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
            "seed": config.seed, "rewind": config.rewind}
     out.update(resources)
-    if config.rewind:
+    if config.strategy == "pregen":
+        bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
+        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.lanes,
+                   banks=config.banks, perturb_dim=config.perturb_dim, BRAM18_equivalent=bram18,
+                   budget={"BRAM18_equivalent": pool_bram18_minimum(config), "LUTRAM": 0},
+                   rewind=True)  # the pool's start register makes every pool rewindable
+        out["within_budget"] = bram18 == pool_bram18_minimum(config) and resources["LUTRAM"] == 0
+    elif config.rewind:
         bare = _synthesize(config.replace(rewind=False), use_cache)
         overhead = {k: resources[k] - bare[k] for k in ("LUT", "FF", "BRAM", "DSP")}
         out["bare"] = {k: bare[k] for k in ("LUT", "FF", "BRAM", "DSP", "CARRY")}

@@ -40,3 +40,31 @@ def test_summarize_counts_primitives():
     assert (s["LUT"], s["FF"], s["CARRY"], s["BRAM"], s["RAMB18"], s["RAMB36"], s["DSP"]) == \
         (33, 453, 1, 3, 2, 1, 3)
     assert (s["LUTRAM"], s["SRL"], s["MUXF"]) == (2, 1, 4)
+
+
+POOL_CASES = {
+    "paper-4095x12-8banks": PerturbConfig(strategy="pregen"),
+    "two-ports-per-bank": PerturbConfig(strategy="pregen", lanes=16, banks=8),
+    "deep-8000x12-4banks": PerturbConfig(strategy="pregen", pool_size=8000, lanes=4, banks=4),
+}
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("name", POOL_CASES)
+def test_pool_is_block_ram_at_the_analytical_minimum(name):
+    from boards.report import pool_bram18_minimum
+    config = POOL_CASES[name]
+    r = report(config)
+    assert r["RAMB18"] + 2 * r["RAMB36"] == pool_bram18_minimum(config), r["cells"]
+    assert r["LUTRAM"] == 0 and r["within_budget"]
+    assert r["LUT"] < 40 * config.lanes  # rotation + address logic, not a LUT-ROM of the pool
+
+
+def test_pool_bram_minimum_formula():
+    from boards.report import pool_bram18_minimum
+    assert pool_bram18_minimum(PerturbConfig()) == 8  # PeZO: 4096 x 12 over 8 BRAMs
+    assert pool_bram18_minimum(PerturbConfig(lanes=16, banks=8)) == 8  # two read ports per RAMB18
+    assert pool_bram18_minimum(PerturbConfig(lanes=32, banks=8)) == 16
+    assert pool_bram18_minimum(PerturbConfig(pool_size=8000, lanes=4, banks=4)) == 4 * 2  # 2001 x 12
+    # 16383 over 4 banks is 4097 deep (the wrap tail spills one row): 5 RAMB18 per bank in one aspect
+    assert pool_bram18_minimum(PerturbConfig(pool_size=16383, lanes=4, banks=4)) == 4 * 5
