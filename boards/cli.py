@@ -136,7 +136,10 @@ def cmd_build(args) -> int:
     verilog_dir.mkdir()
     for config in configs:
         text, top = generator_verilog(config)
-        stem = f"{top}_{config.n_rngs}x{config.rng_bits}{'_rewind' if config.rewind else ''}"
+        if config.strategy == "pregen":
+            stem = f"{top}_{config.pool_size}x{config.pool_bits}_{config.lanes}lanes_{config.banks}banks"
+        else:
+            stem = f"{top}_{config.n_rngs}x{config.rng_bits}{'_rewind' if config.rewind else ''}"
         (verilog_dir / f"{stem}.v").write_text(text.replace(f"module {top}(", f"module {stem}(", 1))
         (verilog_dir / f"{stem}.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     with tqdm(total=len(configs), desc="synthesis (Yosys xcup)", unit="design", file=sys.stderr,
@@ -186,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("build", help="main job: write the generators' Verilog and print the resource "
-                       "comparison (PeZO sizes, bare and rewind, beside PeZO Table 6)")
+                       "comparison (PeZO's on-the-fly sizes bare and with rewind, PeZO's pool; beside "
+                       "PeZO Table 6)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     p.add_argument("--force", action="store_true", help="replace --out even if pezo did not write it")
     p.add_argument("--seed", type=_raw, default=1, help="master seed of the generators (default 1)")

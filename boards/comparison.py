@@ -16,8 +16,10 @@ COLUMNS = ("design", "strategy", "n_rngs", "rng_bits", "rewind", "LUT", "FF", "C
 
 
 def comparison_configs(seed: int = 1) -> list[PerturbConfig]:
-    return [PerturbConfig(n_rngs=n, rng_bits=b, seed=seed, rewind=rewind)
-            for n, b in PEZO_SIZES for rewind in (False, True)]
+    """PeZO's on-the-fly sizes (bare and rewind) and PeZO's default pool (4095 x 12 bit over 8 BRAMs)."""
+    otf = [PerturbConfig(n_rngs=n, rng_bits=b, seed=seed, rewind=rewind)
+           for n, b in PEZO_SIZES for rewind in (False, True)]
+    return otf + [PerturbConfig(strategy="pregen", seed=seed)]
 
 
 def comparison_rows(configs, progress=None) -> list[dict]:
@@ -25,6 +27,15 @@ def comparison_rows(configs, progress=None) -> list[dict]:
     rows = []
     for config in configs:
         r = report(config)
+        if config.strategy == "pregen":
+            rows.append({"design": f"pregen {config.pool_size}x{config.pool_bits}b/{config.banks} banks",
+                         "strategy": "pregen", "n_rngs": "", "rng_bits": "", "rewind": True,
+                         **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
+                         "budget_LUT": "", "budget_FF": "", "budget_BRAM18": r["budget"]["BRAM18_equivalent"],
+                         "within_budget": r["within_budget"], "pezo_table6": "16 FF + 8 BRAM"})
+            if progress is not None:
+                progress.update(1)
+            continue
         row = {"design": f"otf {config.n_rngs} x {config.rng_bits}" + (" + rewind" if config.rewind else ""),
                "strategy": config.strategy, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
                "rewind": config.rewind, **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
@@ -46,7 +57,9 @@ def format_table(rows: list[dict]) -> str:
              "Yosys counts compare designs with each other; they are not Vivado utilisation.", "", head,
              "-" * len(head)]
     for row in rows:
-        if row["rewind"]:
+        if row["strategy"] == "pregen":
+            budget = f"BRAM18 = minimum {row['budget_BRAM18']}"
+        elif row["rewind"]:
             budget = (f"+{row['overhead_LUT']}/+{row['overhead_FF']} <= "
                       f"+{row['budget_LUT']}/+{row['budget_FF']}")
         else:
@@ -67,7 +80,7 @@ def write_tables(rows: list[dict], directory: Path) -> list[Path]:
     payload = {"tool": TOOL, "rows": rows, "pezo_table6": PEZO_TABLE6}
     (directory / "resources.json").write_text(json.dumps(payload, indent=2) + "\n")
     with open(directory / "resources.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["overhead_LUT", "overhead_FF"])
+        writer = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["overhead_LUT", "overhead_FF", "budget_BRAM18"])
         writer.writeheader()
         for row in rows:
             writer.writerow(row)

@@ -110,10 +110,11 @@ def test_build_main_job(tmp_path, capsys):
     assert code == 0
     assert "otf 32 x 14" in text and "PeZO Table 6" in text and "OVER" not in text
     rows = json.loads((out / "resources.json").read_text())["rows"]
-    assert len(rows) == 6 and all(r["within_budget"] for r in rows)
-    assert (out / "resources.csv").read_text().count("\n") == 7
+    assert len(rows) == 7 and all(r["within_budget"] for r in rows)
+    assert rows[-1]["strategy"] == "pregen" and rows[-1]["BRAM"] == 8
+    assert (out / "resources.csv").read_text().count("\n") == 8
     assert (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(list((out / "verilog").glob("*.v"))) == 6
+    assert len(list((out / "verilog").glob("*.v"))) == 7
 
 
 @pytest.mark.rtl
