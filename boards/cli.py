@@ -70,7 +70,7 @@ def cmd_report(args) -> int:
     from boards.report import is_report_cached, report
 
     config = _config(args)
-    if not args.json and not (not args.no_cache and is_report_cached(config)):
+    if not args.json and (args.no_cache or not is_report_cached(config)):
         print("synthesizing with Yosys (first run of a config takes ~10 s) ...", file=sys.stderr)
     result = report(config, use_cache=not args.no_cache)
     if args.json:
