@@ -60,7 +60,9 @@ def generator_verilog(config: PerturbConfig) -> tuple[str, str]:
 def pool_bram18_minimum(config: PerturbConfig) -> int:
     """Fewest RAMB18 (a RAMB36 = 2) that hold the banked pool: per bank, depth ceil((N+lanes-1)/banks)
     x pool_bits in the best RAMB18 aspect ratio, one RAMB18 per two read ports."""
-    depth = -(-(config.pool_size + config.lanes - 1) // config.banks)
+    from golden.pool import bank_depth
+
+    depth = bank_depth(config)
     per_bank = min(-(-depth // d) * -(-config.pool_bits // w) for d, w in RAMB18_SHAPES)
     ports = config.lanes // config.banks
     return config.banks * per_bank * -(-ports // 2)
@@ -101,11 +103,12 @@ def report(config: PerturbConfig, use_cache: bool = True) -> dict:
     out.update(resources)
     if config.strategy == "pregen":
         bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
+        minimum = pool_bram18_minimum(config)
         out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.lanes,
                    banks=config.banks, perturb_dim=config.perturb_dim, BRAM18_equivalent=bram18,
-                   budget={"BRAM18_equivalent": pool_bram18_minimum(config), "LUTRAM": 0},
+                   budget={"BRAM18_equivalent": minimum, "LUTRAM": 0},
                    rewind=True)  # the pool's start register makes every pool rewindable
-        out["within_budget"] = bram18 == pool_bram18_minimum(config) and resources["LUTRAM"] == 0
+        out["within_budget"] = bram18 == minimum and resources["LUTRAM"] == 0
     elif config.rewind:
         bare = _synthesize(config.replace(rewind=False), use_cache)
         overhead = {k: resources[k] - bare[k] for k in ("LUT", "FF", "BRAM", "DSP")}

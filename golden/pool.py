@@ -67,13 +67,17 @@ def perturbation(values: np.ndarray, start: int, d: int) -> np.ndarray:
     return values[(start + np.arange(d)) % len(values)]
 
 
+def bank_depth(config: PerturbConfig) -> int:
+    """Entries per bank: the N + lanes - 1 positions a window can touch, over ``banks`` banks."""
+    return -(-(config.pool_size + config.lanes - 1) // config.banks)
+
+
 def bank_contents(config: PerturbConfig, values: np.ndarray | None = None) -> list[np.ndarray]:
     """What each BRAM bank stores: bank b entry e = pool[(e * banks + b) mod N], for the N + lanes - 1
     physical positions a window can touch (the first lanes - 1 values repeat after the end)."""
     values = pool_values(config) if values is None else values
-    banks = config.banks
-    depth = -(-(config.pool_size + config.lanes - 1) // banks)
-    return [values[(np.arange(depth) * banks + b) % config.pool_size] for b in range(banks)]
+    entries = np.arange(bank_depth(config)) * config.banks
+    return [values[(entries + b) % config.pool_size] for b in range(config.banks)]
 
 
 class PoolReader:

@@ -53,14 +53,16 @@ class PoolReader(wiring.Component):
         start = Signal(range(N))
         step = lanes % N
         jump = cfg.perturb_dim % N
+        def mod_n(value):  # value < 2N
+            return value - N * (value >= N)
+
         with m.If(self.next_perturbation):
-            nxt = start + jump
-            m.d.sync += [start.eq(nxt - N * (nxt >= N)), address.eq(nxt - N * (nxt >= N))]
+            next_start = mod_n(start + jump)
+            m.d.sync += [start.eq(next_start), address.eq(next_start)]
         with m.Elif(self.restore):
             m.d.sync += address.eq(start)
         with m.Elif(self.en):
-            nxt = address + step
-            m.d.sync += address.eq(nxt - N * (nxt >= N))
+            m.d.sync += address.eq(mod_n(address + step))
 
         row = address >> col_bits
         col = address[:col_bits] if col_bits else 0
