@@ -20,6 +20,7 @@ POOL_BITS_RANGE = (4, 18)
 MAX_LANES = 1024
 MAX_BANKS = 64
 MAX_PERTURB_DIM = (1 << 31) - 1
+EPS_SHIFT_RANGE = (0, 24)
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:
@@ -46,11 +47,16 @@ class PerturbConfig:
     rng_bits  -- width b of every LFSR, 3..32.
     seed      -- master seed: the start state of RNG 0, 1..2^b-1 (an LFSR state is never 0).
     rewind    -- build the save/restore (rewind) path for MeZO's seed trick.
-    pool_size -- N values in the pre-generated pool, 1..2^20 (default 4095 = 2^12 - 1), >= lanes.
+    pool_size -- N values in the pre-generated pool, 1..2^20 (default 4095 = 2^12 - 1), >= lanes
+                 (for strategy ``pregen``).
     pool_bits -- width of a pool value, 4..18 (two's complement, pool_bits - 2 fraction bits).
-    lanes     -- pool values delivered per cycle, 1..1024.
-    banks     -- BRAM banks the pool is split over: a power of two dividing ``lanes``, 1..64.
+    lanes     -- values delivered per cycle by the pool and by the Gaussian array (one generator per
+                 lane), 1..1024; the otf stream has n_rngs lanes.
+    banks     -- BRAM banks the pool is split over: a power of two, 1..64, dividing ``lanes`` (for
+                 strategy ``pregen``).
     perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
+    eps_shift -- epsilon as a right shift s, 0..24: the perturbation stream emits round(z * 2^(12 - s)),
+                 i.e. epsilon = 2^(12 - s) output LSBs (``golden.perturb``); the default 12 gives round(z).
     """
 
     strategy: str = "otf"
@@ -63,6 +69,7 @@ class PerturbConfig:
     lanes: int = 8
     banks: int = 8
     perturb_dim: int = 1 << 20
+    eps_shift: int = 12
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -73,12 +80,14 @@ class PerturbConfig:
         check_int("seed", self.seed, 1, period)
         check_bool("rewind", self.rewind)
         check_int("lanes", self.lanes, 1, MAX_LANES)
-        check_int("pool_size", self.pool_size, self.lanes, MAX_POOL)
+        pool = self.strategy == "pregen"  # the pool's relations to lanes bind only when it is built
+        check_int("pool_size", self.pool_size, self.lanes if pool else 1, MAX_POOL)
         check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
-        check_int("banks", self.banks, 1, min(MAX_BANKS, self.lanes))
-        if self.banks & (self.banks - 1) or self.lanes % self.banks:
+        check_int("banks", self.banks, 1, min(MAX_BANKS, self.lanes) if pool else MAX_BANKS)
+        if self.banks & (self.banks - 1) or (pool and self.lanes % self.banks):
             raise ValueError(f"banks must be a power of two dividing lanes={self.lanes}, got {self.banks}")
         check_int("perturb_dim", self.perturb_dim, 1, MAX_PERTURB_DIM)
+        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
 
     @property
     def lfsr_period(self) -> int:

@@ -9,11 +9,12 @@ to +-(2^(pool_bits-1) - 1). Real value = q / 2^(pool_bits - 2).
 Addressing (leftover shift): element j of perturbation t is ``pool[(start_t + j) mod N]`` and
 ``start_(t+1) = (start_t + d) mod N``; the stream reads ``lanes`` consecutive elements per cycle.
 
-Cycle model (``PoolReader``, twin of ``hw.pool.PoolReader``): a read pointer ``a`` (the next window)
-and the current perturbation's ``start``. Each clock edge, by priority:
+Cycle model (``PoolReader``, twin of ``hw.pool.PoolReader``): a read pointer ``a`` (the window on the
+``lanes`` port) and the current perturbation's ``start``. Each clock edge, by priority:
 ``next_perturbation``: start <- a <- (start + d) mod N; ``restore``: a <- start (rewind);
-``en``: a <- (a + lanes) mod N. The BRAM read is synchronous: the ``lanes`` output in cycle t is the
-window at a(t-1); after reset (at least one clock edge) it is the window at 0.
+``en``: a <- (a + lanes) mod N. The ``lanes`` output in cycle t is the window at a(t), with no bubble:
+the synchronous BRAM read is addressed by the *next* value of a. Before the first clock edge (a reset
+edge counts) the output is undefined; after it, the window at 0.
 """
 
 from __future__ import annotations
@@ -88,18 +89,16 @@ class PoolReader:
         self.values = pool_values(config) if values is None else values
         self.start = 0
         self.address = 0
-        self._out = self.window(0)
 
     def window(self, address: int) -> np.ndarray:
         return perturbation(self.values, address, self.config.lanes)
 
     def lanes(self) -> np.ndarray:
         """Values on the ``lanes`` port this cycle (signed)."""
-        return self._out.copy()
+        return self.window(self.address)
 
     def step(self, en: bool = True, restore: bool = False, next_perturbation: bool = False) -> None:
         cfg = self.config
-        self._out = self.window(self.address)
         if next_perturbation:
             self.start = self.address = (self.start + cfg.perturb_dim) % cfg.pool_size
         elif restore:

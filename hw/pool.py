@@ -5,7 +5,8 @@ non-transparent read ports) holding interleaved positions: bank b entry e = pool
 padded so that a window of ``lanes`` consecutive values never wraps inside a bank. Each bank has
 ``lanes / banks`` read ports; a window starting at address a = row*banks + col reads entry
 ``row + (b < col) + m`` on port m of bank b, and lane i takes bank ``(col + i) mod banks``, port
-``i // banks`` one cycle later (a barrel rotation by ``col``).
+``i // banks`` one cycle later (a barrel rotation by ``col``). The ports are addressed by the next
+address (a mux in front of the BRAM address), so the window follows ``en`` with no bubble.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from golden.pool import bank_contents, pool_values
 
 class PoolReader(wiring.Component):
     """Ports: ``en`` (next window), ``restore`` (back to the perturbation's start), ``next_perturbation``
-    (start <- (start + d) mod N), ``lanes`` (``lanes`` signed ``pool_bits`` values, one cycle after the
-    address). Cycle semantics: ``golden.pool.PoolReader``."""
+    (start <- (start + d) mod N), ``lanes`` (``lanes`` signed ``pool_bits`` values: the window at the
+    current address, read by the BRAMs one edge earlier at the then-next address). Cycle semantics:
+    ``golden.pool.PoolReader``."""
 
     class Signature(wiring.Signature):
         def __init__(self, config: PerturbConfig):
@@ -49,23 +51,26 @@ class PoolReader(wiring.Component):
         ports_per_bank = lanes // banks
         col_bits = (banks - 1).bit_length()
 
-        address = Signal(range(N))
+        address = Signal(range(N))  # the window on the lanes port
         start = Signal(range(N))
+        next_address = Signal(range(N))  # what the BRAMs read now, so the window shows with no bubble
         step = lanes % N
         jump = cfg.perturb_dim % N
         def mod_n(value):  # value < 2N
             return value - N * (value >= N)
 
+        m.d.comb += next_address.eq(address)
         with m.If(self.next_perturbation):
-            next_start = mod_n(start + jump)
-            m.d.sync += [start.eq(next_start), address.eq(next_start)]
+            m.d.comb += next_address.eq(mod_n(start + jump))
+            m.d.sync += start.eq(next_address)
         with m.Elif(self.restore):
-            m.d.sync += address.eq(start)
+            m.d.comb += next_address.eq(start)
         with m.Elif(self.en):
-            m.d.sync += address.eq(mod_n(address + step))
+            m.d.comb += next_address.eq(mod_n(address + step))
+        m.d.sync += address.eq(next_address)
 
-        row = address >> col_bits
-        col = address[:col_bits] if col_bits else 0
+        row = next_address >> col_bits
+        col = next_address[:col_bits] if col_bits else 0
         col_read = Signal(max(col_bits, 1))  # the rotation that applies to the data now on the ports
         m.d.sync += col_read.eq(col)
 

@@ -128,7 +128,170 @@ class PoolBench:
             assert self.restores >= 1 and self.perturbations >= 1
 
 
-BENCHES = {"urng": URNGBench, "pool": PoolBench}
+class ScaleBench:
+    """Scale LUT: a random state every cycle, read 50 %; runs of states from the real m-sequence so
+    that every entry class (every k) is read."""
+
+    inputs = ("state", "read")
+
+    def __init__(self, config: PerturbConfig, cycles: int, seed: int):
+        from golden.scale import ScaleLUTReader
+        self.config = config
+        self.model = ScaleLUTReader(config)
+        self.rng = random.Random(seed)
+        self.shifts_seen = set()
+
+    def component(self):
+        from hw.scale import ScaleLUT
+        return ScaleLUT(self.config, lut=self.model.lut)
+
+    def expected(self) -> dict:
+        return {"shift": self.model.shift}  # None (undefined BRAM output) until the first read
+
+    def decode(self, port: str, word: int):
+        return [word]
+
+    def drive(self, cycle: int) -> dict[str, int]:
+        return {"state": self.rng.randrange(1 << self.config.rng_bits), "read": int(self.rng.random() < 0.5)}
+
+    def step(self, inputs: dict[str, int]) -> None:
+        self.model.step(inputs["state"], bool(inputs["read"]))
+        if self.model.shift is not None:
+            self.shifts_seen.add(self.model.shift)
+
+    def summary(self) -> dict:
+        return {"shifts_seen": sorted(self.shifts_seen)}
+
+    def check_coverage(self, cycles: int) -> None:
+        if cycles >= 10_000:
+            assert self.shifts_seen == set(int(k) for k in self.model.lut), "not every LUT value was read"
+
+
+class GaussianBench:
+    """CLT generator array with rewind: en 90 %, save 2 %, restore 0.5 % plus scripted ones. Each
+    sequence position's outputs are recorded once (replays after a rewind are not double-counted) for
+    the statistical tests (``golden.grng.sample_statistics``)."""
+
+    def __init__(self, config: PerturbConfig, cycles: int, seed: int):
+        from golden.grng import GaussianArray
+        self.config = config.replace(rewind=True)
+        self.model = GaussianArray(self.config)
+        self.rng = random.Random(seed)
+        self.inputs = ("en", "save", "restore")
+        self.cycles = cycles
+        self.position = self.saved_position = self.frontier = 0
+        self.samples = []
+        self.saves = self.restores = 0
+
+    def component(self):
+        from hw.grng import GaussianArray
+        return GaussianArray(self.config)
+
+    def expected(self) -> dict[str, int]:
+        from golden.grng import GRNG_BITS
+        return {"lanes": pack(self.model.lanes(), GRNG_BITS)}
+
+    def decode(self, port: str, word: int):
+        from golden.grng import GRNG_BITS
+        return unpack(word, GRNG_BITS, self.config.lanes, signed=True)
+
+    def drive(self, cycle: int) -> dict[str, int]:
+        save = int(self.rng.random() < 0.02 or cycle == self.cycles // 10)
+        restore = int(self.rng.random() < 0.005 or cycle == self.cycles // 2)
+        return {"en": int(self.rng.random() < 0.9), "save": save, "restore": restore}
+
+    def step(self, inputs: dict[str, int]) -> None:
+        if inputs["en"] and not inputs["restore"] and self.position == self.frontier:
+            self.samples.append(self.model.lanes())
+            self.frontier += 1
+        saved = self.position
+        if inputs["restore"]:
+            self.position = self.saved_position
+        elif inputs["en"]:
+            self.position += 1
+        if inputs["save"]:
+            self.saved_position = saved
+        self.saves += inputs["save"]
+        self.restores += inputs["restore"]
+        self.model.step(**{k: bool(v) for k, v in inputs.items()})
+
+    def statistics(self) -> dict:
+        import numpy as np
+        from golden.grng import sample_statistics
+        return sample_statistics(np.concatenate(self.samples)) if self.samples else {}
+
+    def summary(self) -> dict:
+        return {"saves": self.saves, "rewinds": self.restores, "statistics": self.statistics()}
+
+    def check_coverage(self, cycles: int) -> None:
+        if cycles >= 100:
+            assert self.saves >= 1 and self.restores >= 1
+
+
+class StreamBench:
+    """Perturbation stream: en 90 %, next and rewind 1 % each with a random sign, and a MeZO step in
+    the middle (next +, a full pass, rewind -, a full pass, rewind +, a full pass). ``lanes`` is
+    compared on valid cycles (while aligning it carries the source's skipped values)."""
+
+    inputs = ("en", "next", "rewind", "sign")
+
+    def __init__(self, config: PerturbConfig, cycles: int, seed: int):
+        from golden.perturb import PerturbationStream, stream_lanes
+        self.config = config
+        self.model = PerturbationStream(config)
+        self.rng = random.Random(seed)
+        self.lanes = stream_lanes(config)
+        self.script = self._mezo_script(cycles // 2)
+        self.counts = {"next": 0, "rewind": 0, "minus": 0, "valid": 0, "shifts": set()}
+
+    def _mezo_script(self, at: int) -> dict[int, dict[str, int]]:
+        passes = -(-min(self.config.perturb_dim, 40 * self.lanes) // self.lanes)
+        script, t = {at: {"next": 1, "sign": 0}}, at + self.config.n_rngs + 2
+        for sign in (1, 0):
+            t += passes + 1
+            script[t] = {"rewind": 1, "sign": sign}
+        return script
+
+    def component(self):
+        from hw.perturb import PerturbationStream
+        return PerturbationStream(self.config)
+
+    def expected(self) -> dict:
+        from golden.perturb import STREAM_BITS
+        return {"valid": int(self.model.valid),
+                "lanes": pack(self.model.lanes(), STREAM_BITS) if self.model.valid else None}
+
+    def decode(self, port: str, word: int):
+        from golden.perturb import STREAM_BITS
+        return unpack(word, STREAM_BITS, self.lanes, signed=True) if port == "lanes" else [word]
+
+    def drive(self, cycle: int) -> dict[str, int]:
+        inputs = {"en": int(self.rng.random() < 0.9), "next": int(self.rng.random() < 0.01),
+                  "rewind": int(self.rng.random() < 0.01), "sign": self.rng.getrandbits(1)}
+        inputs.update(self.script.get(cycle, {}))
+        return inputs
+
+    def step(self, inputs: dict[str, int]) -> None:
+        c = self.counts
+        c["valid"] += int(self.model.valid)
+        c["next"] += inputs["next"]
+        c["rewind"] += inputs["rewind"]
+        self.model.step(**{k: bool(v) for k, v in inputs.items()})
+        c["minus"] += int(self.model.negate)
+        if self.config.strategy == "otf":
+            c["shifts"].add(self.model.k)
+
+    def summary(self) -> dict:
+        return {**self.counts, "shifts": sorted(self.counts["shifts"])}
+
+    def check_coverage(self, cycles: int) -> None:
+        if cycles >= 1000:
+            c = self.counts
+            assert c["next"] >= 5 and c["rewind"] >= 5 and 0 < c["minus"] < cycles and c["valid"] > cycles // 2
+
+
+BENCHES = {"urng": URNGBench, "pool": PoolBench, "scale": ScaleBench, "gaussian": GaussianBench,
+           "stream": StreamBench}
 
 
 def make_bench(name: str, config: PerturbConfig, cycles: int, seed: int):

@@ -43,8 +43,8 @@ def test_leftover_shift_addressing():
     seen = []
     for perturbation_index in range(3):
         for _ in range(2):  # 2 cycles x 4 lanes cover d = 6 (the last 2 lanes are beyond d)
+            seen.append(pool.lanes().tolist())  # the window on the port now; en consumes it
             pool.step(en=True)
-            seen.append(pool.lanes().tolist())
         pool.step(next_perturbation=True)
     # starts go 0, 6, 12, 3 (mod 15): the leftover of one perturbation starts the next
     assert pool.start == 3
@@ -87,4 +87,4 @@ def test_hw_pool_matches_golden(cfg):
 ])
 def test_bad_pool_config(kwargs, needle):
     with pytest.raises(ValueError, match=needle.replace(".", r"\.").replace("(", r"\(")):
-        PerturbConfig(**kwargs)
+        PerturbConfig(strategy="pregen", **kwargs)
