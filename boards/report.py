@@ -17,7 +17,13 @@ from boards.synth import TOOL, is_cached, synthesize
 
 URNG_TOP = "pezo_urng_array"
 POOL_TOP = "pezo_pool_reader"
-TOPS = {"otf": URNG_TOP, "pregen": POOL_TOP}
+GRNG_TOP = "pezo_gaussian_array"
+STREAM_TOP = "pezo_perturb_stream"
+SCALE_TOP = "pezo_scale_lut"
+TOPS = {"otf": URNG_TOP, "pregen": POOL_TOP, "gaussian": GRNG_TOP}
+UNITS = ("generator", "stream", "scale")
+"""What ``report`` synthesizes: the strategy's generator alone, the whole perturbation stream unit
+(generator + rewind + scaling + sign + control, what the PE array consumes), or the otf scale LUT."""
 # RAMB18E2 aspect ratios (depth, width); a RAMB36E2 counts as two
 RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 _SOURCE_DIRS = ("golden", "hw")
@@ -40,21 +46,55 @@ def source_hash() -> str:
     return digest.hexdigest()
 
 
-def design_key(config: PerturbConfig) -> str:
-    return json.dumps({"config": config.to_dict(), "source": source_hash()}, sort_keys=True)
+def design_key(config: PerturbConfig, unit: str = "generator") -> str:
+    return json.dumps({"config": config.to_dict(), "unit": unit, "source": source_hash()}, sort_keys=True)
 
 
-def generator_verilog(config: PerturbConfig) -> tuple[str, str]:
-    """Verilog text and top-module name of the perturbation generator for ``config``."""
-    from amaranth.back import verilog
+def check_unit(config: PerturbConfig, unit: str) -> None:
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if unit == "scale" and config.strategy != "otf":
+        raise ValueError(f"unit 'scale' (the otf scale LUT) needs strategy otf, got {config.strategy!r}")
+    if config.strategy == "otf" and unit != "generator":
+        from golden.scale import check_scalable
+        check_scalable(config)
 
+
+def top_name(config: PerturbConfig, unit: str = "generator") -> str:
+    return {"generator": TOPS[config.strategy], "stream": STREAM_TOP, "scale": SCALE_TOP}[unit]
+
+
+def unit_component(config: PerturbConfig, unit: str = "generator"):
+    """The Amaranth component ``report`` synthesizes for (config, unit)."""
+    check_unit(config, unit)
+    if unit == "stream":
+        from hw.perturb import PerturbationStream
+        return PerturbationStream(config)
+    if unit == "scale":
+        from hw.scale import ScaleLUT
+        return ScaleLUT(config)
     if config.strategy == "otf":
         from hw.urng import URNGArray
-        return verilog.convert(URNGArray(config), name=URNG_TOP, emit_src=False), URNG_TOP
+        return URNGArray(config)
     if config.strategy == "pregen":
         from hw.pool import PoolReader
-        return verilog.convert(PoolReader(config), name=POOL_TOP, emit_src=False), POOL_TOP
-    raise ValueError(f"strategy {config.strategy!r} has no generator yet; available: otf, pregen")
+        return PoolReader(config)
+    from hw.grng import GaussianArray
+    return GaussianArray(config)
+
+
+def generator_verilog(config: PerturbConfig, unit: str = "generator") -> tuple[str, str]:
+    """Verilog text and top-module name of ``unit`` (default: the perturbation generator) for ``config``."""
+    from amaranth.back import verilog
+
+    top = top_name(config, unit)
+    return verilog.convert(unit_component(config, unit), name=top, emit_src=False), top
+
+
+def grng_lut_estimate() -> int:
+    """LUTs of one CLT generator by hand: 96 XORs + one LUT per adder output bit (6 x 8 + 3 x 9 + 10
+    + 11 for the tree, 12 for subtracting 1530)."""
+    return 96 + 6 * 8 + 3 * 9 + 10 + 11 + 12
 
 
 def pool_bram18_minimum(config: PerturbConfig) -> int:
@@ -76,32 +116,45 @@ def budget(config: PerturbConfig) -> dict:
             "rewind_overhead": {"LUT": n * b, "FF": n * b}}
 
 
-def is_report_cached(config: PerturbConfig) -> bool:
-    configs = [config, config.replace(rewind=False)] if config.rewind and config.strategy == "otf" else [config]
-    return all(is_cached(design_key(c), TOPS.get(c.strategy, "")) for c in configs)
+def is_report_cached(config: PerturbConfig, unit: str = "generator") -> bool:
+    configs = [config]
+    if config.rewind and config.strategy == "otf" and unit == "generator":
+        configs.append(config.replace(rewind=False))
+    return all(is_cached(design_key(c, unit), top_name(c, unit)) for c in configs)
 
 
-def _synthesize(config: PerturbConfig, use_cache: bool) -> dict:
-    key = design_key(config)
-    top = TOPS.get(config.strategy, "")
+def _synthesize(config: PerturbConfig, use_cache: bool, unit: str = "generator") -> dict:
+    key = design_key(config, unit)
+    top = top_name(config, unit)
     if use_cache and is_cached(key, top):
         return synthesize("", top, key=key)
-    text, top = generator_verilog(config)
+    text, top = generator_verilog(config, unit)
     return synthesize(text, top, key=key, use_cache=use_cache)
 
 
-def report(config: PerturbConfig, use_cache: bool = True) -> dict:
-    """Synthesize the generator alone; return config fields, resources, budget and verdict.
+def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator") -> dict:
+    """Synthesize ``unit`` alone; return config fields, resources, budget and verdict.
 
-    Integer keys LUT, FF, BRAM, DSP are the CLI contract. With ``config.rewind`` the bare array is
-    synthesized too and ``overhead`` = rewind - bare.
+    Integer keys LUT, FF, BRAM, DSP are the CLI contract (plus ``strategy`` and ``unit``). Generators
+    carry a ``budget`` and ``within_budget``: otf the physical limit (with ``config.rewind`` the bare
+    array is synthesized too and ``overhead`` = rewind - bare), pregen the analytical BRAM minimum,
+    gaussian 127 FF per generator (plus ``per_generator`` and the linear ``extrapolated_1024``).
     """
-    resources = _synthesize(config, use_cache)
-    limits = budget(config)
-    out = {"strategy": config.strategy, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
+    check_unit(config, unit)
+    resources = _synthesize(config, use_cache, unit)
+    out = {"strategy": config.strategy, "unit": unit, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
            "seed": config.seed, "rewind": config.rewind}
     out.update(resources)
-    if config.strategy == "pregen":
+    if unit != "generator":
+        out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift,
+                   rewind=True)
+        if config.strategy == "pregen":
+            out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, banks=config.banks)
+        if unit == "scale":
+            from golden.scale import lut_statistics
+            from hw.scale import rom_style
+            out.update(rom_style=rom_style(config), lut_statistics=lut_statistics(config))
+    elif config.strategy == "pregen":
         bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
         minimum = pool_bram18_minimum(config)
         out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.lanes,
@@ -109,7 +162,18 @@ def report(config: PerturbConfig, use_cache: bool = True) -> dict:
                    budget={"BRAM18_equivalent": minimum, "LUTRAM": 0},
                    rewind=True)  # the pool's start register makes every pool rewindable
         out["within_budget"] = bram18 == minimum and resources["LUTRAM"] == 0
+    elif config.strategy == "gaussian":
+        lanes = config.lanes
+        per = {k: resources[k] / lanes for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")}
+        ff = 127 * lanes * (2 if config.rewind else 1)
+        out.update(lanes=lanes, generators=lanes, per_generator=per,
+                   extrapolated_1024={k: round(v * 1024) for k, v in per.items()},
+                   extrapolation=f"linear from {lanes} synthesised generators (each generator is independent "
+                                 "logic; tests/test_synth.py checks 1 vs 32)",
+                   analytical_LUT=grng_lut_estimate() * lanes, budget={"FF": ff},
+                   within_budget=resources["FF"] == ff)
     elif config.rewind:
+        limits = budget(config)
         bare = _synthesize(config.replace(rewind=False), use_cache)
         overhead = {k: resources[k] - bare[k] for k in ("LUT", "FF", "BRAM", "DSP")}
         out["bare"] = {k: bare[k] for k in ("LUT", "FF", "BRAM", "DSP", "CARRY")}
@@ -117,6 +181,7 @@ def report(config: PerturbConfig, use_cache: bool = True) -> dict:
         out["budget"] = limits["rewind_overhead"]
         out["within_budget"] = all(overhead[k] <= limits["rewind_overhead"][k] for k in ("LUT", "FF"))
     else:
+        limits = budget(config)
         out["budget"] = limits["bare"]
         out["within_budget"] = all(resources[k] <= limits["bare"][k] for k in ("LUT", "FF"))
     out["tool"] = TOOL

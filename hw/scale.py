@@ -24,7 +24,9 @@ SHIFT_BITS = SCALE_SHIFTS[1].bit_length()
 
 
 def rom_style(config: PerturbConfig) -> str:
-    return "block" if config.rng_bits >= BLOCK_ROM_MIN_BITS else "distributed"
+    """``block`` (RAMB18/36) or ``logic`` (a LUT-ROM in fabric: Yosys maps ``distributed`` to LUTRAM,
+    which needs a write port, while ``logic`` builds the table from LUTs, as Vivado's distributed ROM)."""
+    return "block" if config.rng_bits >= BLOCK_ROM_MIN_BITS else "logic"
 
 
 class ScaleLUT(wiring.Component):

@@ -34,6 +34,13 @@ def test_help_lists_subcommands():
     (["report", "--n-rngs", "256", "--rng-bits", "8"], "n_rngs must be in 1..255"),
     (["simulate", "--cycles", "0"], "cycles must be an integer in 1..10000000"),
     (["build", "--seed", "-3"], "seed must be in 1..16383"),
+    (["report", "--eps-shift", "25", "--unit", "stream"], "eps_shift must be in 0..24, got 25"),
+    (["report", "--unit", "fpga"], "unit must be one of generator, stream, scale, got 'fpga'"),
+    (["report", "--strategy", "pregen", "--unit", "scale"], "unit 'scale' (the otf scale LUT) needs strategy otf"),
+    (["report", "--unit", "stream", "--rng-bits", "20"], "rng_bits must be in 3..16 for the scale LUT"),
+    (["report", "--strategy", "pregen", "--pool-size", "0"], "pool_size must be in 8..1048576"),
+    (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "banks must be a power of two dividing"),
+    (["report", "--strategy", "gaussian", "--lanes", "0"], "lanes must be in 1..1024"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     code, out, err = run(argv, capsys)
@@ -109,12 +116,19 @@ def test_build_main_job(tmp_path, capsys):
     code, text, _ = run(["build", "--out", str(out), "--quiet"], capsys)
     assert code == 0
     assert "otf 32 x 14" in text and "PeZO Table 6" in text and "OVER" not in text
-    rows = json.loads((out / "resources.json").read_text())["rows"]
-    assert len(rows) == 7 and all(r["within_budget"] for r in rows)
-    assert rows[-1]["strategy"] == "pregen" and rows[-1]["BRAM"] == 8
-    assert (out / "resources.csv").read_text().count("\n") == 8
+    payload = json.loads((out / "resources.json").read_text())
+    rows = {r["design"]: r for r in payload["rows"]}
+    assert len(rows) == 14
+    assert all(r["within_budget"] for r in rows.values() if r["within_budget"] != "")
+    assert rows["pregen 4095x12b/8 banks"]["BRAM"] == 8
+    mezo = rows["gaussian x 1024 (MeZO)"]
+    assert mezo["extrapolated"] and mezo["LUT"] == 32 * rows["gaussian x 32"]["LUT"]
+    assert rows["gaussian x 32"]["LUT"] == 32 * rows["gaussian x 1"]["LUT"]  # linear: independent generators
+    assert [r["design"] for r in payload["three_way"]][-1].startswith("MeZO")
+    assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
+    assert (out / "resources.csv").read_text().count("\n") == 15
     assert (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(list((out / "verilog").glob("*.v"))) == 7
+    assert len(list((out / "verilog").glob("*.v"))) == 13
 
 
 @pytest.mark.rtl
@@ -126,3 +140,27 @@ def test_simulate_reports_speed(simulators, require_simulator, capsys):
     assert code == 0
     result = json.loads(out)["simulators"][simulator]
     assert result["cycles"] == 300 and result["mismatches"] == 0 and result["cycles_per_s"] > 0
+
+
+@pytest.mark.synth
+def test_report_gaussian_json_contract(capsys):
+    code, out, _ = run(["report", "--strategy", "gaussian", "--lanes", "2", "--json"], capsys)
+    assert code == 0
+    r = json.loads(out)
+    for key in ("LUT", "FF", "BRAM", "DSP"):
+        assert isinstance(r[key], int)
+    assert r["strategy"] == "gaussian" and r["unit"] == "generator" and r["FF"] == 2 * 127
+    assert r["extrapolated_1024"]["FF"] == 1024 * 127 and r["within_budget"]
+    code, text, _ = run(["report", "--strategy", "gaussian", "--lanes", "2"], capsys)
+    assert "1024 generators (MeZO, extrapolated linearly)" in text
+
+
+@pytest.mark.synth
+def test_report_stream_and_scale_units(capsys):
+    code, out, _ = run(["report", "--strategy", "pregen", "--pool-size", "255", "--lanes", "4", "--banks", "2",
+                        "--unit", "stream", "--json"], capsys)
+    r = json.loads(out)
+    assert code == 0 and r["unit"] == "stream" and r["BRAM"] >= 1 and r["LUTRAM"] == 0
+    code, text, _ = run(["report", "--n-rngs", "8", "--rng-bits", "8", "--perturb-dim", "7", "--unit", "scale"],
+                        capsys)
+    assert code == 0 and "ROM style logic" in text

@@ -68,3 +68,35 @@ def test_pool_bram_minimum_formula():
     assert pool_bram18_minimum(PerturbConfig(pool_size=8000, lanes=4, banks=4)) == 4 * 2  # 2001 x 12
     # 16383 over 4 banks is 4097 deep (the wrap tail spills one row): 5 RAMB18 per bank in one aspect
     assert pool_bram18_minimum(PerturbConfig(pool_size=16383, lanes=4, banks=4)) == 4 * 5
+
+
+@pytest.mark.synth
+def test_gaussian_array_scales_linearly_to_32_generators():
+    """The MeZO row extrapolates 1024 generators from 32: check the 32-generator array is 32 x one."""
+    one = report(PerturbConfig(strategy="gaussian", lanes=1))
+    many = report(PerturbConfig(strategy="gaussian", lanes=32))
+    assert one["FF"] == 127 and many["FF"] == 32 * 127  # the LFSR bits, nothing else
+    assert many["LUT"] == pytest.approx(32 * one["LUT"], rel=0.02)
+    assert many["extrapolated_1024"]["LUT"] == pytest.approx(1024 * one["LUT"], rel=0.02)
+    from boards.report import grng_lut_estimate
+    assert grng_lut_estimate() <= one["LUT"] <= 1.3 * grng_lut_estimate()  # 96 XOR + the adder tree
+    assert many["BRAM"] == many["DSP"] == 0
+
+
+@pytest.mark.synth
+def test_scale_lut_is_bram_when_wide_and_lut_rom_when_narrow():
+    wide = report(PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64), unit="scale")
+    assert wide["rom_style"] == "block" and wide["RAMB18"] + 2 * wide["RAMB36"] >= 1 and wide["LUTRAM"] == 0
+    assert wide["LUT"] <= 4
+    narrow = report(PerturbConfig(n_rngs=8, rng_bits=8, perturb_dim=7), unit="scale")
+    assert narrow["rom_style"] == "logic" and narrow["BRAM"] == 0 and narrow["LUT"] <= 16
+
+
+@pytest.mark.synth
+def test_stream_units_keep_their_sources_intact():
+    otf = report(PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64), unit="stream")
+    assert otf["FF"] >= 2 * 32 * 14 and otf["BRAM"] >= 1  # array + shadow, and the scale LUT in BRAM
+    pool = report(PerturbConfig(strategy="pregen"), unit="stream")
+    from boards.report import pool_bram18_minimum
+    assert pool["RAMB18"] + 2 * pool["RAMB36"] == pool_bram18_minimum(PerturbConfig(strategy="pregen"))
+    assert pool["LUTRAM"] == 0
