@@ -198,6 +198,11 @@ def cmd_simulate(args) -> int:
         for sim, r in results.items():
             print(f"{sim:<10} {r['cycles']} cycles, 0 mismatches, {r['cycles_per_s']:.0f} cycles/s "
                   f"(build {r['build_s']:.1f} s)")
+            stats = r.get("statistics")
+            if stats:  # the Gaussian generator's RTL samples
+                print(f"{'':<10} {stats['samples']} samples: mean {stats['mean']:+.4f}, variance "
+                      f"{stats['variance']:.4f}, kurtosis {stats['kurtosis']:.3f}, KS D {stats['ks_normal_D']:.4f} "
+                      f"(<= {stats['ks_normal_threshold']:.4f}), tests {'passed' if stats['passed'] else 'FAILED'}")
     return 0
 
 

@@ -164,3 +164,12 @@ def test_report_stream_and_scale_units(capsys):
     code, text, _ = run(["report", "--n-rngs", "8", "--rng-bits", "8", "--perturb-dim", "7", "--unit", "scale"],
                         capsys)
     assert code == 0 and "ROM style logic" in text
+
+
+@pytest.mark.rtl
+def test_simulate_gaussian_prints_statistics(simulators, require_simulator, capsys):
+    simulator = "icarus" if "icarus" in simulators else "verilator"
+    require_simulator(simulator)
+    code, out, _ = run(["simulate", "--strategy", "gaussian", "--lanes", "2", "--cycles", "400",
+                        "--simulator", simulator], capsys)
+    assert code == 0 and "0 mismatches" in out and "samples: mean" in out
