@@ -122,18 +122,17 @@ def _pct(value: int, total: int) -> str:
 
 def three_way(rows: list[dict]) -> list[dict]:
     """The Table 6 comparison at default sizes: MeZO (1024 Gaussian RNGs), pre-gen, on-the-fly."""
-    pick = {"gaussian x 1024 (MeZO)": ("MeZO: 1024 Gaussian RNGs (CLT-12)", PAPER_MEZO),
-            "pregen 4095x12b/8 banks": ("PeZO pre-gen: 4095 x 12 bit pool", PAPER_PREGEN),
-            "otf 32 x 14": ("PeZO on-the-fly: 32 URNGs x 14 bit", "32 LUT / 512 FF"),
-            "otf 32 x 8": ("PeZO on-the-fly: 32 URNGs x 8 bit", "32 LUT / 449 FF")}
+    labels = {"gaussian x 1024 (MeZO)": "MeZO: 1024 Gaussian RNGs (CLT-12)",
+              "pregen 4095x12b/8 banks": "PeZO pre-gen: 4095 x 12 bit pool",
+              "otf 32 x 14": "PeZO on-the-fly: 32 URNGs x 14 bit",
+              "otf 32 x 8": "PeZO on-the-fly: 32 URNGs x 8 bit"}
     out = []
     for row in rows:
-        if row["design"] in pick and row["unit"] == "generator":
-            label, paper = pick[row["design"]]
+        if row["design"] in labels and row["unit"] == "generator":
             bram36 = row.get("RAMB36", 0) + row.get("RAMB18", 0) / 2 if not row["extrapolated"] else 0
-            out.append({"design": label, "LUT": row["LUT"], "FF": row["FF"], "BRAM": row["BRAM"],
+            out.append({"design": labels[row["design"]], "LUT": row["LUT"], "FF": row["FF"], "BRAM": row["BRAM"],
                         "LUT_pct": _pct(row["LUT"], ZCU102["LUT"]), "FF_pct": _pct(row["FF"], ZCU102["FF"]),
-                        "BRAM_pct": _pct(bram36, ZCU102["BRAM36"]), "pezo_table6": paper,
+                        "BRAM_pct": _pct(bram36, ZCU102["BRAM36"]), "pezo_table6": row["pezo_table6"],
                         "extrapolated": row["extrapolated"]})
     return out
 

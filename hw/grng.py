@@ -8,11 +8,11 @@ The output is combinational from the state registers through a balanced tree of 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from golden.config import PerturbConfig
 from golden.grng import GRNG_BITS, GRNG_LFSR_BITS, LEAP, OFFSET, UNIFORMS, grng_seeds
+from hw.component import ConfigComponent, ConfigSignature
 
 
 def leap(state):
@@ -30,26 +30,16 @@ def clt_sample(state):
     return (terms[0] - OFFSET).as_signed()
 
 
-class GaussianArray(wiring.Component):
+class GaussianArray(ConfigComponent):
     """``config.lanes`` generators. Ports: ``en`` (leap), ``save`` / ``restore`` (with ``config.rewind``),
     ``lanes`` (signed 12-bit z per generator, z / 256 ~ N(0, 1)). Semantics: ``golden.grng``."""
 
-    class Signature(wiring.Signature):
-        def __init__(self, config: PerturbConfig):
-            if not isinstance(config, PerturbConfig):
-                raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
-            self.config = config
+    class Signature(ConfigSignature):
+        def members_for(self, config):
             members = {"en": In(1), "lanes": Out(data.ArrayLayout(signed(GRNG_BITS), config.lanes))}
             if config.rewind:
                 members.update(save=In(1), restore=In(1))
-            super().__init__(members)
-
-        def __eq__(self, other):
-            return type(other) is type(self) and other.config == self.config
-
-    def __init__(self, config: PerturbConfig):
-        self.config = config
-        super().__init__(self.Signature(config))
+            return members
 
     def elaborate(self, platform):
         m = Module()

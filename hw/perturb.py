@@ -9,12 +9,13 @@ value is on ``lanes`` in the cycle its source holds it. For otf the shift varies
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from golden.config import PerturbConfig
 from golden.perturb import STREAM_BITS, scale_shift, stream_lanes
 from golden.scale import SCALE_SHIFTS, check_scalable
+from hw.component import ConfigComponent, ConfigSignature
 
 
 def scale_round(x, a: int):
@@ -28,27 +29,17 @@ def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
     return data.ArrayLayout(signed(STREAM_BITS), stream_lanes(config))
 
 
-class PerturbationStream(wiring.Component):
+class PerturbationStream(ConfigComponent):
     """Ports: ``en`` (consume the vector on ``lanes``), ``next`` (begin the next perturbation), ``rewind``
     (back to the current one's start), ``sign`` (sampled on next/rewind: 1 = -epsilon), ``valid``,
     ``lanes`` (``stream_lanes`` signed 16-bit values). Cycle semantics: ``golden.perturb``."""
 
-    class Signature(wiring.Signature):
-        def __init__(self, config: PerturbConfig):
-            if not isinstance(config, PerturbConfig):
-                raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+    class Signature(ConfigSignature):
+        def members_for(self, config):
             if config.strategy == "otf":
                 check_scalable(config)
-            self.config = config
-            super().__init__({"en": In(1), "next": In(1), "rewind": In(1), "sign": In(1),
-                              "valid": Out(1), "lanes": Out(lane_layout(config))})
-
-        def __eq__(self, other):
-            return type(other) is type(self) and other.config == self.config
-
-    def __init__(self, config: PerturbConfig):
-        self.config = config
-        super().__init__(self.Signature(config))
+            return {"en": In(1), "next": In(1), "rewind": In(1), "sign": In(1),
+                    "valid": Out(1), "lanes": Out(lane_layout(config))}
 
     def elaborate(self, platform):
         m = Module()

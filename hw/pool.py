@@ -12,37 +12,29 @@ address (a mux in front of the BRAM address), so the window follows ``en`` with 
 from __future__ import annotations
 
 from amaranth.hdl import Array, Module, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from golden.config import PerturbConfig
 from golden.pool import bank_contents, pool_values
+from hw.component import ConfigComponent, ConfigSignature
 
 
-class PoolReader(wiring.Component):
+class PoolReader(ConfigComponent):
     """Ports: ``en`` (next window), ``restore`` (back to the perturbation's start), ``next_perturbation``
     (start <- (start + d) mod N), ``lanes`` (``lanes`` signed ``pool_bits`` values: the window at the
     current address, read by the BRAMs one edge earlier at the then-next address). Cycle semantics:
     ``golden.pool.PoolReader``."""
 
-    class Signature(wiring.Signature):
-        def __init__(self, config: PerturbConfig):
-            if not isinstance(config, PerturbConfig):
-                raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
-            self.config = config
-            super().__init__({
-                "en": In(1), "restore": In(1), "next_perturbation": In(1),
-                "lanes": Out(data.ArrayLayout(signed(config.pool_bits), config.lanes)),
-            })
-
-        def __eq__(self, other):
-            return type(other) is type(self) and other.config == self.config
+    class Signature(ConfigSignature):
+        def members_for(self, config):
+            return {"en": In(1), "restore": In(1), "next_perturbation": In(1),
+                    "lanes": Out(data.ArrayLayout(signed(config.pool_bits), config.lanes))}
 
     def __init__(self, config: PerturbConfig, values=None):
-        self.config = config
         self._values = pool_values(config) if values is None else values
-        super().__init__(self.Signature(config))
+        super().__init__(config)
 
     def elaborate(self, platform):
         m = Module()

@@ -12,12 +12,12 @@ to a constant by synthesis, which is correct and free.
 from __future__ import annotations
 
 from amaranth.hdl import Module
-from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from golden.config import PerturbConfig
 from golden.scale import SCALE_SHIFTS, check_scalable, scale_lut
+from hw.component import ConfigComponent, ConfigSignature
 
 BLOCK_ROM_MIN_BITS = 10
 SHIFT_BITS = SCALE_SHIFTS[1].bit_length()
@@ -29,24 +29,17 @@ def rom_style(config: PerturbConfig) -> str:
     return "block" if config.rng_bits >= BLOCK_ROM_MIN_BITS else "logic"
 
 
-class ScaleLUT(wiring.Component):
+class ScaleLUT(ConfigComponent):
     """Ports: ``state`` (b-bit LFSR state, lane 0 at a perturbation start), ``read``, ``shift`` (k)."""
 
-    class Signature(wiring.Signature):
-        def __init__(self, config: PerturbConfig):
-            if not isinstance(config, PerturbConfig):
-                raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+    class Signature(ConfigSignature):
+        def members_for(self, config):
             check_scalable(config)
-            self.config = config
-            super().__init__({"state": In(config.rng_bits), "read": In(1), "shift": Out(SHIFT_BITS)})
-
-        def __eq__(self, other):
-            return type(other) is type(self) and other.config == self.config
+            return {"state": In(config.rng_bits), "read": In(1), "shift": Out(SHIFT_BITS)}
 
     def __init__(self, config: PerturbConfig, lut=None):
-        self.config = config
         self._lut = scale_lut(config) if lut is None else lut
-        super().__init__(self.Signature(config))
+        super().__init__(config)
 
     def elaborate(self, platform):
         m = Module()

@@ -13,12 +13,13 @@ inversion into its first LUT level for free, whereas doing it here would cost n 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Signal, signed, unsigned
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from golden.config import PerturbConfig
 from golden.lfsr import feedback_bits
 from golden.urng import initial_states
+from hw.component import ConfigComponent, ConfigSignature
 
 
 def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
@@ -39,7 +40,7 @@ def lfsr_next(state, bits: int):
     return Cat(state[1:bits], feedback)
 
 
-class URNGArray(wiring.Component):
+class URNGArray(ConfigComponent):
     """n b-bit LFSRs with shift rotation.
 
     Ports: ``en`` (advance one step), ``save`` / ``restore`` (only with ``config.rewind``; ``save`` is
@@ -49,13 +50,10 @@ class URNGArray(wiring.Component):
     Cycle semantics are exactly ``golden.urng.URNGArray.step``.
     """
 
-    class Signature(wiring.Signature):
-        def __init__(self, config: PerturbConfig):
-            if not isinstance(config, PerturbConfig):
-                raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+    class Signature(ConfigSignature):
+        def members_for(self, config):
             if config.strategy != "otf":
                 raise ValueError(f"strategy must be 'otf' for a URNG array, got {config.strategy!r}")
-            self.config = config
             members = {
                 "en": In(1),
                 "pointer": Out(unsigned(config.pointer_bits)),
@@ -63,17 +61,7 @@ class URNGArray(wiring.Component):
             }
             if config.rewind:
                 members.update(save=In(1), restore=In(1))
-            super().__init__(members)
-
-        def __eq__(self, other):
-            return type(other) is type(self) and other.config == self.config
-
-        def __repr__(self):
-            return f"URNGArray.Signature({self.config!r})"
-
-    def __init__(self, config: PerturbConfig):
-        self.config = config
-        super().__init__(self.Signature(config))
+            return members
 
     def elaborate(self, platform):
         m = Module()

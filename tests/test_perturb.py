@@ -13,6 +13,8 @@ from golden.perturb import STREAM_BITS, PerturbationStream, emit, scale_round, s
 from golden.pool import gaussian_expected_norm, pool_values
 from sim.amaranth_sim import check_against_golden
 
+from test_golden_lfsr import _x_power_mod
+
 
 # -- scale LUT -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("cfg", [
@@ -66,26 +68,11 @@ def test_scale_lut_bad_width():
 
 
 # -- Gaussian generator ----------------------------------------------------------------------------
-def _polymulmod(a: int, b: int, poly: int, degree: int) -> int:
-    out = 0
-    while b:
-        if b & 1:
-            out ^= a
-        b >>= 1
-        a <<= 1
-        if a >> degree & 1:
-            a ^= poly
-    return out
-
-
 def test_grng_polynomial_is_primitive():
     """x^127 + x + 1: x^(2^127) = x mod p with no root means irreducible (127 is prime), and
     2^127 - 1 is a Mersenne prime, so every irreducible p of degree 127 is primitive."""
     poly, x = (1 << 127) | 0b11, 0b10
-    power = x
-    for _ in range(127):
-        power = _polymulmod(power, power, poly, 127)
-    assert power == x
+    assert _x_power_mod(1 << 127, poly, 127) == x
     assert poly & 1 and bin(poly).count("1") % 2 == 1  # p(0) = 1, p(1) = 1
 
 
