@@ -1,11 +1,14 @@
 # pezo: two commands do everything on a fresh machine.
-#   make run   - set up .venv, write the generators' Verilog, print the resource comparison
+#   make run   - set up .venv, write the ZCU102 design (build/zcu102-otf), print the resource comparison
 #   make test  - set up .venv (+ Icarus when possible) and run the whole test suite
 .PHONY: run test quick setup clean
 
 run:
 	@bash scripts/setup.sh
-	.venv/bin/pezo build
+	@if [ -e build/zcu102-otf ]; then \
+	  echo "build/zcu102-otf exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --force"; \
+	else .venv/bin/pezo build --out build/zcu102-otf; fi
+	.venv/bin/pezo report --out build/report
 
 test:
 	@bash scripts/setup.sh --test

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from golden.config import STRATEGIES, PerturbConfig
 
-DEFAULT_OUT = Path("build") / "pezo"
+DEFAULT_BUILD_OUT = Path("build")
 
 
 class CLIError(Exception):
@@ -31,44 +31,60 @@ def _raw(text: str):
     return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
 
 
-def _config(args) -> PerturbConfig:
-    """The config of the generator options, checked against the unit (one error line naming the field)."""
+GENERATOR_FIELDS = ("strategy", "n_rngs", "rng_bits", "seed", "rewind", "pool_size", "pool_bits", "lanes", "banks",
+                    "perturb_dim", "eps_shift")
+ONLY_FOR = {"n_rngs": ("otf",), "rng_bits": ("otf",), "pool_size": ("pregen",), "pool_bits": ("pregen",),
+            "banks": ("pregen",), "lanes": ("pregen", "gaussian")}
+
+
+def _given(args) -> list[str]:
+    """Generator options given on the command line (all default to None)."""
+    return [f for f in GENERATOR_FIELDS
+            if getattr(args, f, None) is not None and getattr(args, f, None) is not False]
+
+
+def _config(args, unit: str | None = None) -> PerturbConfig:
+    """The config of the generator options (defaults filled in), checked against the unit and for options
+    that do not apply to the strategy (one error line naming the field)."""
     from boards.report import check_unit
 
-    fields = dict(strategy=args.strategy, n_rngs=args.n_rngs, rng_bits=args.rng_bits, seed=args.seed,
-                  rewind=args.rewind, pool_size=args.pool_size, pool_bits=args.pool_bits, lanes=args.lanes,
-                  banks=args.banks, perturb_dim=args.perturb_dim, eps_shift=args.eps_shift)
+    fields = {f: getattr(args, f) for f in GENERATOR_FIELDS if getattr(args, f, None) is not None}
+    strategy = fields.get("strategy", "otf")
+    for field, strategies in ONLY_FOR.items():
+        if field in fields and strategy in STRATEGIES and strategy not in strategies:
+            raise CLIError(f"--{field.replace('_', '-')} applies to --strategy {' / '.join(strategies)} only, "
+                           f"not {strategy}")
     try:
         config = PerturbConfig(**fields)
-        check_unit(config, args.unit)
+        check_unit(config, unit or getattr(args, "unit", None) or "generator")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     return config
 
 
-def _add_generator_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strategy", default="otf", help=f"perturbation strategy: {', '.join(STRATEGIES)} "
-                   "(default otf)")
-    p.add_argument("--unit", default="generator", help="what to build: generator (the strategy's random "
-                   "source alone, default), stream (the perturbation stream unit: source + rewind + scaling "
-                   "+ sign), scale (the otf scale LUT)")
-    p.add_argument("--n-rngs", type=_raw, default=32, metavar="N", help="URNGs in the array, 1..1024 (default 32)")
-    p.add_argument("--rng-bits", type=_raw, default=14, metavar="B", help="bits per URNG, 3..32 (default 14)")
-    p.add_argument("--seed", type=_raw, default=1, metavar="S", help="master seed, 1..2^B-1 (default 1)")
+def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True) -> None:
+    p.add_argument("--strategy", help=f"perturbation strategy: {', '.join(STRATEGIES)} (default otf)")
+    if unit:
+        p.add_argument("--unit", help="what to build: generator (the strategy's random source alone, default), "
+                       "stream (the perturbation stream unit: source + rewind + scaling + sign), scale (the "
+                       "otf scale LUT), host (the stream behind the AXI4-Lite register file)")
+    p.add_argument("--n-rngs", type=_raw, metavar="N", help="otf: URNGs in the array, 1..1024 (default 32)")
+    p.add_argument("--rng-bits", type=_raw, metavar="B", help="otf: bits per URNG, 3..32 (default 14)")
+    p.add_argument("--seed", type=_raw, metavar="S", help="master seed, 1..2^B-1 (default 1)")
     p.add_argument("--rewind", action="store_true", help="include the save/restore (rewind) path (otf and "
                    "gaussian generators; the pool and every stream unit always have it)")
     defaults = PerturbConfig()
-    p.add_argument("--pool-size", type=_raw, default=defaults.pool_size, metavar="N",
+    p.add_argument("--pool-size", type=_raw, metavar="N",
                    help=f"pregen: values in the pool, lanes..2^20 (default {defaults.pool_size})")
-    p.add_argument("--pool-bits", type=_raw, default=defaults.pool_bits, metavar="W",
+    p.add_argument("--pool-bits", type=_raw, metavar="W",
                    help=f"pregen: bits per pool value, 4..18 (default {defaults.pool_bits})")
-    p.add_argument("--lanes", type=_raw, default=defaults.lanes, metavar="L",
+    p.add_argument("--lanes", type=_raw, metavar="L",
                    help=f"pregen / gaussian: values (generators) per cycle, 1..1024 (default {defaults.lanes})")
-    p.add_argument("--banks", type=_raw, default=defaults.banks, metavar="K",
+    p.add_argument("--banks", type=_raw, metavar="K",
                    help=f"pregen: BRAM banks, a power of two dividing lanes (default {defaults.banks})")
-    p.add_argument("--perturb-dim", type=_raw, default=defaults.perturb_dim, metavar="D",
+    p.add_argument("--perturb-dim", type=_raw, metavar="D",
                    help=f"values per perturbation, 1..2^31-1 (default {defaults.perturb_dim})")
-    p.add_argument("--eps-shift", type=_raw, default=defaults.eps_shift, metavar="S",
+    p.add_argument("--eps-shift", type=_raw, metavar="S",
                    help=f"stream: epsilon = 2^(12-S) output LSBs, 0..24 (default {defaults.eps_shift})")
 
 
@@ -81,6 +97,12 @@ def _design_name(config: PerturbConfig, unit: str) -> str:
 def cmd_report(args) -> int:
     from boards.report import is_report_cached, report
 
+    if not _given(args) and args.unit is None:
+        return _report_table(args)
+    if args.vivado or args.csv or args.plot or args.out:
+        raise CLIError("--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
+                       "generator options); one design's report is printed as text or --json")
+    args.unit = args.unit or "generator"
     config = _config(args)
     if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
         print("synthesizing with Yosys (first run of a config takes 10-60 s) ...", file=sys.stderr)
@@ -117,10 +139,69 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _report_table(args) -> int:
+    """Every strategy at its defaults: the Table-6-shaped comparison (+ JSON list, CSV, PNG, --out DIR)."""
+    import shutil
+
+    from tqdm import tqdm
+
+    from boards.comparison import (comparison_designs, comparison_rows, format_table, plot_resources,
+                                   vivado_row, write_csv, write_tables)
+    from boards.outdir import OutputDirError, commit_output, prepare_output
+    from boards.vivado import VivadoReportError
+
+    for option, path in (("--csv", args.csv), ("--plot", args.plot)):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise CLIError(f"{option} {path}: must be a file in an existing directory")
+    if args.plot is not None and args.plot.suffix.lower() != ".png":
+        raise CLIError(f"--plot {args.plot}: the plot is a PNG; name the file *.png")
+    vivado = None
+    if args.vivado is not None:
+        try:
+            vivado = vivado_row(args.vivado)
+        except VivadoReportError as exc:
+            raise CLIError(str(exc)) from None
+    staging = None
+    if args.out is not None:
+        try:
+            staging, _ = prepare_output(args.out, args.force)
+        except OutputDirError as exc:
+            raise CLIError(str(exc)) from None
+    activity = not args.no_activity
+    if activity and not shutil.which("iverilog"):
+        print("pezo: note: Icarus Verilog is not installed (apt-get install -y iverilog): the table is printed "
+              "without the switching-activity proxy", file=sys.stderr)
+        activity = False
+    designs = comparison_designs()
+    with tqdm(total=len(designs), desc="synthesis (Yosys xcup) + activity", unit="design", file=sys.stderr,
+              disable=args.quiet or args.json) as bar:
+        rows = comparison_rows(designs, progress=bar, activity=activity)
+    if vivado is not None:
+        rows.append(vivado)
+    if args.csv is not None:
+        write_csv(rows, args.csv)
+    if args.plot is not None:
+        plot_resources(rows, args.plot)
+    if staging is not None:
+        write_tables(rows, staging)
+        commit_output(staging, args.out, {"command": "report"})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(format_table(rows))
+    written = [str(p) for p in (args.csv, args.plot) if p is not None]
+    if args.out is not None:
+        written.append(f"{args.out}/resources.{{md,json,csv,png}}")
+    if written:
+        print(f"\nwrote {', '.join(written)}")
+    return 0
+
+
 def cmd_verilog(args) -> int:
     from boards.outdir import OutputDirError, commit_output, prepare_output
     from boards.report import generator_verilog
 
+    args.unit = args.unit or "generator"
     config = _config(args)
     try:
         staging, replacing = prepare_output(args.out, args.force)
@@ -135,39 +216,47 @@ def cmd_verilog(args) -> int:
 
 
 def cmd_build(args) -> int:
-    """Main job: the generators' Verilog and the resource comparison."""
-    from tqdm import tqdm
+    """The ZCU102 design of one strategy: top.v, top.xdc, top.tcl, build_top.sh, config.json, ..."""
+    import shutil
+    import subprocess
 
-    from boards.comparison import comparison_designs, comparison_rows, format_table, write_tables
     from boards.outdir import OutputDirError, commit_output, prepare_output
-    from boards.report import generator_verilog
+    from boards.zcu102 import BOARDS, write_design
 
+    if args.board not in BOARDS:
+        raise CLIError(f"board must be one of {', '.join(BOARDS)}, got {args.board!r}")
+    config = _config(args, unit="host")
+    if args.saif is not None and not args.saif.is_file():
+        raise CLIError(f"--saif {args.saif}: no such file (write one with pezo power --saif FILE)")
+    out = args.out or DEFAULT_BUILD_OUT / f"{args.board}-{config.strategy}"
     try:
-        seed = PerturbConfig(seed=args.seed).seed
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    try:
-        staging, replacing = prepare_output(args.out, args.force)
+        staging, replacing = prepare_output(out, args.force, strict=True)
     except OutputDirError as exc:
         raise CLIError(str(exc)) from None
-    designs = comparison_designs(seed)
-    verilog_dir = staging / "verilog"
-    verilog_dir.mkdir()
-    for design in designs:
-        text, top = generator_verilog(design.config, design.unit)
-        stem = re.sub(r"[^A-Za-z0-9]+", "_", design.name).strip("_").lower()
-        (verilog_dir / f"{stem}.v").write_text(text.replace(f"module {top}(", f"module {stem}(", 1))
-        (verilog_dir / f"{stem}.json").write_text(
-            json.dumps({"unit": design.unit, **design.config.to_dict()}, indent=2) + "\n")
-    with tqdm(total=len(designs), desc="synthesis (Yosys xcup)", unit="design", file=sys.stderr,
-              disable=args.quiet) as bar:
-        rows = comparison_rows(designs, progress=bar)
-    files = write_tables(rows, staging)
-    commit_output(staging, args.out, {"command": "build", "seed": seed})
-    print(format_table(rows))
-    print()
-    print(f"{'replaced' if replacing else 'wrote'} {args.out}/: verilog/ ({len(designs)} designs), "
-          + ", ".join(f.name for f in files))
+    try:
+        files = write_design(config, staging, saif=args.saif)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    commit_output(staging, out, {"command": "build", "board": args.board, "config": config.to_dict()})
+    print(f"{'replaced' if replacing else 'wrote'} {out}/: {', '.join(files)}")
+    vivado = shutil.which("vivado")
+    if vivado is None or args.no_vivado:
+        reason = "--no-vivado given" if args.no_vivado else "Vivado is not on PATH"
+        print(f"{reason}: the design files are complete. To run synthesis, place & route, the reports "
+              f"(utilisation, timing, power{' with top.saif' if args.saif else ''}) and the bitstream:\n"
+              f"  cd {out} && bash build_top.sh        # Vivado 2021.1 or later on PATH\n"
+              f"then compare: pezo report --vivado {out}")
+        return 0
+    print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
+    proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
+    from boards.vivado import read_vivado_run
+    result = read_vivado_run(out)
+    print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP; "
+          f"reports in {out}")
     return 0
 
 
@@ -177,6 +266,10 @@ def cmd_simulate(args) -> int:
 
     from sim.runner import available_simulators, cache_dir, run_bench
 
+    args.unit = args.unit or "generator"
+    if args.unit == "host":
+        raise CLIError("unit 'host' is simulated by the test suite (tests/test_host.py); pezo simulate runs "
+                       "the generator, stream and scale benches")
     config = _config(args)
     bench = {"stream": "stream", "scale": "scale"}.get(args.unit) or \
         {"otf": "urng", "pregen": "pool", "gaussian": "gaussian"}[config.strategy]
@@ -211,20 +304,38 @@ def build_parser() -> argparse.ArgumentParser:
                      "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("build", help="main job: write the perturbation engines' Verilog and print the "
-                       "resource comparison (on-the-fly, pre-generated pool, Gaussian baseline, stream units; "
-                       "beside PeZO Table 6)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
-    p.add_argument("--force", action="store_true", help="replace --out even if pezo did not write it")
-    p.add_argument("--seed", type=_raw, default=1, help="master seed of the generators (default 1)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p = sub.add_parser("build", help="write the ZCU102 design of one strategy: top.v, top.xdc, top.tcl "
+                       "(Vivado batch flow with utilisation, timing and power reports), build_top.sh, "
+                       "config.json, pezo_regs.h; runs Vivado when it is on PATH",
+                       description="Write the ZCU102 design (the Zynq PS drives the perturbation stream "
+                       "through an AXI4-Lite register file). Default: on-the-fly at PeZO's sizes.")
+    p.add_argument("--board", default="zcu102", help="target board: zcu102 (default)")
+    _add_generator_args(p, unit=False)
+    p.add_argument("--saif", type=Path, metavar="FILE", help="switching activity for Vivado's report_power "
+                   "(pezo power --saif FILE writes one)")
+    p.add_argument("--out", type=Path, help=f"output directory (default {DEFAULT_BUILD_OUT}/<board>-<strategy>); "
+                   "must be empty or absent unless --force")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--no-vivado", action="store_true", help="only write the files, even if Vivado is on PATH")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("report", help="resources of one perturbation generator or stream unit alone "
-                       "(Yosys, xcup)")
+    p = sub.add_parser("report", help="without generator options: every strategy side by side (PeZO Table 6 "
+                       "shape, %% of ZCU102, estimate, paper, activity); with them: one design (Yosys, xcup)",
+                       description="Without generator options, synthesise every strategy (cached) and print "
+                       "the comparison table; with options (--strategy, --n-rngs, ...), report one design.")
     _add_generator_args(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object (keys LUT, FF, BRAM, DSP, ...)")
+    p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
+                   "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
     p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
+    p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
+    p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
+    p.add_argument("--force", action="store_true", help="table: replace a --out DIR pezo did not write")
+    p.add_argument("--vivado", type=Path, metavar="RUN_DIR", help="table: add the post-place (or post-synthesis) "
+                   "utilisation of a Vivado run of pezo build's files")
+    p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "
+                   "(it needs Icarus)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)")

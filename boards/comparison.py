@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from golden.config import PerturbConfig
-from boards.report import PEZO_TABLE6, TOOL, report
+from boards.report import PEZO_TABLE6, TOOL, grng_lut_estimate, pool_bram18_minimum, report
+from boards.zcu102 import ZCU102_CAPACITY
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))
+STRATEGY_ORDER = ("otf", "pregen", "gaussian")
 PAPER_OTF = {(32, 8): "32 LUT / 449 FF", (32, 14): "32 LUT / 512 FF"}
 PAPER_PREGEN = "16 FF + 8 BRAM"
 PAPER_MEZO = "133120 LUT / 69632 FF"
 GAUSSIAN_SYNTHESISED = 32  # generators synthesised to extrapolate MeZO's 1024
-ZCU102 = {"LUT": 274_080, "FF": 548_160, "BRAM36": 912}
-COLUMNS = ("design", "strategy", "unit", "n_rngs", "rng_bits", "rewind", "LUT", "FF", "CARRY", "BRAM",
-           "RAMB18", "RAMB36", "DSP", "LUTRAM", "budget", "within_budget", "pezo_table6", "extrapolated")
+ACTIVITY_DIM = 4096  # values per perturbation in the switching-activity run
+ZCU102 = ZCU102_CAPACITY
+COLUMNS = ("design", "strategy", "unit", "source", "n_rngs", "rng_bits", "rewind", "LUT", "LUT_pct", "FF",
+           "FF_pct", "CARRY", "BRAM", "RAMB18", "RAMB36", "BRAM36", "BRAM_pct", "DSP", "DSP_pct", "LUTRAM",
+           "analytical_LUT", "analytical_FF", "analytical_BRAM36", "paper_LUT", "paper_FF", "paper_BRAM",
+           "activity", "activity_per_value", "activity_rtl", "budget", "within_budget", "pezo_table6", "extrapolated")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,8 @@ class Design:
             base = f"gaussian x {c.lanes}"
         if self.unit == "stream":
             return base + " stream"
+        if self.unit == "host":
+            return base + " host (AXI4-Lite)"
         return base + (" + rewind" if c.rewind and c.strategy != "pregen" else "")
 
 
@@ -51,8 +59,9 @@ def comparison_designs(seed: int = 1) -> list[Design]:
            for n, b in PEZO_SIZES for rewind in (False, True)]
     gaussian = [Design(PerturbConfig(strategy="gaussian", lanes=g, seed=seed))
                 for g in (1, GAUSSIAN_SYNTHESISED)]
-    streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in ("otf", "pregen", "gaussian")]
-    return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams
+    streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
+    hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
+    return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
             + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")])
 
 
@@ -78,45 +87,134 @@ def _budget_text(r: dict) -> str:
     return text + (" ok" if r["within_budget"] else " OVER")
 
 
-def comparison_rows(designs, progress=None) -> list[dict]:
+def analytical(design: Design) -> dict | None:
+    """Hand estimate of a generator (None for other units): otf one feedback LUT per LFSR and n*b state
+    FF + the ceil(log2 n)-bit pointer (rewind: + n*b shadow FF and n*b load-mux LUT); pregen the fewest
+    BRAM tiles (``pool_bram18_minimum`` / 2); gaussian 204 LUT (96 XOR + adder tree) and 127 FF each."""
+    c = design.config
+    if design.unit != "generator":
+        return None
+    if c.strategy == "otf":
+        n, b = c.n_rngs, c.rng_bits
+        log_n = math.ceil(math.log2(n)) if n > 1 else 0
+        extra = n * b if c.rewind else 0
+        return {"LUT": n + extra, "FF": n * b + log_n + extra, "BRAM36": 0}
+    if c.strategy == "pregen":
+        return {"LUT": None, "FF": None, "BRAM36": pool_bram18_minimum(c) / 2}
+    return {"LUT": grng_lut_estimate() * c.lanes, "FF": 127 * c.lanes, "BRAM36": 0}
+
+
+def paper_figures(design: Design) -> dict | None:
+    """PeZO Table 6 (Vivado, ZCU102) for the designs it lists."""
+    c = design.config
+    if design.unit != "generator" or c.rewind:
+        return None
+    if c.strategy == "otf" and (c.n_rngs, c.rng_bits) in ((32, 8), (32, 14)):
+        return next(p for p in PEZO_TABLE6 if p["design"].endswith(f"32 URNGs x {c.rng_bits} bit"))
+    if c.strategy == "pregen" and (c.pool_size, c.pool_bits) == (4095, 12):
+        return PEZO_TABLE6[1]
+    return None
+
+
+def _percentages(row: dict) -> dict:
+    return {"LUT_pct": 100 * row["LUT"] / ZCU102["LUT"], "FF_pct": 100 * row["FF"] / ZCU102["FF"],
+            "BRAM_pct": 100 * row["BRAM36"] / ZCU102["BRAM36"], "DSP_pct": 100 * row["DSP"] / ZCU102["DSP"]}
+
+
+def _row(design: Design, r: dict, source: str) -> dict:
+    c = design.config
+    paper = paper_figures(design)
+    est = analytical(design)
+    row = {"design": design.name, "strategy": c.strategy, "unit": design.unit,
+           "n_rngs": c.n_rngs if c.strategy == "otf" else "",
+           "rng_bits": c.rng_bits if c.strategy == "otf" else "", "rewind": r.get("rewind", True),
+           **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+           "BRAM36": r["RAMB36"] + r["RAMB18"] / 2, "source": source,
+           "budget": _budget_text(r), "within_budget": r.get("within_budget", ""),
+           "pezo_table6": _paper_text(paper), "extrapolated": False,
+           "analytical_LUT": est and est["LUT"], "analytical_FF": est and est["FF"],
+           "analytical_BRAM36": est and est["BRAM36"],
+           "paper_LUT": paper and paper["LUT"], "paper_FF": paper and paper["FF"],
+           "paper_BRAM": paper and paper["BRAM"], "activity": None, "activity_per_value": None,
+           "activity_rtl": None}
+    row.update(_percentages(row))
+    if "overhead" in r:
+        row.update(overhead_LUT=r["overhead"]["LUT"], overhead_FF=r["overhead"]["FF"])
+    if design.unit == "scale":
+        row["budget"] = f"rom_style {r['rom_style']}, k in {sorted(r['lut_statistics']['shift_histogram'])}"
+    return row
+
+
+def _paper_text(paper: dict | None) -> str:
+    if paper is None:
+        return ""
+    parts = [f"{paper['LUT']} LUT" if paper["LUT"] else "", f"{paper['FF']} FF" if paper["FF"] else "",
+             f"{paper['BRAM']} BRAM" if paper["BRAM"] else ""]
+    return " / ".join(p for p in parts if p)
+
+
+def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
-    after the largest Gaussian array."""
+    after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
+    proxy of ``boards.power`` (a relative figure per cycle, not watts)."""
     rows = []
     for design in designs:
         if isinstance(design, PerturbConfig):
             design = Design(design)
         c = design.config
         r = report(c, unit=design.unit)
-        paper = ""
-        if design.unit == "generator" and c.strategy == "otf" and not c.rewind:
-            paper = PAPER_OTF.get((c.n_rngs, c.rng_bits), "")
-        elif design.unit == "generator" and c.strategy == "pregen":
-            paper = PAPER_PREGEN
-        row = {"design": design.name, "strategy": c.strategy, "unit": design.unit,
-               "n_rngs": c.n_rngs if c.strategy == "otf" else "",
-               "rng_bits": c.rng_bits if c.strategy == "otf" else "", "rewind": r["rewind"],
-               **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
-               "budget": _budget_text(r), "within_budget": r.get("within_budget", ""),
-               "pezo_table6": paper, "extrapolated": False}
-        if "overhead" in r:
-            row.update(overhead_LUT=r["overhead"]["LUT"], overhead_FF=r["overhead"]["FF"])
-        if design.unit == "scale":
-            row["budget"] = f"rom_style {r['rom_style']}, k in {sorted(r['lut_statistics']['shift_histogram'])}"
+        row = _row(design, r, "yosys")
+        if activity and design.unit == "stream":
+            proxy = stream_activity(c)
+            row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
+                       activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
+                       activity_rtl=round(proxy["activity_proxy"], 1))
         rows.append(row)
         if c.strategy == "gaussian" and design.unit == "generator" and c.lanes == GAUSSIAN_SYNTHESISED:
             e = r["extrapolated_1024"]
-            rows.append({"design": "gaussian x 1024 (MeZO)", "strategy": "gaussian", "unit": "generator",
-                         "n_rngs": "", "rng_bits": "", "rewind": False,
-                         **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
-                         "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0,
-                         "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
-                         "pezo_table6": PAPER_MEZO, "extrapolated": True})
+            ext = {"design": "gaussian x 1024 (MeZO)", "strategy": "gaussian", "unit": "generator",
+                   "n_rngs": "", "rng_bits": "", "rewind": False,
+                   **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
+                   "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0, "BRAM36": 0, "source": "extrapolated",
+                   "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
+                   "pezo_table6": PAPER_MEZO, "extrapolated": True,
+                   "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
+                   "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
+                   "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None}
+            ext.update(_percentages(ext))
+            rows.append(ext)
         if progress is not None:
             progress.update(1)
     return rows
 
 
-def _pct(value: int, total: int) -> str:
+def stream_activity(config: PerturbConfig) -> dict:
+    """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.power``),
+    at ``ACTIVITY_DIM`` values per perturbation."""
+    from boards.power import power_proxy
+    return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream")
+
+
+def vivado_row(run_dir: Path) -> dict:
+    """A row from a Vivado run of ``pezo build`` (its ``config.json`` names the strategy): the host's
+    post-place (else post-synthesis) utilisation, replacing the Yosys estimate."""
+    from boards.vivado import VivadoReportError, read_vivado_run
+
+    run_dir = Path(run_dir)
+    vivado = read_vivado_run(run_dir)
+    try:
+        meta = json.loads((run_dir / "config.json").read_text())
+        config = PerturbConfig(**meta["config"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise VivadoReportError(f"--vivado {run_dir}: no readable config.json written by pezo build ({exc})") \
+            from None
+    r = {k: vivado[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")}
+    row = _row(Design(config, "host"), {**r, "rewind": True}, "vivado")
+    row["design"] = f"{Design(config, 'host').name} [ZCU102 top, {vivado['tool']}]"
+    return row
+
+
+def _pct(value: float, total: int) -> str:
     return f"{100 * value / total:.2f}%"
 
 
@@ -129,27 +227,62 @@ def three_way(rows: list[dict]) -> list[dict]:
     out = []
     for row in rows:
         if row["design"] in labels and row["unit"] == "generator":
-            bram36 = row.get("RAMB36", 0) + row.get("RAMB18", 0) / 2 if not row["extrapolated"] else 0
             out.append({"design": labels[row["design"]], "LUT": row["LUT"], "FF": row["FF"], "BRAM": row["BRAM"],
                         "LUT_pct": _pct(row["LUT"], ZCU102["LUT"]), "FF_pct": _pct(row["FF"], ZCU102["FF"]),
-                        "BRAM_pct": _pct(bram36, ZCU102["BRAM36"]), "pezo_table6": row["pezo_table6"],
+                        "BRAM_pct": _pct(row["BRAM36"], ZCU102["BRAM36"]), "pezo_table6": row["pezo_table6"],
                         "extrapolated": row["extrapolated"]})
     return out
 
 
+SECTIONS = (("generator", "Random-number generation (PeZO Table 6 rows; * = extrapolated linearly)"),
+            ("stream", "Perturbation stream units (what the PE array consumes: source + rewind + scaling + sign)"),
+            ("host", "ZCU102 logic: stream + AXI4-Lite register file (the PS block design not counted)"),
+            ("scale", "otf scale LUT"))
+
+
+def _num(value, digits: int = 0) -> str:
+    if value is None or value == "":
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def format_markdown(rows: list[dict]) -> str:
+    """The Table-6-shaped markdown table: resources with % of the ZCU102, the hand estimate, PeZO's
+    Vivado figures and (stream units) the switching-activity proxy."""
+    lines = [f"Resources - {TOOL}; % of ZCU102 xczu9eg ({ZCU102['LUT']} LUT, {ZCU102['FF']} FF, "
+             f"{ZCU102['BRAM36']} BRAM36, {ZCU102['DSP']} DSP).",
+             "Yosys counts compare designs with each other; they are not Vivado utilisation "
+             "(rows marked [vivado] are).", ""]
+    head = ("| design | LUT | LUT % | FF | FF % | BRAM (36Kb tiles) | BRAM % | DSP | CARRY | estimate LUT / FF / BRAM36 "
+            "| PeZO Table 6 LUT / FF / BRAM | activity / cycle | activity / value |")
+    for unit, title in SECTIONS:
+        section = [r for r in rows if r["unit"] == unit]
+        if not section:
+            continue
+        lines += [f"**{title}**", "", head, "|" + "---|" * 13]
+        for r in section:
+            name = r["design"] + ("*" if r["extrapolated"] else "") + (" [vivado]" if r["source"] == "vivado" else "")
+            estimate = " / ".join(_num(r[k], 1 if k.endswith("BRAM36") else 0)
+                                  for k in ("analytical_LUT", "analytical_FF", "analytical_BRAM36"))
+            paper = " / ".join(_num(r[k]) for k in ("paper_LUT", "paper_FF", "paper_BRAM"))
+            lines.append(f"| {name} | {r['LUT']} | {r['LUT_pct']:.3f} | {r['FF']} | {r['FF_pct']:.3f} | "
+                         f"{r['BRAM']} ({_num(float(r['BRAM36']), 1)}) | {r['BRAM_pct']:.2f} | {r['DSP']} | {r['CARRY']} | "
+                         f"{estimate if r['analytical_LUT'] is not None or r['analytical_BRAM36'] else '-'} | "
+                         f"{paper if r['paper_LUT'] is not None else '-'} | {_num(r['activity'], 1)} | "
+                         f"{_num(r['activity_per_value'], 1)} |")
+        lines.append("")
+    if any(r["activity"] is not None for r in rows):
+        lines.append("activity: switching-activity proxy of the stream unit over two MeZO steps (+eps, -eps, "
+                     f"update replay; d = {ACTIVITY_DIM}): toggles per net from an Icarus VCD, weighted per "
+                     "primitive type (LUT/FF net 1, clock 0.1 per FF, BRAM read 50) and scaled to the "
+                     "synthesised LUT/FF counts (boards.power). Relative units, not watts; per value = per "
+                     "perturbation value delivered (otf delivers 32 a cycle, the others 8).")
+    return "\n".join(lines)
+
+
 def format_table(rows: list[dict]) -> str:
-    head = (f"{'design':<34}{'LUT':>7}{'FF':>7}{'CARRY':>7}{'BRAM':>6}{'DSP':>5}   "
-            f"{'budget (LUT/FF)':<32}{'PeZO Table 6 (Vivado)'}")
-    lines = [f"Perturbation engines - {TOOL}.",
-             "Yosys counts compare designs with each other; they are not Vivado utilisation.", "", head,
-             "-" * len(head)]
-    for row in rows:
-        star = "*" if row["extrapolated"] else ""
-        lines.append(f"{row['design'] + star:<34}{row['LUT']:>7}{row['FF']:>7}{row['CARRY']:>7}"
-                     f"{row['BRAM']:>6}{row['DSP']:>5}   {row['budget']:<32}{row['pezo_table6']}")
-    lines.append("* extrapolated linearly from the synthesised Gaussian array (not synthesised at 1024).")
-    lines += ["", "Three strategies at default sizes, beside PeZO Table 6 (% of ZCU102: 274080 LUT, "
-              "548160 FF, 912 BRAM36):", ""]
+    """``format_markdown`` plus the three-way summary at default sizes."""
+    lines = [format_markdown(rows), "", "Three strategies at default sizes, beside PeZO Table 6:", ""]
     head = f"{'design':<38}{'LUT':>8}{'LUT %':>8}{'FF':>8}{'FF %':>8}{'BRAM':>6}   {'PeZO Table 6'}"
     lines += [head, "-" * len(head)]
     for row in three_way(rows):
@@ -159,21 +292,29 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_tables(rows: list[dict], directory: Path) -> list[Path]:
-    """resources.json, resources.csv and resources.png (LUT and FF per design, with Table 6)."""
-    directory = Path(directory)
-    payload = {"tool": TOOL, "rows": rows, "three_way": three_way(rows), "pezo_table6": PEZO_TABLE6}
-    (directory / "resources.json").write_text(json.dumps(payload, indent=2) + "\n")
-    with open(directory / "resources.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["overhead_LUT", "overhead_FF"])
+def write_csv(rows: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["overhead_LUT", "overhead_FF"], extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow(row)
-    _plot(rows, directory / "resources.png")
-    return [directory / name for name in ("resources.json", "resources.csv", "resources.png")]
 
 
-def _plot(rows: list[dict], path: Path) -> None:
+def write_tables(rows: list[dict], directory: Path) -> list[Path]:
+    """resources.md (the table), resources.json, resources.csv and resources.png (LUT and FF per design,
+    with Table 6) in ``directory``."""
+    directory = Path(directory)
+    payload = {"tool": TOOL, "rows": rows, "three_way": three_way(rows), "pezo_table6": PEZO_TABLE6,
+               "zcu102": ZCU102}
+    (directory / "resources.md").write_text(format_table(rows) + "\n")
+    (directory / "resources.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_csv(rows, directory / "resources.csv")
+    plot_resources(rows, directory / "resources.png")
+    return [directory / f"resources.{ext}" for ext in ("md", "json", "csv", "png")]
+
+
+def plot_resources(rows: list[dict], path: Path) -> None:
+    """Bar chart (log scale) of LUT and FF per design, PeZO Table 6 beside."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -20,22 +20,36 @@ class OutputDirError(ValueError):
     pass
 
 
-def prepare_output(path: Path, force: bool = False) -> tuple[Path, bool]:
-    """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``."""
+def prepare_output(path: Path, force: bool = False, strict: bool = False) -> tuple[Path, bool]:
+    """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``.
+
+    A non-empty directory is refused without ``force``, unless pezo wrote it and not ``strict``
+    (``pezo build`` is strict: a build directory may hold a user's Vivado run)."""
     path = Path(path)
     replacing = False
     if path.exists():
         if not path.is_dir():
             raise OutputDirError(f"--out {path} exists and is not a directory")
         if any(path.iterdir()):
+            if strict and not force:
+                raise OutputDirError(f"--out {path} is not empty; choose another directory or pass --force "
+                                     "to replace it")
             if not (path / MARKER).exists() and not force:
                 raise OutputDirError(f"--out {path} exists, is not empty and was not written by pezo; "
                                      "choose another directory or pass --force to replace it")
             replacing = True
-    path.parent.mkdir(parents=True, exist_ok=True)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputDirError(f"--out {path}: {parent} is not writable")
     staging = path.parent / f".{path.name}.staging-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+    except OSError as exc:
+        raise OutputDirError(f"--out {path}: {path.parent} is not writable ({exc.strerror})") from None
     return staging, replacing
 
 

@@ -20,10 +20,12 @@ POOL_TOP = "pezo_pool_reader"
 GRNG_TOP = "pezo_gaussian_array"
 STREAM_TOP = "pezo_perturb_stream"
 SCALE_TOP = "pezo_scale_lut"
+HOST_TOP = "pezo_stream_host"
 TOPS = {"otf": URNG_TOP, "pregen": POOL_TOP, "gaussian": GRNG_TOP}
-UNITS = ("generator", "stream", "scale")
+UNITS = ("generator", "stream", "scale", "host")
 """What ``report`` synthesizes: the strategy's generator alone, the whole perturbation stream unit
-(generator + rewind + scaling + sign + control, what the PE array consumes), or the otf scale LUT."""
+(generator + rewind + scaling + sign + control, what the PE array consumes), the otf scale LUT, or the
+host (the stream behind the AXI4-Lite register file: the ZCU102 design's logic, without the PS)."""
 # RAMB18E2 aspect ratios (depth, width); a RAMB36E2 counts as two
 RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 _SOURCE_DIRS = ("golden", "hw")
@@ -61,7 +63,7 @@ def check_unit(config: PerturbConfig, unit: str) -> None:
 
 
 def top_name(config: PerturbConfig, unit: str = "generator") -> str:
-    return {"generator": TOPS[config.strategy], "stream": STREAM_TOP, "scale": SCALE_TOP}[unit]
+    return {"generator": TOPS[config.strategy], "stream": STREAM_TOP, "scale": SCALE_TOP, "host": HOST_TOP}[unit]
 
 
 def unit_component(config: PerturbConfig, unit: str = "generator"):
@@ -73,6 +75,9 @@ def unit_component(config: PerturbConfig, unit: str = "generator"):
     if unit == "scale":
         from hw.scale import ScaleLUT
         return ScaleLUT(config)
+    if unit == "host":
+        from hw.host import StreamHost
+        return StreamHost(config)
     if config.strategy == "otf":
         from hw.urng import URNGArray
         return URNGArray(config)

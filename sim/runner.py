@@ -148,3 +148,24 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
                                    "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
                                    "PEZO_RESULT": str(result_file)})
     return {**json.loads(result_file.read_text()), **timing}
+
+
+def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1,
+             expect_config=None) -> dict:
+    """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
+    return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
+    ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
+    from hw.host import StreamHost
+
+    top = "pezo_stream_host"
+    build_dir = Path(build_dir).resolve()
+    verilog = write_verilog(StreamHost(config), top, build_dir.parent, config)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    result_file = build_dir / "result.json"
+    result_file.unlink(missing_ok=True)
+    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.host_tb", simulator=simulator,
+                        build_dir=build_dir,
+                        extra_env={"PEZO_STEPS": str(steps), "PEZO_STIM_SEED": str(seed),
+                                   "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+                                   "PEZO_RESULT": str(result_file)})
+    return {**json.loads(result_file.read_text()), **timing}

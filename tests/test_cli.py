@@ -33,9 +33,9 @@ def test_help_lists_subcommands():
     (["report", "--rng-bits", "eight"], "rng_bits must be an integer in 3..32"),
     (["report", "--n-rngs", "256", "--rng-bits", "8"], "n_rngs must be in 1..255"),
     (["simulate", "--cycles", "0"], "cycles must be an integer in 1..10000000"),
-    (["build", "--seed", "-3"], "seed must be in 1..16383"),
+    (["build", "--seed", "-3", "--out", "/tmp/pezo-never-written"], "seed must be in 1..16383"),
     (["report", "--eps-shift", "25", "--unit", "stream"], "eps_shift must be in 0..24, got 25"),
-    (["report", "--unit", "fpga"], "unit must be one of generator, stream, scale, got 'fpga'"),
+    (["report", "--unit", "fpga"], "unit must be one of generator, stream, scale, host, got 'fpga'"),
     (["report", "--strategy", "pregen", "--unit", "scale"], "unit 'scale' (the otf scale LUT) needs strategy otf"),
     (["report", "--unit", "stream", "--rng-bits", "20"], "rng_bits must be in 3..16 for the scale LUT"),
     (["report", "--strategy", "pregen", "--pool-size", "0"], "pool_size must be in 8..1048576"),
@@ -111,24 +111,73 @@ def test_report_rewind_shows_overhead(capsys):
 
 
 @pytest.mark.synth
-def test_build_main_job(tmp_path, capsys):
-    out = tmp_path / "build"
-    code, text, _ = run(["build", "--out", str(out), "--quiet"], capsys)
-    assert code == 0
-    assert "otf 32 x 14" in text and "PeZO Table 6" in text and "OVER" not in text
+def test_report_table_main_job(tmp_path, capsys, simulators):
+    """`pezo report` without generator options: every strategy, Table-6 shape, JSON list, CSV, PNG, --out."""
+    out = tmp_path / "report"
+    csv_path, png = tmp_path / "t.csv", tmp_path / "t.png"
+    code, text, err = run(["report", "--out", str(out), "--csv", str(csv_path), "--plot", str(png), "--quiet"],
+                          capsys)
+    assert code == 0, err
+    assert "| otf 32 x 14 |" in text and "PeZO Table 6" in text and "% of ZCU102" in text
+    assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
     payload = json.loads((out / "resources.json").read_text())
     rows = {r["design"]: r for r in payload["rows"]}
-    assert len(rows) == 14
+    assert len(rows) == 17
     assert all(r["within_budget"] for r in rows.values() if r["within_budget"] != "")
     assert rows["pregen 4095x12b/8 banks"]["BRAM"] == 8
     mezo = rows["gaussian x 1024 (MeZO)"]
     assert mezo["extrapolated"] and mezo["LUT"] == 32 * rows["gaussian x 32"]["LUT"]
+    assert mezo["paper_LUT"] == 133120 and abs(mezo["LUT_pct"] - 100 * mezo["LUT"] / 274080) < 1e-9
     assert rows["gaussian x 32"]["LUT"] == 32 * rows["gaussian x 1"]["LUT"]  # linear: independent generators
-    assert [r["design"] for r in payload["three_way"]][-1].startswith("MeZO")
-    assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
-    assert (out / "resources.csv").read_text().count("\n") == 15
-    assert (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(list((out / "verilog").glob("*.v"))) == 13
+    assert rows["otf 32 x 14"]["analytical_FF"] == 32 * 14 + 5 and rows["otf 32 x 14"]["paper_FF"] == 512
+    for strategy in ("otf", "pregen", "gaussian"):
+        assert any(r["unit"] == "host" and r["strategy"] == strategy for r in rows.values())
+    streams = [r for r in rows.values() if r["unit"] == "stream"]
+    if "icarus" in simulators:
+        assert all(r["activity"] > 0 and r["activity_per_value"] > 0 for r in streams)
+    else:
+        assert "without the switching-activity proxy" in err
+    assert csv_path.read_text().count("\n") == 18 == (out / "resources.csv").read_text().count("\n")
+    assert png.read_bytes()[:4] == b"\x89PNG" and (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "resources.md").read_text().startswith("Resources - ")
+    # --json: a list of objects with the foundation keys plus strategy
+    code, text, _ = run(["report", "--json", "--no-activity"], capsys)
+    listing = json.loads(text)
+    assert isinstance(listing, list) and len(listing) == 17
+    for row in listing:
+        assert {"LUT", "FF", "BRAM", "DSP", "strategy", "unit", "design"} <= row.keys()
+        assert all(isinstance(row[k], int) for k in ("LUT", "FF", "BRAM", "DSP"))
+
+
+@pytest.mark.synth
+def test_report_table_with_a_vivado_run(tmp_path, capsys):
+    """A Vivado run directory of pezo build adds a [vivado] row with its post-place figures."""
+    from pathlib import Path
+
+    run_dir = tmp_path / "run"
+    code, _, err = run(["build", "--out", str(run_dir), "--no-vivado"], capsys)
+    assert code == 0, err
+    fixture = Path(__file__).parent / "fixtures" / "vivado" / "xczu48dr_design_1_wrapper_utilization_placed.rpt"
+    (run_dir / "top_utilization_place.rpt").write_text(fixture.read_text())
+    code, text, err = run(["report", "--vivado", str(run_dir), "--json", "--no-activity"], capsys)
+    assert code == 0, err
+    row = json.loads(text)[-1]
+    assert row["source"] == "vivado" and row["LUT"] == 29992 and row["BRAM"] == 67 and row["strategy"] == "otf"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, text, err = run(["report", "--vivado", str(empty), "--no-activity"], capsys)
+    assert code == 2 and text == "" and "no Vivado utilization report" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["report", "--strategy", "otf", "--csv", "x.csv"], "belong to the comparison table"),
+    (["report", "--plot", "x.svg"], "the plot is a PNG"),
+    (["report", "--csv", "/nonexistent/dir/x.csv"], "must be a file in an existing directory"),
+    (["report", "--strategy", "gaussian", "--rng-bits", "8"], "--rng-bits applies to --strategy otf only"),
+])
+def test_report_table_bad_input(argv, needle, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
 
 
 @pytest.mark.rtl

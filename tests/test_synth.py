@@ -100,3 +100,33 @@ def test_stream_units_keep_their_sources_intact():
     from boards.report import pool_bram18_minimum
     assert pool["RAMB18"] + 2 * pool["RAMB36"] == pool_bram18_minimum(PerturbConfig(strategy="pregen"))
     assert pool["LUTRAM"] == 0
+
+
+BASELINE = __import__("pathlib").Path(__file__).parent / "baseline" / "resources.json"
+DRIFT_TOLERANCE = 0.10  # LUT / FF / CARRY: relative (or 4 cells, whichever is larger); BRAM and DSP: exact
+
+
+@pytest.mark.synth
+def test_resources_have_not_drifted_from_the_committed_baseline():
+    """hls4ml's practice: every design of the comparison table against tests/baseline/resources.json.
+    After an intended change: `pezo report --json --no-activity > tests/baseline/resources.json`."""
+    import json
+
+    from boards.comparison import comparison_designs, comparison_rows
+
+    baseline = json.loads(BASELINE.read_text())
+    rows = {r["design"]: r for r in comparison_rows(comparison_designs())}
+    drift = []
+    for old in baseline:
+        new = rows.get(old["design"])
+        if new is None:
+            drift.append(f"{old['design']}: missing from the table")
+            continue
+        for key in ("LUT", "FF", "CARRY"):
+            if abs(new[key] - old[key]) > max(DRIFT_TOLERANCE * old[key], 4):
+                drift.append(f"{old['design']}: {key} {old[key]} -> {new[key]}")
+        for key in ("BRAM", "DSP"):
+            if new[key] != old[key]:
+                drift.append(f"{old['design']}: {key} {old[key]} -> {new[key]}")
+    assert len(baseline) == len(rows), f"baseline has {len(baseline)} designs, the table {len(rows)}"
+    assert not drift, "resources drifted from the baseline:\n" + "\n".join(drift)

@@ -1,0 +1,188 @@
+"""The ZCU102 (Zynq UltraScale+ xczu9eg-ffvb1156-2-e): Amaranth platform, board top-level, build plan.
+
+Pins, each checked against a public ZCU102 XDC:
+
+* ``clk125`` G21 (P) / F21 (N), LVDS_25, 125 MHz — alexforencich/verilog-ethernet
+  ``example/ZCU102/fpga/fpga.xdc`` ("System clocks / 125 MHz", ``clk_125mhz_p/n``); also
+  ielecer/Xilinx_ZCU102_Evaluation_Kit ``runLed/runLed.srcs/constrs_1/new/runLed.xdc``.
+* ``led`` 0..7 AG14 AF13 AE13 AJ14 AJ15 AH13 AH14 AL12, LVCMOS33 (SLEW SLOW, DRIVE 8) — Forencich's
+  XDC ("LEDs", ``led[0..7]``); AG14 and AF13 also in ielecer's runLed.xdc.
+* ``rst`` AM13, LVCMOS33, the CPU_RESET push button — Forencich's XDC ("Reset button", port
+  ``reset``). Polarity: his ``fpga.v`` feeds ``reset`` straight into an MMCME4 ``RST`` (active high),
+  although its header comment says "active low"; we follow the code: active high. Unconfirmed against
+  the board schematic (UG1182), so the top also resets from the PS (``pl_resetn0``) and a user can
+  tie the button off with ``ZCU102Top(use_reset_button=False)``.
+
+The board top runs everything from the 125 MHz oscillator: it clocks the host (``hw.host``) and the
+PS's HPM0 FPD AXI port through the block design of ``boards.ps_block_design`` (an AXI4 -> AXI4-Lite
+converter), so the PS drives the register file at 0xA000_0000. The LEDs show the host's ``leds``
+(BUSY, VALID, DONE, SIGN, STEP[3:0]); LED 7 is replaced by a ~1 Hz heartbeat.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
+from amaranth.lib import io
+from amaranth.lib.cdc import ResetSynchronizer
+from amaranth.vendor import XilinxPlatform
+
+from golden.config import PerturbConfig
+
+PART = "xczu9eg-ffvb1156-2-e"
+CLOCK_HZ = 125_000_000
+LED_PINS = ("AG14", "AF13", "AE13", "AJ14", "AJ15", "AH13", "AH14", "AL12")
+CLOCK_PINS = ("G21", "F21")
+RESET_PIN = "AM13"
+ZCU102_CAPACITY = {"LUT": 274_080, "FF": 548_160, "BRAM36": 912, "DSP": 2_520}
+"""xczu9eg resources (DS891, Zynq UltraScale+ MPSoC product table): 274 080 CLB LUTs, 548 160 CLB
+flip-flops, 912 block RAM tiles (36 Kb; 32.1 Mb), 2 520 DSP48E2 slices."""
+PIN_SOURCES = {
+    "clk125": "alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc; ielecer/Xilinx_ZCU102_Evaluation_Kit "
+              "runLed/runLed.srcs/constrs_1/new/runLed.xdc",
+    "led": "alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc (all 8); ielecer runLed.xdc (AG14, AF13)",
+    "rst": "alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc ('Reset button'); polarity from its fpga.v",
+}
+
+
+class ZCU102Platform(XilinxPlatform):
+    """Xilinx ZCU102 evaluation board (xczu9eg-ffvb1156-2-e), Vivado toolchain."""
+
+    device = "xczu9eg"
+    package = "ffvb1156"
+    speed = "2-e"
+    default_clk = "clk125"
+    default_rst = "rst"
+    resources = [
+        Resource("clk125", 0, DiffPairs(CLOCK_PINS[0], CLOCK_PINS[1], dir="i"), Clock(CLOCK_HZ),
+                 Attrs(IOSTANDARD="LVDS_25")),
+        Resource("rst", 0, Pins(RESET_PIN, dir="i"), Attrs(IOSTANDARD="LVCMOS33")),
+        *[Resource("led", i, Pins(pin, dir="o"), Attrs(IOSTANDARD="LVCMOS33", SLEW="SLOW", DRIVE="8"))
+          for i, pin in enumerate(LED_PINS)],
+    ]
+    connectors = []
+
+
+class ZCU102Top(Elaboratable):
+    """The board top-level (an Amaranth elaboratable for ``ZCU102Platform``): 125 MHz oscillator ->
+    BUFG -> ``sync``; reset = button (optional) or PS ``aresetn`` low, synchronised; the PS block design
+    wrapper (black box, created by the Tcl) masters ``hw.host.StreamHost(config)``; LEDs."""
+
+    def __init__(self, config: PerturbConfig, *, use_reset_button: bool = True):
+        from hw.host import StreamHost
+        self.config = config
+        self.use_reset_button = use_reset_button
+        self.host = StreamHost(config)
+
+    def elaborate(self, platform):
+        from boards.ps_block_design import DEFAULT_AXIL_PORT, DEFAULT_CLOCK_PORT, DEFAULT_RESET_PORT
+        from golden.host import addr_width
+
+        m = Module()
+        m.submodules.clk_buf = clk = io.Buffer("i", platform.request("clk125", 0, dir="-"))
+        m.domains.sync = ClockDomain("sync")
+        m.submodules.clk_bufg = Instance("BUFG", i_I=clk.i, o_O=ClockSignal("sync"))
+        ps_resetn = Signal()
+        button = 0
+        if self.use_reset_button:
+            m.submodules.rst_buf = rst = io.Buffer("i", platform.request("rst", 0, dir="-"))
+            button = rst.i
+        m.submodules.reset_sync = ResetSynchronizer(button | ~ps_resetn, domain="sync")
+        m.submodules.host = host = self.host
+        wrapper = ps_wrapper(addr_width(self.config))
+        ports = {}
+        for port in wrapper.ports:
+            if port.name == DEFAULT_CLOCK_PORT:
+                ports[port.instance_key] = ClockSignal("sync")
+            elif port.name == DEFAULT_RESET_PORT:
+                ports[port.instance_key] = ps_resetn
+            else:  # M_AXIL_<signal>: the AXI4-Lite master port of the block design
+                signal = getattr(host.s_axil, port.name.removeprefix(DEFAULT_AXIL_PORT + "_"))
+                assert len(signal) == port.width, port
+                ports[port.instance_key] = signal
+        m.submodules.ps = Instance(wrapper.module, **ports)
+        heartbeat = Signal(27)
+        m.d.sync += heartbeat.eq(heartbeat + 1)
+        for i in range(8):
+            m.submodules[f"led_buf_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+            m.d.comb += led.o.eq(heartbeat[-1] if i == 7 else host.leds[i])
+        return m
+
+
+BOARDS = ("zcu102",)
+SAIF_FILE = "top.saif"
+PS_BASE_ADDRESS = 0xA000_0000
+
+
+def registers_header(config: PerturbConfig) -> str:
+    """A C header of the register map (``golden.host``) for software on the PS (e.g. mmap of /dev/mem)."""
+    from golden import host
+
+    lines = ["/* pezo host register map (generated by pezo build; see golden/host.py). */",
+             "#ifndef PEZO_REGS_H", "#define PEZO_REGS_H", "",
+             f"#define PEZO_BASE            0x{PS_BASE_ADDRESS:08X}u  /* HPM0 FPD window of the ZCU102 PS */",
+             f"#define PEZO_ID_VALUE        0x{host.HOST_ID:08X}u  /* \"PEZO\" */",
+             f"#define PEZO_VERSION_VALUE   {host.HOST_VERSION}u",
+             f"#define PEZO_STRATEGY_VALUE  {host.STRATEGY_IDS[config.strategy]}u  /* {config.strategy} */"]
+    for r in host.register_map(config):
+        if not r.name.startswith("RESULT_"):
+            lines.append(f"#define PEZO_{r.name:<16}0x{r.offset:02X}u  /* {r.kind}, {r.width} bit"
+                         f"{', signed' if r.signed else ''} */")
+    lines += [f"#define PEZO_RESULT(i)       (0x{host.RESULT_BASE:02X}u + 4u * (i))  /* i < "
+              f"{len(host.register_map(config)) - 11} */",
+              "#define PEZO_CONTROL_NEXT    (1u << 0)", "#define PEZO_CONTROL_REWIND  (1u << 1)",
+              "#define PEZO_CONTROL_RUN     (1u << 2)", "#define PEZO_CONTROL_SIGN    (1u << 8)",
+              "#define PEZO_STATUS_BUSY     (1u << 0)", "#define PEZO_STATUS_VALID    (1u << 1)",
+              "#define PEZO_STATUS_SIGN     (1u << 2)", "#define PEZO_STATUS_DONE     (1u << 3)",
+              "", "#endif", ""]
+    return "\n".join(lines)
+
+
+def ps_wrapper(host_addr_width: int):
+    """The PS block design's wrapper ports for a host window of ``2^host_addr_width`` bytes."""
+    from boards.ps_block_design import ps_wrapper_ports
+    return ps_wrapper_ports(addr_width=host_addr_width)
+
+
+def build_plan(config: PerturbConfig, *, saif: bool = False, use_reset_button: bool = True):
+    """Amaranth's Vivado build plan (``top.v``, ``top.xdc``, ``top.tcl``, ``build_top.sh``) with the PS
+    block design created after ``read_xdc`` and, with ``saif``, ``read_saif`` of ``top.saif`` before
+    ``report_power``."""
+    from boards.ps_block_design import ps_block_design_tcl
+
+    from golden.host import addr_width
+
+    width = addr_width(config)
+    overrides = {"script_after_read": ps_block_design_tcl(clock_hz=CLOCK_HZ, base_address=PS_BASE_ADDRESS,
+                                                          addr_width=width, range_bytes=1 << width)}
+    if saif:
+        # the SAIF's top instance is the testbench's; below it the design hierarchy from ``top`` down
+        overrides["script_after_route"] = f"read_saif -strip_path pezo_power_tb/dut {SAIF_FILE}"
+    platform = ZCU102Platform()
+    return platform.build(ZCU102Top(config, use_reset_button=use_reset_button), name="top", do_build=False,
+                          **overrides)
+
+
+def write_design(config: PerturbConfig, directory: Path, *, saif: Path | None = None) -> list[str]:
+    """Write the ZCU102 design of ``config`` into ``directory``; return the file names written."""
+    import json
+    import shutil
+
+    from golden.host import register_map
+
+    directory = Path(directory)
+    build_plan(config, saif=saif is not None).extract(directory)
+    (directory / "config.json").write_text(json.dumps({
+        "board": "zcu102", "part": PART, "clock_hz": CLOCK_HZ, "config": config.to_dict(),
+        "axi_base_address": PS_BASE_ADDRESS,
+        "registers": [{"name": r.name, "offset": r.offset, "kind": r.kind, "width": r.width, "signed": r.signed}
+                      for r in register_map(config)],
+        "pins": {"clk125": list(CLOCK_PINS), "rst": RESET_PIN, "led": list(LED_PINS)},
+        "pin_sources": PIN_SOURCES,
+    }, indent=2) + "\n")
+    (directory / "pezo_regs.h").write_text(registers_header(config))
+    if saif is not None:
+        shutil.copyfile(saif, directory / SAIF_FILE)
+    return sorted(p.name for p in directory.iterdir())

@@ -1,0 +1,86 @@
+"""The stream host: the perturbation stream behind the AXI4-Lite register file (``golden.host``).
+
+Port ``s_axil`` only (plus ``leds``, 8 status bits for a board: bit 0 BUSY, 1 VALID, 2 DONE, 3 SIGN,
+4..7 STEP[3:0]). The run datapath sums each consumed vector's lanes with an adder tree into a
+32-bit accumulator (wrapping) and captures the vector into the RESULT registers.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from golden.config import PerturbConfig
+from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
+                         STRATEGY_IDS, addr_width, register_map)
+from golden.perturb import stream_lanes
+from hw.axil import AXI4LiteRegisters, AXI4LiteSignature
+from hw.component import ConfigComponent, ConfigSignature
+
+
+def _tree_sum(values):
+    """Balanced adder tree (each level one bit wider)."""
+    values = list(values)
+    while len(values) > 1:
+        pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        values = pairs + ([values[-1]] if len(values) % 2 else [])
+    return values[0]
+
+
+class StreamHost(ConfigComponent):
+    """AXI4-Lite slave ``s_axil`` over ``hw.perturb.PerturbationStream(config)``; map and semantics in
+    ``golden.host``."""
+
+    class Signature(ConfigSignature):
+        def members_for(self, config):
+            return {"s_axil": In(AXI4LiteSignature(addr_width(config))), "leds": Out(8)}
+
+    def elaborate(self, platform):
+        from hw.perturb import PerturbationStream
+
+        m = Module()
+        cfg = self.config
+        lanes = stream_lanes(cfg)
+        m.submodules.regs = regs = AXI4LiteRegisters(register_map(cfg), addr_width(cfg))
+        m.submodules.stream = stream = PerturbationStream(cfg)
+        wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
+
+        busy, done, remaining = Signal(), Signal(), Signal(32)
+        step, cycles, total = Signal(32), Signal(32), Signal(signed(32))
+        control = regs.CONTROL
+        next_, rewind = control[0], control[1]
+        run = control[2]
+        assert (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN) == (1, 2, 4, 256)
+        m.d.comb += [stream.next.eq(next_), stream.rewind.eq(rewind), stream.sign.eq(control[8]),
+                     stream.en.eq(busy)]
+        consumed = busy & stream.valid & ~next_ & ~rewind
+        vector_sum = Signal(signed(32))
+        m.d.comb += vector_sum.eq(_tree_sum(stream.lanes))
+
+        with m.If(next_ | rewind):
+            m.d.sync += [total.eq(0), done.eq(0), busy.eq(0)]
+        with m.If(next_):
+            m.d.sync += step.eq(step + 1)
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+        with m.If(consumed):
+            m.d.sync += [total.eq(total + vector_sum), remaining.eq(remaining - 1)]
+            with m.If(remaining == 1):
+                m.d.sync += [busy.eq(0), done.eq(1)]
+            for i, lane in enumerate(stream.lanes):
+                m.d.sync += getattr(regs, f"RESULT_{i}").eq(lane)
+        with m.If(run):  # after the command's NEXT/REWIND (same edge, later statement wins)
+            m.d.sync += [cycles.eq(0), remaining.eq(regs.COUNT), busy.eq(regs.COUNT != 0),
+                         done.eq(regs.COUNT == 0)]
+
+        sign = Signal()
+        with m.If(next_ | rewind):
+            m.d.sync += sign.eq(control[8])
+        m.d.comb += [
+            regs.ID.eq(HOST_ID), regs.VERSION.eq(HOST_VERSION), regs.STRATEGY.eq(STRATEGY_IDS[cfg.strategy]),
+            regs.LANES.eq(lanes), regs.STATUS.eq(busy | (stream.valid << 1) | (sign << 2) | (done << 3)),
+            regs.STEP.eq(step), regs.CYCLES.eq(cycles), regs.SUM.eq(total),
+            self.leds.eq(busy | (stream.valid << 1) | (done << 2) | (sign << 3) | (step[:4] << 4)),
+        ]
+        return m
