@@ -299,6 +299,49 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+SAIF_INSTANCE_PATH = ("pezo_power_tb", "dut", "host", "stream")
+"""Where the stream unit sits in the ZCU102 top (``top`` -> ``host`` -> ``stream``), below the
+testbench instance that ``pezo build --saif``'s ``read_saif -strip_path pezo_power_tb/dut`` strips."""
+
+
+def cmd_power(args) -> int:
+    """The stream unit's switching-activity proxy (relative, not watts) and optionally its SAIF."""
+    import shutil
+
+    from boards.comparison import ACTIVITY_DIM
+    from boards.power import NOTE, power_proxy
+
+    if args.perturb_dim is None:
+        args.perturb_dim = ACTIVITY_DIM
+    config = _config(args, unit="stream")
+    if config.perturb_dim > 1 << 16:
+        raise CLIError(f"perturb_dim must be in 1..65536 for the activity run (simulated cycle by cycle), "
+                       f"got {config.perturb_dim}")
+    if not isinstance(args.steps, int) or not 1 <= args.steps <= 100:
+        raise CLIError(f"steps must be an integer in 1..100, got {args.steps!r}")
+    if args.saif is not None and (args.saif.is_dir() or not args.saif.parent.is_dir()):
+        raise CLIError(f"--saif {args.saif}: must be a file in an existing directory")
+    if not shutil.which("iverilog"):
+        raise CLIError("the activity run needs Icarus Verilog: apt-get install -y iverilog")
+    if not args.json:
+        print("simulating the stream unit (Icarus) and synthesising it (Yosys, cached) ...", file=sys.stderr)
+    result = power_proxy(config, unit="stream", steps=args.steps, saif=args.saif,
+                         saif_instance_path=SAIF_INSTANCE_PATH)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    per = result["toggles_per_cycle"]
+    print(f"{_design_name(config, 'stream')}: {args.steps} MeZO steps (+eps, -eps, update replay), d = "
+          f"{config.perturb_dim}, {result['cycles']} cycles, {result['values']} values")
+    print(f"  toggles per cycle: LUT nets {per['LUT']:.1f}, FF {per['FF']:.1f}, BRAM data {per['BRAM']:.1f}")
+    print(f"  activity proxy per cycle {result['activity_proxy_synth_scaled']:.1f} (synthesis-scaled; RTL nets "
+          f"{result['activity_proxy']:.1f}), per value {result['activity_per_value_synth_scaled']:.2f}")
+    print(f"  {NOTE}")
+    if args.saif is not None:
+        print(f"wrote {args.saif} (use: pezo build --saif {args.saif} ...)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pezo", description="pezo: FPGA perturbation engines for zeroth-order on-device "
                      "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
@@ -337,6 +380,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "(it needs Icarus)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("power", help="switching-activity proxy of a strategy's stream unit over a "
+                       "representative MeZO run (relative, not watts); --saif FILE for Vivado's report_power")
+    _add_generator_args(p, unit=False)
+    p.add_argument("--steps", type=_raw, default=2, help="MeZO steps simulated, 1..100 (default 2)")
+    p.add_argument("--saif", type=Path, metavar="FILE", help="also write the activity as SAIF, placed where the "
+                   "stream sits in the ZCU102 top (pezo build --saif FILE reads it)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_power)
 
     p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)")
     _add_generator_args(p)

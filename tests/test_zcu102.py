@@ -155,3 +155,32 @@ def test_pezo_build_refuses_a_file_as_out(tmp_path, capsys):
     path.write_text("x")
     code, _, err = run(["build", "--out", str(path)], capsys)
     assert code == 2 and "is not a directory" in err and path.read_text() == "x"
+
+
+@pytest.mark.rtl
+def test_pezo_power_writes_a_saif_that_pezo_build_reads(tmp_path, capsys, require_simulator):
+    require_simulator("icarus")
+    saif = tmp_path / "act.saif"
+    code, text, err = run(["power", "--strategy", "gaussian", "--lanes", "2", "--perturb-dim", "64", "--saif",
+                           str(saif), "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(text)
+    assert result["activity_proxy"] > 0 and result["note"] == "relative switching-activity proxy, not watts"
+    body = saif.read_text()
+    assert body.count("(") == body.count(")") and "(INSTANCE pezo_power_tb" in body and "(INSTANCE stream" in body
+    out = tmp_path / "z"
+    code, text, err = run(["build", "--strategy", "gaussian", "--lanes", "2", "--saif", str(saif), "--out", str(out),
+                           "--no-vivado"], capsys)
+    assert code == 0, err
+    assert (out / "top.saif").read_text() == body and "power with top.saif" in text
+    assert "read_saif -strip_path pezo_power_tb/dut top.saif" in (out / "top.tcl").read_text()
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["power", "--perturb-dim", "100000"], "perturb_dim must be in 1..65536 for the activity run"),
+    (["power", "--steps", "0"], "steps must be an integer in 1..100"),
+    (["power", "--saif", "/nonexistent/x.saif"], "must be a file in an existing directory"),
+])
+def test_pezo_power_bad_input(argv, needle, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
