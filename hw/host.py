@@ -11,7 +11,6 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from golden.config import PerturbConfig
 from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
                          STRATEGY_IDS, addr_width, register_map)
 from golden.perturb import stream_lanes

@@ -12,7 +12,7 @@ inversion into its first LUT level for free, whereas doing it here would cost n 
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 

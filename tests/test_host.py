@@ -1,7 +1,6 @@
 """The AXI4-Lite stream host: golden register model, Amaranth-simulator AXI transactions, and cocotb
 with cocotbext-axi's AxiLiteMaster on Icarus and Verilator (every read and response vs golden)."""
 
-import numpy as np
 import pytest
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator

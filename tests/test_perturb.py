@@ -8,7 +8,6 @@ import pytest
 
 from golden.config import PerturbConfig
 from golden import grng, scale
-from golden.lfsr import offset_to_signed
 from golden.perturb import STREAM_BITS, PerturbationStream, emit, scale_round, scale_shift
 from golden.pool import gaussian_expected_norm, pool_values
 from sim.amaranth_sim import check_against_golden

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from boards import power
-from boards.power import NetActivity, toggle_counts, write_saif
+from boards.power import toggle_counts, write_saif
 from golden.config import PerturbConfig
 from golden.perturb import PerturbationStream, stream_lanes
 
