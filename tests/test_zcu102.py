@@ -184,3 +184,24 @@ def test_pezo_power_writes_a_saif_that_pezo_build_reads(tmp_path, capsys, requir
 def test_pezo_power_bad_input(argv, needle, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
+
+
+def test_pezo_build_runs_vivado_when_it_is_on_path(tmp_path, capsys, monkeypatch):
+    """A stand-in `vivado` on PATH (it checks its arguments and writes a real post-place report): pezo
+    build runs build_top.sh and prints the parsed utilisation."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "vivado" / "xczu9eg_fios2048_postroute.rpt"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vivado").write_text(
+        "#!/bin/sh\n"
+        '[ "$1 $2 $3 $4 $5 $6" = "-mode batch -log top.log -source top.tcl" ] || exit 3\n'
+        f'cp "{fixture}" top_utilization_place.rpt\necho done > top.log\n')
+    (bin_dir / "vivado").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    out = tmp_path / "z"
+    code, text, err = run(["build", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "report_utilization (post-place): 5025 LUT, 10097 FF, 0 BRAM, 28 DSP" in text
+    assert (out / "top.log").read_text() == "done\n"
