@@ -225,6 +225,8 @@ def cmd_build(args) -> int:
 
     if args.board not in BOARDS:
         raise CLIError(f"board must be one of {', '.join(BOARDS)}, got {args.board!r}")
+    if args.rewind:
+        raise CLIError("--rewind does not apply to pezo build: the board's perturbation stream always rewinds")
     config = _config(args, unit="host")
     if args.saif is not None and not args.saif.is_file():
         raise CLIError(f"--saif {args.saif}: no such file (write one with pezo power --saif FILE)")
@@ -311,6 +313,8 @@ def cmd_power(args) -> int:
     from boards.comparison import ACTIVITY_DIM
     from boards.power import NOTE, power_proxy
 
+    if args.rewind:
+        raise CLIError("--rewind does not apply to pezo power: the perturbation stream always rewinds")
     if args.perturb_dim is None:
         args.perturb_dim = ACTIVITY_DIM
     config = _config(args, unit="stream")

@@ -141,6 +141,7 @@ def test_pezo_build_without_vivado_prints_what_to_run(tmp_path, capsys, monkeypa
     (["build", "--saif", "/nonexistent.saif"], "--saif /nonexistent.saif: no such file"),
     (["build", "--rng-bits", "20"], "rng_bits must be in 3..16 for the scale LUT"),
     (["build", "--out", "/proc/pezo"], "is not writable"),
+    (["build", "--rewind"], "--rewind does not apply to pezo build"),
 ])
 def test_pezo_build_bad_input(argv, needle, capsys, tmp_path):
     if "--out" not in argv:
