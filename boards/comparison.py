@@ -15,9 +15,6 @@ from boards.zcu102 import ZCU102_CAPACITY
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))
 STRATEGY_ORDER = ("otf", "pregen", "gaussian")
-PAPER_OTF = {(32, 8): "32 LUT / 449 FF", (32, 14): "32 LUT / 512 FF"}
-PAPER_PREGEN = "16 FF + 8 BRAM"
-PAPER_MEZO = "133120 LUT / 69632 FF"
 GAUSSIAN_SYNTHESISED = 32  # generators synthesised to extrapolate MeZO's 1024
 ACTIVITY_DIM = 4096  # values per perturbation in the switching-activity run
 ZCU102 = ZCU102_CAPACITY
@@ -63,11 +60,6 @@ def comparison_designs(seed: int = 1) -> list[Design]:
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
             + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")])
-
-
-def comparison_configs(seed: int = 1) -> list[PerturbConfig]:
-    """The generator configs of ``comparison_designs`` (what ``pezo build`` writes as Verilog)."""
-    return [d.config for d in comparison_designs(seed) if d.unit == "generator"]
 
 
 def _budget_text(r: dict) -> str:
@@ -177,7 +169,7 @@ def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict
                    **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
                    "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0, "BRAM36": 0, "source": "extrapolated",
                    "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
-                   "pezo_table6": PAPER_MEZO, "extrapolated": True,
+                   "pezo_table6": _paper_text(PEZO_TABLE6[0]), "extrapolated": True,
                    "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
                    "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
                    "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None}

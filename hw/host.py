@@ -12,10 +12,16 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
-                         STRATEGY_IDS, addr_width, register_map)
+                         STATUS_BUSY, STATUS_DONE, STATUS_SIGN, STATUS_VALID, STRATEGY_IDS, addr_width,
+                         register_map)
 from golden.perturb import stream_lanes
 from hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from hw.component import ConfigComponent, ConfigSignature
+
+
+def _bit(mask: int) -> int:
+    """The bit index of a one-bit register mask of ``golden.host``."""
+    return mask.bit_length() - 1
 
 
 def _tree_sum(values):
@@ -48,10 +54,9 @@ class StreamHost(ConfigComponent):
         busy, done, remaining = Signal(), Signal(), Signal(32)
         step, cycles, total = Signal(32), Signal(32), Signal(signed(32))
         control = regs.CONTROL
-        next_, rewind = control[0], control[1]
-        run = control[2]
-        assert (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN) == (1, 2, 4, 256)
-        m.d.comb += [stream.next.eq(next_), stream.rewind.eq(rewind), stream.sign.eq(control[8]),
+        next_, rewind, run, sign_bit = (control[_bit(mask)] for mask in
+                                        (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN))
+        m.d.comb += [stream.next.eq(next_), stream.rewind.eq(rewind), stream.sign.eq(sign_bit),
                      stream.en.eq(busy)]
         consumed = busy & stream.valid & ~next_ & ~rewind
         vector_sum = Signal(signed(32))
@@ -75,10 +80,11 @@ class StreamHost(ConfigComponent):
 
         sign = Signal()
         with m.If(next_ | rewind):
-            m.d.sync += sign.eq(control[8])
+            m.d.sync += sign.eq(sign_bit)
         m.d.comb += [
             regs.ID.eq(HOST_ID), regs.VERSION.eq(HOST_VERSION), regs.STRATEGY.eq(STRATEGY_IDS[cfg.strategy]),
-            regs.LANES.eq(lanes), regs.STATUS.eq(busy | (stream.valid << 1) | (sign << 2) | (done << 3)),
+            regs.LANES.eq(lanes), regs.STATUS.eq((busy << _bit(STATUS_BUSY)) | (stream.valid << _bit(STATUS_VALID))
+                                                     | (sign << _bit(STATUS_SIGN)) | (done << _bit(STATUS_DONE))),
             regs.STEP.eq(step), regs.CYCLES.eq(cycles), regs.SUM.eq(total),
             self.leds.eq(busy | (stream.valid << 1) | (done << 2) | (sign << 3) | (step[:4] << 4)),
         ]
