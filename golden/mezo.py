@@ -1,0 +1,213 @@
+"""MeZO: memory-efficient zeroth-order SGD (Malladi et al., 2023), with any perturbation family.
+
+Contract
+--------
+* The trainable weights are an ordered list of float32 tensors (``TrainableLayout``); their
+  concatenation in that order is the perturbation vector of dimension d, the order the hardware
+  streams weights in. ``sampler.segment(index, offset, size)`` (``golden.families``) gives the slice of
+  perturbation number ``index`` that lands on a tensor.
+* A step uses ``queries`` perturbations, numbers ``index = step * queries + i`` (MeZO's per-step
+  seed; for the PeZO families it is the hardware's perturbation counter). For each one:
+  ``l+ = L(theta + eps z)``, ``l- = L(theta - eps z)``, projected gradient ``g = (l+ - l-) / (2 eps)``
+  (computed in float64 from the float32 losses).
+* Update (MeZO's rule, weight decay skipped for biases and LayerNorm as MeZO does)::
+
+      u = sum_i (g_i / q) * z_i  [+ weight_decay * theta]        (float32, queries in order)
+      theta <- theta - lr * u
+
+* ``mode="inplace"`` is MeZO exactly: the step perturbs theta in place by +eps z, then -2 eps z, then
+  +eps z, regenerating z from the index each time (no copy of the weights), so theta after the
+  three perturbations equals the original only up to float32 rounding -- as in MeZO.
+  ``mode="stream"`` is what the FPGA does: the forward pass reads ``theta +- eps z`` tensor by tensor
+  (materialised on read, one tensor at a time) and never writes a perturbed weight, so there is no
+  drift.
+* Replay: ``replay`` applies the recorded (index, projected gradient) pairs -- and in ``inplace`` mode
+  the same three perturbations -- through the same code path, so it rebuilds the trained weights bit
+  for bit from the starting weights (``tests/test_golden_mezo.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MODES = ("inplace", "stream")
+
+
+def no_decay(name: str) -> bool:
+    """MeZO's rule: no weight decay on biases and LayerNorm parameters."""
+    lower = name.lower()
+    return "bias" in lower or "layer_norm" in lower or "layernorm" in lower
+
+
+@dataclass(frozen=True)
+class MeZOConfig:
+    """lr (> 0), eps (> 0, perturbation scale), queries q (1..1024, perturbations per step),
+    weight_decay (>= 0, MeZO's rule), mode (``MODES``)."""
+
+    lr: float = 1e-4
+    eps: float = 1e-3
+    queries: int = 1
+    weight_decay: float = 0.0
+    mode: str = "inplace"
+
+    def __post_init__(self):
+        for name in ("lr", "eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        wd = self.weight_decay
+        if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not np.isfinite(wd) or wd < 0:
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {wd!r}")
+        if isinstance(self.queries, bool) or not isinstance(self.queries, int) or not 1 <= self.queries <= 1024:
+            raise ValueError(f"queries must be an integer in 1..1024, got {self.queries!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+
+@dataclass(frozen=True)
+class TrainableLayout:
+    """The trainable tensors in stream order: names, shapes, flat offsets; ``dim`` = d."""
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+    dim: int
+
+    @classmethod
+    def of(cls, params: Mapping[str, np.ndarray], names: Sequence[str]) -> "TrainableLayout":
+        names = tuple(names)
+        if not names:
+            raise ValueError("trainable must name at least one parameter")
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise ValueError(f"trainable names unknown parameters: {', '.join(missing[:5])}")
+        if len(set(names)) != len(names):
+            raise ValueError("trainable names a parameter twice")
+        shapes = tuple(tuple(params[n].shape) for n in names)
+        offsets, total = [], 0
+        for shape in shapes:
+            offsets.append(total)
+            total += int(np.prod(shape, dtype=np.int64))
+        return cls(names, shapes, tuple(offsets), total)
+
+    def size(self, i: int) -> int:
+        return int(np.prod(self.shapes[i], dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What a step needs to be replayed: its perturbation indices and projected gradients."""
+
+    step: int
+    indices: tuple[int, ...]
+    projected_grads: tuple[float, ...]
+    loss: float  # mean of l+ and l- over the queries (float64)
+
+
+class PerturbedView(Mapping):
+    """``theta + coef * z`` for the trainable tensors, materialised on read (stream mode)."""
+
+    def __init__(self, params: Mapping[str, np.ndarray], layout: TrainableLayout, sampler, index: int, coef: float):
+        self._params, self._layout, self._sampler = params, layout, sampler
+        self._index, self._coef = index, np.float32(coef)
+        self._where = {name: i for i, name in enumerate(layout.names)}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        base = self._params[name]
+        i = self._where.get(name)
+        if i is None:
+            return base
+        z = self._sampler.segment(self._index, self._layout.offsets[i], self._layout.size(i))
+        return base + (self._coef * z).reshape(base.shape)  # z may be a view of the sampler's table
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+
+class MeZO:
+    """The optimiser over ``params`` (a dict, updated in place) restricted to ``names``."""
+
+    def __init__(self, params: dict[str, np.ndarray], names: Sequence[str], sampler, config: MeZOConfig):
+        if not isinstance(config, MeZOConfig):
+            raise ValueError(f"config must be a MeZOConfig, got {type(config).__name__}")
+        self.params, self.config, self.sampler = params, config, sampler
+        self.layout = TrainableLayout.of(params, names)
+        if sampler.dim != self.layout.dim:
+            raise ValueError(f"sampler dim {sampler.dim} != trainable dimension {self.layout.dim}")
+        for name in self.layout.names:
+            if params[name].dtype != np.float32:
+                raise ValueError(f"parameter {name} must be float32, got {params[name].dtype}")
+        self.decay = tuple(not no_decay(n) for n in self.layout.names)
+
+    # -- perturbations ------------------------------------------------------------------------
+    def _z(self, index: int, i: int) -> np.ndarray:
+        z = self.sampler.segment(index, self.layout.offsets[i], self.layout.size(i))
+        return z.reshape(self.layout.shapes[i])
+
+    def perturb(self, index: int, scale: float) -> None:
+        """theta += scale * eps * z(index), tensor by tensor, in place (MeZO's ``zo_perturb_parameters``)."""
+        coef = np.float32(scale * self.config.eps)
+        for i, name in enumerate(self.layout.names):
+            theta = self.params[name]
+            theta += coef * self._z(index, i)
+
+    def view(self, index: int, scale: float) -> PerturbedView:
+        return PerturbedView(self.params, self.layout, self.sampler, index, scale * self.config.eps)
+
+    # -- one step -------------------------------------------------------------------------------
+    def losses(self, index: int, loss_fn: Callable[[Mapping[str, np.ndarray]], float]) -> tuple[float, float]:
+        """(l+, l-) of perturbation ``index``; in inplace mode theta is perturbed and restored (+1, -2, +1)."""
+        if self.config.mode == "stream":
+            return float(loss_fn(self.view(index, 1.0))), float(loss_fn(self.view(index, -1.0)))
+        self.perturb(index, 1.0)
+        plus = float(loss_fn(self.params))
+        self.perturb(index, -2.0)
+        minus = float(loss_fn(self.params))
+        self.perturb(index, 1.0)
+        return plus, minus
+
+    def step(self, step: int, loss_fn: Callable[[Mapping[str, np.ndarray]], float]) -> StepRecord:
+        """One MeZO step (``queries`` perturbations, then the update); returns its replay record."""
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"step must be an integer >= 0, got {step!r}")
+        q, eps = self.config.queries, self.config.eps
+        indices = tuple(step * q + i for i in range(q))
+        grads, total = [], 0.0
+        for index in indices:
+            plus, minus = self.losses(index, loss_fn)
+            grads.append((np.float64(plus) - np.float64(minus)) / (2.0 * eps))
+            total += plus + minus
+        record = StepRecord(step, indices, tuple(float(g) for g in grads), total / (2 * q))
+        self.update(record)
+        return record
+
+    def update(self, record: StepRecord) -> None:
+        """theta <- theta - lr * (sum_i g_i/q z_i [+ wd theta]) for every trainable tensor."""
+        q = len(record.indices)
+        lr, wd = np.float32(self.config.lr), np.float32(self.config.weight_decay)
+        coefs = [np.float32(g / q) for g in record.projected_grads]
+        for i, name in enumerate(self.layout.names):
+            theta = self.params[name]
+            u = self._z(record.indices[0], i) * coefs[0]
+            for index, coef in zip(record.indices[1:], coefs[1:]):
+                u += self._z(index, i) * coef
+            if self.decay[i] and wd:
+                u += wd * theta
+            theta -= lr * u
+
+    def replay(self, records: Sequence[StepRecord]) -> None:
+        """Re-apply recorded steps to ``params`` (which must hold the starting weights): the same
+        perturbations (inplace mode) and updates, bit for bit, with no forward pass."""
+        for record in records:
+            if self.config.mode == "inplace":
+                for index in record.indices:
+                    self.perturb(index, 1.0)
+                    self.perturb(index, -2.0)
+                    self.perturb(index, 1.0)
+            self.update(record)
