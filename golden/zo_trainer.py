@@ -6,11 +6,14 @@ cosine-similarity scale all-MiniLM-L6-v2 was trained with, so logits have the ra
 geometry was tuned for.
 
 Head initialisation (``head_init``):
-* ``prototype`` (default): the nearest-class-mean classifier of the k training shots, with no
+* ``zeros`` (default): W = 0, b = 0 (start accuracy = the majority class; ZO learns the head).
+* ``probe``: the float linear probe (``golden.probe``: L-BFGS logistic regression, L2 = 1) on
+  the k training shots' embeddings under the starting weights -- linear probing then ZO fine-tuning
+  (LP-MeZO). It uses only the few-shot training data.
+* ``prototype``: the nearest-class-mean classifier of the k training shots, with no
   gradient step: ``W_c = mean of x over class c``, ``b_c = -||W_c||^2 / 2`` (so the argmax is the
   nearest prototype). It uses only the few-shot training data, as MeZO's prompt-based start uses
   only the pretrained LM head; ZO then fine-tunes from a meaningful start.
-* ``zeros``: W = 0, b = 0 (start accuracy = the majority class; ZO must learn the head too).
 
 Trainable subsets (``trainable``): ``head``; ``lastN`` (N = 1..6: the last N transformer layers +
 the head); ``bitfit`` (every bias and LayerNorm tensor + the head); ``all`` (every tensor + the head).
@@ -39,7 +42,7 @@ from .data import TASKS, few_shot_split, load_task
 from .families import FAMILIES, make_sampler
 from .mezo import MODES, MeZO, MeZOConfig, StepRecord
 
-HEAD_INITS = ("prototype", "zeros")
+HEAD_INITS = ("probe", "prototype", "zeros")
 HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
 FAMILY_OPTIONS = ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling")
 
@@ -59,18 +62,19 @@ class TrainConfig:
     family: str = "gaussian"
     task: str = "rotten_tomatoes"
     shots: int = 16
-    steps: int = 500
+    steps: int = 4000
     seed: int = 1
-    trainable: str = "last1"
-    lr: float = 2e-4
+    trainable: str = "head"
+    lr: float = 5e-5
     eps: float = 1e-3
     queries: int = 1
     weight_decay: float = 0.0
     mode: str = "inplace"
     batch_size: int = 16
-    head_init: str = "prototype"
+    head_init: str = "zeros"
     head_scale: float = 20.0
-    eval_every: int = 50
+    max_length: int = 64
+    eval_every: int = 200
     test_size: int = 1000
     family_options: tuple = ()
 
@@ -83,6 +87,7 @@ class TrainConfig:
         _check_int("seed", self.seed, 0, 2**32 - 1)
         _check_int("batch_size", self.batch_size, 1, 4096)
         _check_int("eval_every", self.eval_every, 1, 10**7)
+        _check_int("max_length", self.max_length, 8, 512)
         if self.trainable not in trainable_choices():
             raise ValueError(f"trainable must be one of {', '.join(trainable_choices())}, got {self.trainable!r}")
         if self.head_init not in HEAD_INITS:
@@ -121,15 +126,15 @@ class PrefixCache:
     ``layer`` = index of the first layer run per step (num_layers: the pooled embedding itself;
     0 with ``tokens``: the embedding layer is trainable too and token ids are cached instead)."""
 
-    def __init__(self, model, texts, layer: int, tokens: bool, progress: bool = False):
+    def __init__(self, model, texts, layer: int, tokens: bool, max_length: int, progress: bool = False):
         self.model, self.layer, self.tokens = model, layer, tokens
         n = len(texts)
         if tokens:
-            enc = model.tokenize(texts)
+            enc = model.tokenize(texts, max_length=max_length)
             lengths = enc.mask.sum(axis=1).astype(int)
             self.rows = [enc.ids[i, :lengths[i]] for i in range(n)]
             return
-        cache = model.hidden_states(texts, layer, progress=progress)
+        cache = model.hidden_states(texts, layer, progress=progress, max_length=max_length)
         self.rows = [None] * n
         for batch in cache:
             lengths = batch.mask.sum(axis=1).astype(int)
@@ -212,12 +217,24 @@ class ZOTask:
         texts = data.texts
         order = np.concatenate([split.train, split.val, split.test])
         self.position = {int(i): j for j, i in enumerate(order)}
-        self.cache = PrefixCache(model, [texts[i] for i in order], first, tokens, progress=progress)
+        key = (config.task, config.shots, config.seed, config.test_size, first, tokens, config.max_length)
+        if _PREFIX_MEMO.get("key") != key:  # runs of one split in one process share the frozen prefix
+            _PREFIX_MEMO.clear()
+            _PREFIX_MEMO.update(key=key, cache=PrefixCache(model, [texts[i] for i in order], first, tokens,
+                                                           config.max_length, progress=progress))
+        self.cache = _PREFIX_MEMO["cache"]
         classes = len(data.classes)
         hidden = model.config.hidden_size
         self.params[HEAD_WEIGHT] = np.zeros((classes, hidden), dtype=np.float32)
         self.params[HEAD_BIAS] = np.zeros(classes, dtype=np.float32)
-        if config.head_init == "prototype":
+        if config.head_init == "probe":
+            from .probe import fit_linear_probe
+
+            weight, bias = fit_linear_probe(self.embeddings(split.train, self.params), self.labels[split.train],
+                                            classes, scale=config.head_scale)
+            self.params[HEAD_WEIGHT][...] = weight
+            self.params[HEAD_BIAS][...] = bias
+        elif config.head_init == "prototype":
             x = self.embeddings(split.train, self.params)
             y = self.labels[split.train]
             for c in range(classes):
@@ -241,6 +258,9 @@ class ZOTask:
             part = indices[start:start + batch]
             correct += int((self.logits(part, params).argmax(axis=1) == self.labels[part]).sum())
         return correct / len(indices)
+
+
+_PREFIX_MEMO: dict = {}
 
 
 def _is_bias_or_norm(name: str) -> bool:

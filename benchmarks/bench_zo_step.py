@@ -1,0 +1,536 @@
+"""One MeZO step, NumPy golden model vs PyTorch CPU, side by side (+ ZO vs inference peak memory).
+
+    /work/refvenv/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {last1,last2,all}]
+        [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--memory] [--profile] [--json]
+
+Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
+venv, never the project's); without torch it prints one line saying so and exits 2.
+
+Workload (the same for both sides)
+* Batch: the first ``--batch`` texts of ``np.random.default_rng(--seed).permutation`` over the
+  ``rotten_tomatoes`` task (``golden.data.load_task``), tokenised by ``MiniLM.tokenize`` (truncation
+  ``--max-length``, default 64 as ``TrainConfig``), padded to the longest row.
+* Loss (as ``golden.zo_trainer``): mean-pooled final hidden state, L2-normalised, head
+  ``20 * (x W^T + b)``, mean cross-entropy. The head (2 x 384) is the trainer's ``prototype`` init on
+  this batch (a zero head would make the loss ln 2 whatever the encoder does, so the loss check
+  would be vacuous).
+* Trainable set: ``lastN`` = the last N encoder layers + head; ``all`` = embeddings + every layer +
+  head. For ``lastN`` the frozen prefix (embedding + first 6-N layers) is computed once by NumPy and
+  its output, the padded [B, T, 384] input of the first trainable layer, is fed to both sides (the
+  trainer's ``PrefixCache`` idea): a step runs only the trainable layers, twice. For ``all`` both
+  sides run the embedding from the token ids each pass (no cache).
+* NumPy step: ``golden.mezo.MeZO(params, names, sampler, MeZOConfig(lr, eps))`` in ``inplace`` mode,
+  ``.step(step, loss_fn)`` with ``loss_fn`` built from ``MiniLM.embed`` / ``MiniLM.forward_from``
+  (the trainer's code path); the trainable tensors are writeable copies, as ``ZOTask`` makes them.
+* PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
+  safetensors), ``--attn`` attention implementation (default ``sdpa``); the trainable layers are
+  called one by one (``model.encoder.layer[i](h, attention_mask)``) with the additive mask
+  ``(1 - mask) * finfo(float32).min`` of shape [B, 1, 1, T] (what HF builds), the embedding through
+  ``model.embeddings(input_ids)`` for ``all``. MeZO as the reference code (Malladi et al.'s
+  ``zo_perturb_parameters`` / ``zo_step`` / ``zo_update``), but in place: ``torch.manual_seed(seed)``,
+  per trainable tensor ``z = torch.normal(0, 1, size=p.shape)``, ``p.data += scale * z * eps`` for
+  scale +1, -2, +1; losses under ``torch.inference_mode()``; ``g = (l+ - l-) / (2 eps)``; update with
+  regenerated z: ``p.data -= lr * (g * z + wd * p.data)`` (no wd on biases / LayerNorm).
+* Threads: ``--threads`` sets OMP/OPENBLAS/MKL_NUM_THREADS before NumPy is imported and
+  ``torch.set_num_threads``. The NumPy timings run first, then the torch ones (not interleaved, so
+  one library's spinning worker threads do not steal the other's cores).
+
+Reported: seconds per step (median of ``--steps`` after one warm-up step) and per loss evaluation
+(one forward pass of the trainable part, median of 3), the ratio torch / NumPy (>= 1: NumPy is at least
+as fast; the team's goal), and |loss_numpy - loss_torch| on the unperturbed model (must be < 1e-4).
+
+``--memory``: peak memory of NumPy inference vs NumPy ZO training, each in a fresh subprocess of this
+script (``--_worker``) so peaks do not mix, for ``--trainable`` and also last1 and all:
+(a) inference = load model + prefix + ``2 * --memory-steps`` loss evaluations with the read-only
+weights, (b) ZO = the same set-up + writeable copies of the trainable tensors + ``--memory-steps``
+MeZO steps. Peak RSS is ``getrusage(RUSAGE_SELF).ru_maxrss`` (the model's safetensors are mmapped:
+file pages count once touched); a second pair of processes reports tracemalloc's peak (memory NumPy and
+Python allocate; excludes the mmapped weights). The team's goal: ZO peak <= 1.1x inference.
+
+``--profile``: cProfile of the NumPy steps (top functions by own time), to see where NumPy time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINABLE = ("last1", "last2", "all")
+FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")  # = golden.families.FAMILIES
+TORCH_HINT = "pip install torch==2.13.0 transformers"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=16, help="texts per batch (default 16)")
+    parser.add_argument("--trainable", choices=TRAINABLE, default="last1")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps after 1 warm-up (default 5)")
+    parser.add_argument("--family", choices=FAMILIES, default="gaussian", help="NumPy perturbation family")
+    parser.add_argument("--threads", type=int, default=2, help="BLAS/OpenMP/torch threads (default 2)")
+    parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa", help="torch attention implementation")
+    parser.add_argument("--max-length", type=int, default=64, help="tokeniser truncation (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="batch permutation seed (default 0)")
+    parser.add_argument("--mode", choices=("inplace", "stream"), default="inplace",
+                        help="NumPy MeZO mode (default inplace = MeZO's trick; torch is always inplace)")
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--eps", type=float, default=1e-3)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--memory", action="store_true", help="also measure peak memory, ZO vs inference")
+    parser.add_argument("--memory-trainable", nargs="+", choices=TRAINABLE, default=None,
+                        help="trainable sets for --memory (default: --trainable, last1, all)")
+    parser.add_argument("--memory-steps", type=int, default=2, help="MeZO steps per memory worker (default 2)")
+    parser.add_argument("--profile", action="store_true", help="cProfile the NumPy steps")
+    parser.add_argument("--profile-top", type=int, default=25)
+    parser.add_argument("--_worker", choices=("inference", "zo"), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_trace", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.batch < 1 or args.steps < 1 or args.threads < 1 or args.memory_steps < 1:
+        parser.error("--batch, --steps, --threads and --memory-steps must be >= 1")
+    return args
+
+
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None:  # before NumPy (and torch) load their thread pools
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = str(ARGS.threads)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if ARGS._trace:
+        import tracemalloc
+
+        tracemalloc.start()
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+HEAD_SCALE = 20.0
+
+
+def openblas_threads() -> int | None:
+    """The thread count NumPy's OpenBLAS reports (None if it cannot be found)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return None
+    for lib in libs:
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for sym in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
+            fn = getattr(handle, sym, None)
+            if fn is not None:
+                return int(fn())
+    return None
+
+
+# -- the NumPy side (golden code) ------------------------------------------------------------------
+
+class NumpyWorkload:
+    """Model, batch, frozen prefix, head, trainable names and the trainer-style loss function."""
+
+    def __init__(self, args, copy_trainable: bool = True):
+        from golden.data import load_task
+        from golden.minilm import load_minilm
+        from golden.zo_trainer import HEAD_BIAS, HEAD_WEIGHT
+
+        self.args = args
+        model = self.model = load_minilm()
+        data = load_task("rotten_tomatoes")
+        order = np.random.default_rng(args.seed).permutation(len(data))[:args.batch]
+        self.texts = [data.texts[i] for i in order]
+        self.labels = data.labels[order]
+        self.tokens = model.tokenize(self.texts, max_length=args.max_length)
+        self.mask = self.tokens.mask
+        layers = model.config.num_hidden_layers
+        if args.trainable == "all":
+            self.first, names = 0, list(model.params)
+            self.prefix = None
+        else:
+            n = int(args.trainable[4:])
+            self.first = layers - n
+            names = [name for i in range(self.first, layers) for name in model.layer_param_names(i)]
+            hidden = model.embed(self.tokens)
+            for i in range(self.first):
+                hidden = model.run_layer(i, hidden, self.mask)
+            self.prefix = hidden  # [B, T, H], input of the first trainable layer
+        self.names = names + [HEAD_WEIGHT, HEAD_BIAS]
+        self.head_names = (HEAD_WEIGHT, HEAD_BIAS)
+        self.params = dict(model.params)
+        if copy_trainable:  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
+            for name in names:
+                self.params[name] = model.params[name].copy()
+        # prototype head on this batch (golden.zo_trainer's "prototype" init)
+        classes = int(self.labels.max()) + 1
+        hsize = model.config.hidden_size
+        weight = np.zeros((max(classes, 2), hsize), dtype=np.float32)
+        bias = np.zeros(max(classes, 2), dtype=np.float32)
+        x = self.embeddings(self.params)
+        for c in range(weight.shape[0]):
+            if np.any(self.labels == c):
+                proto = x[self.labels == c].mean(axis=0)
+                weight[c] = proto
+                bias[c] = -0.5 * float(proto @ proto)
+        self.params[HEAD_WEIGHT], self.params[HEAD_BIAS] = weight, bias
+        self.head0 = (weight.copy(), bias.copy())  # the MeZO steps update params in place
+
+    @property
+    def dim(self) -> int:
+        return sum(self.params[n].size for n in self.names)
+
+    def embeddings(self, params) -> np.ndarray:
+        from golden.minilm import l2_normalize
+
+        model = self.model
+        if self.prefix is None:
+            hidden = model.embed(self.tokens, params)
+        else:
+            hidden = self.prefix
+        return l2_normalize(model.forward_from(self.first, hidden, self.mask, params))
+
+    def loss(self, params) -> float:
+        from golden.zo_trainer import HEAD_BIAS, HEAD_WEIGHT, cross_entropy
+
+        x = self.embeddings(params)
+        logits = np.float32(HEAD_SCALE) * (x @ params[HEAD_WEIGHT].T + params[HEAD_BIAS])
+        return cross_entropy(logits, self.labels)
+
+    def optimiser(self):
+        import warnings
+
+        from golden.families import make_sampler
+        from golden.mezo import MeZO, MeZOConfig
+
+        args = self.args
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sampler = make_sampler(args.family, self.dim, seed=1 + 1)  # the trainer's seed + 1 (seed 1)
+        config = MeZOConfig(lr=args.lr, eps=args.eps, weight_decay=args.weight_decay, mode=args.mode)
+        return MeZO(self.params, self.names, sampler, config)
+
+
+def setup_numpy(args) -> tuple[dict, NumpyWorkload, dict]:
+    """The NumPy side: info, the workload, and the callables the timing loop runs."""
+    t0 = time.perf_counter()
+    work = NumpyWorkload(args)
+    setup = time.perf_counter() - t0
+    loss0 = work.loss(work.params)
+    opt = work.optimiser()
+    info = {"numpy_loss_unperturbed": loss0, "numpy_setup_seconds": setup, "trainable_params": opt.layout.dim,
+            "tokens_shape": list(work.tokens.ids.shape), "sampler": repr(opt.sampler)}
+    calls = {
+        "forward": lambda: work.loss(work.params),
+        "step": lambda i: opt.step(i, work.loss),
+        # one whole z, tensor by tensor, as perturb/update generate it (a fixed index far from the steps')
+        "z": lambda: [opt._z(10**6, i) for i in range(len(opt.layout.names))],
+    }
+    return info, work, calls
+
+
+def profile_numpy(args, work: NumpyWorkload, top: int) -> str:
+    import cProfile
+    import io
+    import pstats
+
+    opt = work.optimiser()
+    prof = cProfile.Profile()
+    prof.enable()
+    for step in range(100, 100 + args.steps):
+        opt.step(step, work.loss)
+    prof.disable()
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("tottime")
+    stats.print_stats(top)
+    return buf.getvalue()
+
+
+# -- the PyTorch side --------------------------------------------------------------------------------
+
+def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
+    """The PyTorch side on the same batch / prefix / head: info and the callables to time."""
+    import torch
+    import torch.nn.functional as F
+    import transformers
+    from transformers import BertModel
+
+    from golden.minilm import model_dir
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    model = BertModel.from_pretrained(str(model_dir()), attn_implementation=args.attn, add_pooling_layer=False,
+                                      dtype=torch.float32)
+    model.eval()
+    setup = time.perf_counter() - t0
+    # the same weights? (the golden names are BertModel's parameter names)
+    tparams = dict(model.named_parameters())
+    weight_diff = max(float(np.max(np.abs(tparams[n].detach().numpy() - work.model.params[n])))
+                      for n in work.model.params)
+    ids = torch.from_numpy(work.tokens.ids)
+    mask = torch.from_numpy(work.mask)
+    ext_mask = ((1.0 - mask) * torch.finfo(torch.float32).min)[:, None, None, :]
+    labels = torch.from_numpy(work.labels)
+    head_w = torch.from_numpy(work.head0[0].copy())  # the untrained head (NumPy's steps moved work.params)
+    head_b = torch.from_numpy(work.head0[1].copy())
+    prefix = None if work.prefix is None else torch.from_numpy(work.prefix.copy())
+    layers = list(model.encoder.layer)[work.first:]
+    named = []  # trainable tensors in forward order (= golden order)
+    if work.prefix is None:
+        named += list(model.embeddings.named_parameters(prefix="embeddings"))
+    for i, layer in enumerate(layers, start=work.first):
+        named += list(layer.named_parameters(prefix=f"encoder.layer.{i}"))
+    named += [("head.weight", head_w), ("head.bias", head_b)]
+    assert [n for n, _ in named] == work.names, "torch trainable order differs from golden's"
+    decay = [not ("bias" in n.lower() or "layer_norm" in n.lower() or "layernorm" in n.lower()) for n, _ in named]
+    eps, lr, wd = args.eps, args.lr, args.weight_decay
+
+    def loss_fn() -> torch.Tensor:
+        with torch.inference_mode():
+            h = model.embeddings(input_ids=ids) if prefix is None else prefix
+            for layer in layers:
+                h = layer(h, attention_mask=ext_mask)
+                if isinstance(h, tuple):
+                    h = h[0]
+            pooled = (h * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1e-9)
+            x = F.normalize(pooled, p=2, dim=1)
+            logits = HEAD_SCALE * (x @ head_w.T + head_b)
+            return F.cross_entropy(logits, labels)
+
+    def perturb(seed: int, scale: float) -> None:
+        torch.manual_seed(seed)
+        for _, p in named:
+            z = torch.normal(mean=0, std=1, size=p.data.size(), dtype=p.data.dtype)
+            p.data += scale * z * eps
+
+    def step(seed: int) -> float:
+        perturb(seed, 1)
+        l1 = loss_fn()
+        perturb(seed, -2)
+        l2 = loss_fn()
+        g = ((l1 - l2) / (2 * eps)).item()
+        perturb(seed, 1)
+        torch.manual_seed(seed)
+        for (_, p), d in zip(named, decay):
+            z = torch.normal(mean=0, std=1, size=p.data.size(), dtype=p.data.dtype)
+            if d:
+                p.data -= lr * (g * z + wd * p.data)
+            else:
+                p.data -= lr * (g * z)
+        return g
+
+    loss0 = float(loss_fn())
+    # HF's own BertModel.forward (its mask building) agrees with the layer-by-layer path?
+    with torch.inference_mode():
+        h = model(input_ids=ids, attention_mask=mask.long()).last_hidden_state  # all 6 layers, HF's mask
+        pooled = (h * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1e-9)
+        x = F.normalize(pooled, p=2, dim=1)
+        loss_hf = float(F.cross_entropy(HEAD_SCALE * (x @ head_w.T + head_b), labels))
+    rng = np.random.default_rng(1234)  # the reference draws each step's seed with np.random.randint(1e9)
+
+    def gen():
+        torch.manual_seed(7)
+        for _, p in named:
+            torch.normal(mean=0, std=1, size=p.data.size(), dtype=p.data.dtype)
+
+    info = {"torch_loss_unperturbed": loss0, "torch_loss_hf_forward": loss_hf, "torch_setup_seconds": setup,
+            "torch_weight_max_abs_diff": weight_diff, "torch_version": torch.__version__,
+            "transformers_version": transformers.__version__, "torch_threads": torch.get_num_threads(),
+            "attn_implementation": model.config._attn_implementation}
+    calls = {"forward": loss_fn, "step": lambda i: step(int(rng.integers(1_000_000_000))), "z": gen}
+    return info, calls
+
+
+def time_sides(sides: dict, steps: int) -> dict:
+    """Interleaved timing (numpy, torch, numpy, torch, ...) so both see the same machine load.
+
+    Per side: ``forward`` (3 loss evaluations), ``z`` (3 whole perturbations), then one warm-up step
+    and ``steps`` timed steps; medians (and minima) in seconds."""
+    times = {name: {"forward": [], "z": [], "step": []} for name in sides}
+    for kind, repeats in (("forward", 3), ("z", 3)):
+        for _ in range(repeats):
+            for name, calls in sides.items():
+                t0 = time.perf_counter()
+                calls[kind]()
+                times[name][kind].append(time.perf_counter() - t0)
+    for name, calls in sides.items():
+        calls["step"](0)  # warm-up
+    for i in range(1, steps + 1):
+        for name, calls in sides.items():
+            t0 = time.perf_counter()
+            calls["step"](i)
+            times[name]["step"].append(time.perf_counter() - t0)
+    out = {}
+    for name, t in times.items():
+        out[f"{name}_seconds_per_step"] = statistics.median(t["step"])
+        out[f"{name}_seconds_per_step_min"] = min(t["step"])
+        out[f"{name}_step_times"] = t["step"]
+        out[f"{name}_forward_seconds"] = statistics.median(t["forward"])
+        out[f"{name}_z_generation_seconds"] = statistics.median(t["z"])
+    return out
+
+
+# -- memory: fresh subprocesses ----------------------------------------------------------------------
+
+def memory_worker(args) -> dict:
+    """Run inside a fresh process: inference or ZO on the NumPy side; report the peaks."""
+    zo = args._worker == "zo"
+    work = NumpyWorkload(args, copy_trainable=zo)
+    if zo:
+        opt = work.optimiser()
+        for step in range(args.memory_steps):
+            opt.step(step, work.loss)
+    else:
+        for _ in range(2 * args.memory_steps):
+            work.loss(work.params)
+    out = {"mode": args._worker, "trainable": args.trainable, "vm_hwm_mb": vm_hwm_mb(),
+           "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    if args._trace:
+        import tracemalloc
+
+        out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+    return out
+
+
+def vm_hwm_mb() -> float | None:
+    """Peak RSS of this process's address space (/proc/self/status VmHWM), in MiB.
+
+    Preferred over ru_maxrss, which Linux carries across fork + execve: a worker started by a parent
+    that already holds torch would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_worker(args, trainable: str, mode: str, trace: bool) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", mode, "--trainable", trainable,
+           "--batch", str(args.batch), "--family", args.family, "--threads", str(args.threads),
+           "--max-length", str(args.max_length), "--seed", str(args.seed), "--lr", repr(args.lr),
+           "--eps", repr(args.eps), "--weight-decay", repr(args.weight_decay),
+           "--memory-steps", str(args.memory_steps), "--mode", args.mode]
+    if trace:
+        cmd.append("--_trace")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_memory(args) -> list[dict]:
+    sets = args.memory_trainable or list(dict.fromkeys([args.trainable, "last1", "all"]))
+    rows = []
+    for trainable in sets:
+        inf = run_worker(args, trainable, "inference", False)
+        zo = run_worker(args, trainable, "zo", False)
+        inf_t = run_worker(args, trainable, "inference", True)
+        zo_t = run_worker(args, trainable, "zo", True)
+        key = "vm_hwm_mb" if inf["vm_hwm_mb"] and zo["vm_hwm_mb"] else "ru_maxrss_mb"
+        rows.append({
+            "trainable": trainable, "memory_steps": args.memory_steps, "rss_source": key,
+            "peak_rss_inference_mb": inf[key], "peak_rss_zo_mb": zo[key],
+            "zo_over_inference": zo[key] / inf[key],
+            "ru_maxrss_inference_mb": inf["ru_maxrss_mb"], "ru_maxrss_zo_mb": zo["ru_maxrss_mb"],
+            "tracemalloc_peak_inference_mb": inf_t["tracemalloc_peak_mb"],
+            "tracemalloc_peak_zo_mb": zo_t["tracemalloc_peak_mb"],
+            "tracemalloc_zo_over_inference": zo_t["tracemalloc_peak_mb"] / inf_t["tracemalloc_peak_mb"],
+        })
+    return rows
+
+
+# -- main ----------------------------------------------------------------------------------------------
+
+def main(args) -> int:
+    if args._worker:
+        print(json.dumps(memory_worker(args)))
+        return 0
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+        print(f"bench_zo_step.py needs torch and transformers (benchmark only, not a pezo dependency): "
+              f"run it with a separate venv where you did `{TORCH_HINT}`", file=sys.stderr)
+        return 2
+    result = {"batch": args.batch, "trainable": args.trainable, "steps": args.steps, "family": args.family,
+              "mode": args.mode, "attn": args.attn,
+              "threads": args.threads, "max_length": args.max_length, "seed": args.seed, "lr": args.lr,
+              "eps": args.eps, "weight_decay": args.weight_decay, "numpy_version": np.__version__,
+              "python": platform.python_version(), "machine": platform.machine()}
+    memory_rows = bench_memory(args) if args.memory else None  # before this process loads anything big
+    np_info, work, np_calls = setup_numpy(args)
+    result.update(np_info)
+    result["openblas_threads"] = openblas_threads()
+    torch_info, torch_calls = setup_torch(args, work)
+    result.update(torch_info)
+    result.update(time_sides({"numpy": np_calls, "torch": torch_calls}, args.steps))
+    result["torch_over_numpy"] = result["torch_seconds_per_step"] / result["numpy_seconds_per_step"]
+    result["torch_over_numpy_forward"] = result["torch_forward_seconds"] / result["numpy_forward_seconds"]
+    result["loss_abs_diff"] = abs(result["numpy_loss_unperturbed"] - result["torch_loss_unperturbed"])
+    result["loss_abs_diff_hf_forward"] = abs(result["numpy_loss_unperturbed"] - result["torch_loss_hf_forward"])
+    result["loss_match"] = result["loss_abs_diff"] < 1e-4
+    profile = profile_numpy(args, work, args.profile_top) if args.profile else None
+    if memory_rows is not None:
+        rows = result["memory"] = memory_rows
+        main_row = next(r for r in rows if r["trainable"] == args.trainable)
+        for key in ("peak_rss_inference_mb", "peak_rss_zo_mb", "zo_over_inference"):
+            result[key] = main_row[key]
+    if args.json:
+        if profile:
+            result["numpy_profile"] = profile
+        print(json.dumps(result, indent=2))
+        return 0 if result["loss_match"] else 1
+    r = result
+    print(f"MeZO step, batch {r['batch']} x {r['tokens_shape'][1]} tokens, trainable {r['trainable']} "
+          f"({r['trainable_params']:,} params), {r['threads']} threads (OpenBLAS reports "
+          f"{r['openblas_threads']}, torch {r['torch_threads']}), median of {r['steps']} steps after 1 warm-up, NumPy and torch steps interleaved; "
+          f"numpy {r['numpy_version']}, torch {r['torch_version']}, transformers {r['transformers_version']}, "
+          f"attention {r['attn_implementation']}\n")
+    print(f"| | NumPy golden ({r['family']}, {r['mode']}) | PyTorch CPU (torch.normal, inplace) | torch / NumPy |")
+    print("|---|---:|---:|---:|")
+    print(f"| seconds / step (median) | {r['numpy_seconds_per_step']:.4f} | {r['torch_seconds_per_step']:.4f} | "
+          f"{r['torch_over_numpy']:.2f} |")
+    print(f"| seconds / step (min) | {r['numpy_seconds_per_step_min']:.4f} | {r['torch_seconds_per_step_min']:.4f} | "
+          f"{r['torch_seconds_per_step_min'] / r['numpy_seconds_per_step_min']:.2f} |")
+    print(f"| seconds / loss evaluation (1 forward) | {r['numpy_forward_seconds']:.4f} | "
+          f"{r['torch_forward_seconds']:.4f} | {r['torch_over_numpy_forward']:.2f} |")
+    nz, tz = r["numpy_z_generation_seconds"], r["torch_z_generation_seconds"]
+    print(f"| seconds / one z (all trainable tensors) | {nz:.4f} | {tz:.4f} | {tz / nz:.2f} |")
+    no = r["numpy_seconds_per_step"] - 2 * r["numpy_forward_seconds"]
+    to = r["torch_seconds_per_step"] - 2 * r["torch_forward_seconds"]
+    print(f"| step - 2 forwards (perturb x3 + update) | {no:.4f} | {to:.4f} | {to / no if no > 0 else float('nan'):.2f} |")
+    print(f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
+          f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |")
+    print(f"\nHF BertModel.forward loss {r['torch_loss_hf_forward']:.6f} (abs diff to NumPy "
+          f"{r['loss_abs_diff_hf_forward']:.2e}); torch vs golden weights max abs diff "
+          f"{r['torch_weight_max_abs_diff']:.1e}; sampler {r['sampler']}")
+    if args.memory:
+        print(f"\nPeak memory, NumPy ZO training ({args.memory_steps} MeZO steps) vs inference "
+              f"({2 * args.memory_steps} loss evaluations), fresh process each\n")
+        print("| trainable | peak RSS inference (MiB) | peak RSS ZO (MiB) | ZO / inference | "
+              "ru_maxrss inf / ZO (MiB) | tracemalloc inference (MiB) | tracemalloc ZO (MiB) | ZO / inference |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for m in result["memory"]:
+            print(f"| {m['trainable']} | {m['peak_rss_inference_mb']:.1f} | {m['peak_rss_zo_mb']:.1f} | "
+                  f"{m['zo_over_inference']:.2f} | {m['ru_maxrss_inference_mb']:.0f} / {m['ru_maxrss_zo_mb']:.0f} | "
+                  f"{m['tracemalloc_peak_inference_mb']:.1f} | "
+                  f"{m['tracemalloc_peak_zo_mb']:.1f} | {m['tracemalloc_zo_over_inference']:.2f} |")
+    if profile:
+        print("\ncProfile of the NumPy steps (own time; `@`, ufuncs and erf are charged to their caller):\n")
+        print(profile)
+    return 0 if result["loss_match"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(ARGS))
