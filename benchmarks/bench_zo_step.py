@@ -43,9 +43,12 @@ as fast; the team's goal), and |loss_numpy - loss_torch| on the unperturbed mode
 script (``--_worker``) so peaks do not mix, for ``--trainable`` and also last1 and all:
 (a) inference = load model + prefix + ``2 * --memory-steps`` loss evaluations with the read-only
 weights, (b) ZO = the same set-up + writeable copies of the trainable tensors + ``--memory-steps``
-MeZO steps. Peak RSS is ``getrusage(RUSAGE_SELF).ru_maxrss`` (the model's safetensors are mmapped:
-file pages count once touched); a second pair of processes reports tracemalloc's peak (memory NumPy and
-Python allocate; excludes the mmapped weights). The team's goal: ZO peak <= 1.1x inference.
+MeZO steps, (c) "ZO owned" = ZO with one writeable copy of the trainable weights (a private ``MiniLM()``
+whose read-only originals are dropped; the trainer keeps both). Peak RSS is ``/proc/self/status`` VmHWM
+(not ``ru_maxrss``: Linux carries that across fork + execve, so a worker would inherit this process's
+peak); it is read after set-up, reset (``/proc/self/clear_refs``) and read again after the work, giving
+the whole-process peak and the work phase's own peak. Another pair of processes reports tracemalloc's
+peak (NumPy + Python heap). The team's goal: ZO peak <= 1.1x inference.
 
 ``--profile``: cProfile of the NumPy steps (top functions by own time), to see where NumPy time goes.
 """
@@ -57,7 +60,6 @@ import importlib.util
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -92,7 +94,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--memory-steps", type=int, default=2, help="MeZO steps per memory worker (default 2)")
     parser.add_argument("--profile", action="store_true", help="cProfile the NumPy steps")
     parser.add_argument("--profile-top", type=int, default=25)
-    parser.add_argument("--_worker", choices=("inference", "zo"), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_worker", choices=("inference", "zo", "zo-owned"), default=None,
+                        help=argparse.SUPPRESS)
     parser.add_argument("--_trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.batch < 1 or args.steps < 1 or args.threads < 1 or args.memory_steps < 1:
@@ -144,13 +147,16 @@ def openblas_threads() -> int | None:
 class NumpyWorkload:
     """Model, batch, frozen prefix, head, trainable names and the trainer-style loss function."""
 
-    def __init__(self, args, copy_trainable: bool = True):
+    def __init__(self, args, copy_trainable: bool = True, own_weights: bool = False):
+        """``copy_trainable``: writeable copies of the trainable tensors next to the shared read-only
+        model (what ``ZOTask`` does); ``own_weights``: a private ``MiniLM()`` whose trainable tensors are
+        replaced by writeable copies, the read-only originals dropped (one copy of the weights)."""
         from golden.data import load_task
-        from golden.minilm import load_minilm
+        from golden.minilm import MiniLM, load_minilm
         from golden.zo_trainer import HEAD_BIAS, HEAD_WEIGHT
 
         self.args = args
-        model = self.model = load_minilm()
+        model = self.model = MiniLM() if own_weights else load_minilm()
         data = load_task("rotten_tomatoes")
         order = np.random.default_rng(args.seed).permutation(len(data))[:args.batch]
         self.texts = [data.texts[i] for i in order]
@@ -171,8 +177,11 @@ class NumpyWorkload:
             self.prefix = hidden  # [B, T, H], input of the first trainable layer
         self.names = names + [HEAD_WEIGHT, HEAD_BIAS]
         self.head_names = (HEAD_WEIGHT, HEAD_BIAS)
+        if own_weights:
+            for name in names:
+                model.params[name] = model.params[name].copy()
         self.params = dict(model.params)
-        if copy_trainable:  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
+        if copy_trainable and not own_weights:  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
             for name in names:
                 self.params[name] = model.params[name].copy()
         # prototype head on this batch (golden.zo_trainer's "prototype" init)
@@ -387,8 +396,10 @@ def time_sides(sides: dict, steps: int) -> dict:
 
 def memory_worker(args) -> dict:
     """Run inside a fresh process: inference or ZO on the NumPy side; report the peaks."""
-    zo = args._worker == "zo"
-    work = NumpyWorkload(args, copy_trainable=zo)
+    zo = args._worker in ("zo", "zo-owned")
+    work = NumpyWorkload(args, copy_trainable=zo, own_weights=args._worker == "zo-owned")
+    setup_hwm = vm_hwm_mb()
+    reset = reset_hwm()  # so the run's own peak can be read (model loading has a transient peak)
     if zo:
         opt = work.optimiser()
         for step in range(args.memory_steps):
@@ -396,8 +407,10 @@ def memory_worker(args) -> dict:
     else:
         for _ in range(2 * args.memory_steps):
             work.loss(work.params)
-    out = {"mode": args._worker, "trainable": args.trainable, "vm_hwm_mb": vm_hwm_mb(),
-           "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    run_hwm = vm_hwm_mb()
+    out = {"mode": args._worker, "trainable": args.trainable,
+           "vm_hwm_mb": max(setup_hwm, run_hwm) if setup_hwm and run_hwm else None,
+           "setup_hwm_mb": setup_hwm, "run_hwm_mb": run_hwm if reset else None}
     if args._trace:
         import tracemalloc
 
@@ -420,6 +433,16 @@ def vm_hwm_mb() -> float | None:
     return None
 
 
+def reset_hwm() -> bool:
+    """Reset VmHWM to the current RSS (``echo 5 > /proc/self/clear_refs``); False if not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def run_worker(args, trainable: str, mode: str, trace: bool) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", mode, "--trainable", trainable,
            "--batch", str(args.batch), "--family", args.family, "--threads", str(args.threads),
@@ -438,14 +461,19 @@ def bench_memory(args) -> list[dict]:
     for trainable in sets:
         inf = run_worker(args, trainable, "inference", False)
         zo = run_worker(args, trainable, "zo", False)
+        owned = run_worker(args, trainable, "zo-owned", False)
         inf_t = run_worker(args, trainable, "inference", True)
         zo_t = run_worker(args, trainable, "zo", True)
-        key = "vm_hwm_mb" if inf["vm_hwm_mb"] and zo["vm_hwm_mb"] else "ru_maxrss_mb"
+        key = "vm_hwm_mb"
         rows.append({
-            "trainable": trainable, "memory_steps": args.memory_steps, "rss_source": key,
+            "trainable": trainable, "memory_steps": args.memory_steps, "rss_source": "VmHWM",
             "peak_rss_inference_mb": inf[key], "peak_rss_zo_mb": zo[key],
             "zo_over_inference": zo[key] / inf[key],
-            "ru_maxrss_inference_mb": inf["ru_maxrss_mb"], "ru_maxrss_zo_mb": zo["ru_maxrss_mb"],
+            "peak_rss_zo_owned_mb": owned[key], "zo_owned_over_inference": owned[key] / inf[key],
+            "setup_rss_inference_mb": inf["setup_hwm_mb"], "setup_rss_zo_mb": zo["setup_hwm_mb"],
+            "setup_rss_zo_owned_mb": owned["setup_hwm_mb"],
+            "run_rss_inference_mb": inf["run_hwm_mb"], "run_rss_zo_mb": zo["run_hwm_mb"],
+            "run_rss_zo_owned_mb": owned["run_hwm_mb"],
             "tracemalloc_peak_inference_mb": inf_t["tracemalloc_peak_mb"],
             "tracemalloc_peak_zo_mb": zo_t["tracemalloc_peak_mb"],
             "tracemalloc_zo_over_inference": zo_t["tracemalloc_peak_mb"] / inf_t["tracemalloc_peak_mb"],
@@ -518,14 +546,22 @@ def main(args) -> int:
     if args.memory:
         print(f"\nPeak memory, NumPy ZO training ({args.memory_steps} MeZO steps) vs inference "
               f"({2 * args.memory_steps} loss evaluations), fresh process each\n")
-        print("| trainable | peak RSS inference (MiB) | peak RSS ZO (MiB) | ZO / inference | "
-              "ru_maxrss inf / ZO (MiB) | tracemalloc inference (MiB) | tracemalloc ZO (MiB) | ZO / inference |")
+        print("Peak RSS = VmHWM of the whole worker (load + batch + prefix + work); in brackets the peak of the "
+              "work phase alone (VmHWM reset after set-up). ZO = trainer-style (read-only model + writeable "
+              "copies of the trainable tensors); ZO owned = one writeable copy, read-only originals dropped.\n")
+        print("| trainable | inference (MiB) | ZO (MiB) | ZO / inference | ZO owned (MiB) | owned / inference | "
+              "tracemalloc inference / ZO (MiB) | ZO / inference |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
+
+        def cell(m, kind):
+            run = m.get(f"run_rss_{kind}_mb")
+            return f"{m[f'peak_rss_{kind}_mb']:.0f}" + (f" [{run:.0f}]" if run else "")
+
         for m in result["memory"]:
-            print(f"| {m['trainable']} | {m['peak_rss_inference_mb']:.1f} | {m['peak_rss_zo_mb']:.1f} | "
-                  f"{m['zo_over_inference']:.2f} | {m['ru_maxrss_inference_mb']:.0f} / {m['ru_maxrss_zo_mb']:.0f} | "
-                  f"{m['tracemalloc_peak_inference_mb']:.1f} | "
-                  f"{m['tracemalloc_peak_zo_mb']:.1f} | {m['tracemalloc_zo_over_inference']:.2f} |")
+            print(f"| {m['trainable']} | {cell(m, 'inference')} | {cell(m, 'zo')} | {m['zo_over_inference']:.2f} | "
+                  f"{cell(m, 'zo_owned')} | {m['zo_owned_over_inference']:.2f} | "
+                  f"{m['tracemalloc_peak_inference_mb']:.0f} / {m['tracemalloc_peak_zo_mb']:.0f} | "
+                  f"{m['tracemalloc_zo_over_inference']:.2f} |")
     if profile:
         print("\ncProfile of the NumPy steps (own time; `@`, ufuncs and erf are charged to their caller):\n")
         print(profile)

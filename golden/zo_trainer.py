@@ -195,7 +195,12 @@ class ZOTask:
         from .minilm import load_minilm
 
         self.config = config
-        model = self.model = load_minilm()
+        if config.trainable == "all":  # a private model whose weights ZO owns: one copy, as in inference
+            from .minilm import MiniLM
+
+            model = self.model = MiniLM()
+        else:
+            model = self.model = load_minilm()
         data = self.data = load_task(config.task)
         split = self.split = few_shot_split(data, config.shots, config.seed, test_size=config.test_size)
         layers = model.config.num_hidden_layers
@@ -212,7 +217,10 @@ class ZOTask:
         self.trainable = names + [HEAD_WEIGHT, HEAD_BIAS]
         self.params = {name: model.params[name] for name in model.params}
         for name in names:  # the shared model is read-only: trainable tensors get their own copy
-            self.params[name] = model.params[name].copy()
+            if config.trainable == "all":
+                self.params[name].flags.writeable = True  # the private model's own arrays
+            else:
+                self.params[name] = model.params[name].copy()
         self.labels = data.labels
         texts = data.texts
         order = np.concatenate([split.train, split.val, split.test])
