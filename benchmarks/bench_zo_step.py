@@ -1,6 +1,6 @@
 """One MeZO step, NumPy golden model vs PyTorch CPU, side by side (+ ZO vs inference peak memory).
 
-    /work/refvenv/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {last1,last2,all}]
+    <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {last1,last2,all}]
         [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
@@ -44,7 +44,8 @@ script (``--_worker``) so peaks do not mix, for ``--trainable`` and also last1 a
 (a) inference = load model + prefix + ``2 * --memory-steps`` loss evaluations with the read-only
 weights, (b) ZO = the same set-up + writeable copies of the trainable tensors + ``--memory-steps``
 MeZO steps, (c) "ZO owned" = ZO with one writeable copy of the trainable weights (a private ``MiniLM()``
-whose read-only originals are dropped; the trainer keeps both). Peak RSS is ``/proc/self/status`` VmHWM
+whose read-only originals are dropped: what ``ZOTask`` does for ``trainable=all``; for
+the other subsets it keeps the small copies next to the shared read-only model). Peak RSS is ``/proc/self/status`` VmHWM
 (not ``ru_maxrss``: Linux carries that across fork + execve, so a worker would inherit this process's
 peak); it is read after set-up, reset (``/proc/self/clear_refs``) and read again after the work, giving
 the whole-process peak and the work phase's own peak. Another pair of processes reports tracemalloc's
