@@ -335,7 +335,8 @@ class OtfSampler(Sampler):
 
 _CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, UniformSampler,
                                         PregenSampler, OtfSampler)}
-_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
+# The keyword options each family takes (its make_sampler options).
+FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
             "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling")}
 
 
@@ -345,7 +346,7 @@ def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:
     ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``); the NumPy families take none."""
     if family not in _CLASSES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
-    allowed = _OPTIONS[family]
+    allowed = FAMILY_OPTIONS[family]
     for name in options:
         if name not in allowed:
             takes = f"takes only {', '.join(allowed)}" if allowed else "takes no options"

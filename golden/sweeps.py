@@ -82,10 +82,6 @@ def _run(args) -> dict:
     return summary
 
 
-def _init_worker():
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
 def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), jobs: int = 1,
               progress: bool = True) -> list[dict]:
     """Run every job (``jobs`` worker processes, each with one BLAS thread); summaries in job order."""
@@ -175,7 +171,7 @@ def table3_markdown(rows, base) -> str:
 
 
 def figure_markdown(rows, experiment: str) -> str:
-    lines = [f"| setting | family | k | test accuracy (%) | final train loss | distinct perturbations |",
+    lines = ["| setting | family | k | test accuracy (%) | final train loss | distinct perturbations |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         if r["experiment"] == experiment and "error" in r:

@@ -38,13 +38,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .config import check_int
 from .data import TASKS, few_shot_split, load_task
-from .families import FAMILIES, make_sampler
-from .mezo import MODES, MeZO, MeZOConfig, StepRecord
+from .families import FAMILIES, FAMILY_OPTIONS as _OPTIONS_BY_FAMILY, make_sampler
+from .mezo import MeZO, MeZOConfig, no_decay
 
 HEAD_INITS = ("probe", "prototype", "zeros")
 HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
-FAMILY_OPTIONS = ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling")
+FAMILY_OPTIONS = tuple(dict.fromkeys(o for options in _OPTIONS_BY_FAMILY.values() for o in options))
+"""Every option some family takes (``golden.families.FAMILY_OPTIONS``); the sampler checks the family."""
 
 
 def trainable_choices(layers: int = 6) -> tuple[str, ...]:
@@ -83,11 +85,11 @@ class TrainConfig:
             raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
-        _check_int("steps", self.steps, 1, 10**7)
-        _check_int("seed", self.seed, 0, 2**32 - 1)
-        _check_int("batch_size", self.batch_size, 1, 4096)
-        _check_int("eval_every", self.eval_every, 1, 10**7)
-        _check_int("max_length", self.max_length, 8, 512)
+        check_int("steps", self.steps, 1, 10**7)
+        check_int("seed", self.seed, 0, 2**32 - 1)
+        check_int("batch_size", self.batch_size, 1, 4096)
+        check_int("eval_every", self.eval_every, 1, 10**7)
+        check_int("max_length", self.max_length, 8, 512)
         if self.trainable not in trainable_choices():
             raise ValueError(f"trainable must be one of {', '.join(trainable_choices())}, got {self.trainable!r}")
         if self.head_init not in HEAD_INITS:
@@ -111,11 +113,6 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         out["family_options"] = dict(self.family_options)
         return out
-
-
-def _check_int(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
 
 
 # -- the frozen prefix ------------------------------------------------------------------------------
@@ -213,7 +210,7 @@ class ZOTask:
             names = [name for i in range(first, layers) for name in model.layer_param_names(i)]
         else:
             first, tokens = 0, True
-            names = [name for name in model.params if spec == "all" or _is_bias_or_norm(name)]
+            names = [name for name in model.params if spec == "all" or no_decay(name)]  # bitfit: biases + LayerNorm
         self.trainable = names + [HEAD_WEIGHT, HEAD_BIAS]
         self.params = {name: model.params[name] for name in model.params}
         for name in names:  # the shared model is read-only: trainable tensors get their own copy
@@ -269,10 +266,6 @@ class ZOTask:
 
 
 _PREFIX_MEMO: dict = {}
-
-
-def _is_bias_or_norm(name: str) -> bool:
-    return name.endswith(".bias") or "LayerNorm" in name
 
 
 def sampler_for(config: TrainConfig, dim: int):
