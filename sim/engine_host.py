@@ -1,0 +1,161 @@
+"""The host of the ZO engine, written once for both simulators: Amaranth's (quick loop) and cocotb's.
+
+``EngineDriver`` performs the engine's host operations (load weights and a batch, run an operation,
+read logits and weights) over a small adapter with ``set(port, int)``, ``get(port) -> int`` and
+``await tick()`` (inputs set before a clock edge, outputs read after it). ``zo_training`` is the host
+loop of the co-simulation: per step it loads a batch of real int8 embeddings, runs the +/-epsilon
+passes, compares both logit sets with ``golden.engine.ZOEngine`` run in lockstep, computes the update
+scale g with ``golden.int8_head.update_scale`` from the RTL's logits, and runs the update; at the end it
+reads back every weight and compares it with golden's. Mismatches are counted, not raised, so the
+caller can report ``match``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from golden.engine import EngineConfig, ZOEngine
+from golden.int8_head import Int8TrainConfig, update_scale
+from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
+
+MAX_OP_CYCLES = 1 << 20
+
+
+def pack_int8(values) -> int:
+    word = 0
+    for i, v in enumerate(values):
+        word |= (int(v) & 0xFF) << (8 * i)
+    return word
+
+
+def unpack_int8(word: int, count: int) -> list[int]:
+    out = [(word >> (8 * i)) & 0xFF for i in range(count)]
+    return [v - 256 if v > 127 else v for v in out]
+
+
+def to_signed(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+class EngineDriver:
+    """Host operations on a ``hw.engine.ZOEngine`` behind ``io`` (set / get / tick)."""
+
+    def __init__(self, io, config: EngineConfig):
+        self.io, self.config = io, config
+
+    async def load_weights(self, weights) -> None:
+        cfg, io = self.config, self.io
+        words = np.asarray(weights).reshape(cfg.weight_words, cfg.cols)
+        io.set("w_we", 1)
+        for addr, word in enumerate(words):
+            io.set("w_addr", addr)
+            io.set("w_wdata", pack_int8(word))
+            await io.tick()
+        io.set("w_we", 0)
+
+    async def read_weights(self) -> np.ndarray:
+        cfg, io = self.config, self.io
+        out = []
+        for addr in range(cfg.weight_words):
+            io.set("w_addr", addr)
+            await io.tick()
+            out.append(unpack_int8(io.get("w_rdata"), cfg.cols))
+        return np.array(out, dtype=np.int64).reshape(cfg.outputs, cfg.inputs)
+
+    async def load_batch(self, x) -> None:
+        cfg, io = self.config, self.io
+        x = np.asarray(x)
+        io.set("x_we", 1)
+        for b in range(cfg.batch):
+            io.set("x_example", b)
+            for j in range(cfg.words_per_output):
+                io.set("x_word", j)
+                io.set("x_wdata", pack_int8(x[b, j * cfg.cols:(j + 1) * cfg.cols]))
+                await io.tick()
+        io.set("x_we", 0)
+
+    async def run(self, op: int, g: int = 0) -> int:
+        """Start ``op`` and wait for ``done``; return the engine's ``cycles`` (checked against the
+        host's own count of busy cycles)."""
+        io = self.io
+        io.set("op", op)
+        io.set("g", g & 0xFFFFFFFF)
+        io.set("start", 1)
+        await io.tick()
+        io.set("start", 0)
+        waited = 0
+        while not io.get("done"):
+            await io.tick()
+            waited += 1
+            if waited > MAX_OP_CYCLES:
+                raise AssertionError(f"engine op {op} never finished (done stayed 0 for {MAX_OP_CYCLES} cycles)")
+        cycles = io.get("cycles")
+        if cycles != waited:
+            raise AssertionError(f"engine counted {cycles} busy cycles, the host saw {waited}")
+        return cycles
+
+    async def read_logits(self, passes=(0, 1), shift: int | None = None) -> np.ndarray:
+        """int32 logits [len(passes), batch, outputs] (with ``shift``: the requantised int8 ones)."""
+        cfg, io = self.config, self.io
+        out = np.zeros((len(passes), cfg.batch, cfg.outputs), dtype=np.int64)
+        if shift is not None:
+            io.set("requant_shift", shift)
+        for i, s in enumerate(passes):
+            io.set("logit_pass", s)
+            for b in range(cfg.batch):
+                io.set("logit_example", b)
+                for o in range(cfg.outputs):
+                    io.set("logit_output", o)
+                    await io.tick()
+                    out[i, b, o] = (to_signed(io.get("logit_q"), 8) if shift is not None
+                                    else to_signed(io.get("logit"), 32))
+        return out
+
+
+async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int, weights=None,
+                      infer_shift: int = 6) -> dict:
+    """The co-simulation host loop over ``len(xs)`` ZO steps (module docstring). ``xs``: [steps, batch,
+    inputs] int8, ``labels``: [steps, batch]. Returns match, steps, cycles per step (forward + update),
+    mismatch details, and a final plain-inference check (int32 and requantised logits)."""
+    cfg = train.engine
+    driver = EngineDriver(io, cfg)
+    model = ZOEngine(cfg, weights)
+    if weights is not None:
+        await driver.load_weights(model.weights)
+    mismatches, forward_cycles, update_cycles, losses = [], [], [], []
+    for step, (x, y) in enumerate(zip(xs, labels)):
+        await driver.load_batch(x)
+        forward_cycles.append(await driver.run(OP_FORWARD_ZO))
+        got_plus, got_minus = await driver.read_logits()
+        want_plus, want_minus = model.forward_zo(x)
+        for name, got, want in (("logits+", got_plus, want_plus), ("logits-", got_minus, want_minus)):
+            if not np.array_equal(got, want):
+                bad = np.argwhere(got != want)[0]
+                mismatches.append(f"step {step} {name}[{bad[0]}, {bad[1]}]: rtl {got[tuple(bad)]}, "
+                                  f"golden {want[tuple(bad)]}")
+        g, loss_plus, loss_minus = update_scale(got_plus, got_minus, y, train, act_exponent)
+        losses.append((loss_plus, loss_minus))
+        update_cycles.append(await driver.run(OP_UPDATE, g))
+        model.update(g)
+    final = await driver.read_weights()
+    weights_match = bool(np.array_equal(final, model.weights))
+    if not weights_match:
+        bad = np.argwhere(final != model.weights)[0]
+        mismatches.append(f"final weight [{bad[0]}, {bad[1]}]: rtl {final[tuple(bad)]}, golden "
+                          f"{model.weights[tuple(bad)]} ({int((final != model.weights).sum())} differ)")
+    # plain inference of the last batch with the trained weights: int32 and requantised logits
+    await driver.run(OP_INFER)
+    logits = (await driver.read_logits(passes=(0,)))[0]
+    logits_q = (await driver.read_logits(passes=(0,), shift=infer_shift))[0]
+    from golden.int8 import requantize
+    want = model.infer(xs[-1])
+    if not (np.array_equal(logits, want) and np.array_equal(logits_q, requantize(want, infer_shift))):
+        mismatches.append("plain inference logits differ")
+    cycles = [f + u for f, u in zip(forward_cycles, update_cycles)]
+    return {"match": not mismatches, "steps": len(xs), "weights_match": weights_match,
+            "mismatches": mismatches[:10], "mismatch_count": len(mismatches),
+            "cycles_per_step": float(np.mean(cycles)), "cycles_per_step_max": int(max(cycles)),
+            "forward_cycles": forward_cycles, "update_cycles": update_cycles,
+            "losses": losses, "final_weights_nonzero": int(np.count_nonzero(final)),
+            "final_weight_range": [int(final.min()), int(final.max())], "op_infer": OP_INFER}
