@@ -115,6 +115,10 @@ class Int8TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, fields: dict) -> "Int8TrainConfig":
+        return cls(**{**fields, "engine": EngineConfig(**fields["engine"])})
+
 
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
     """Mean cross-entropy of float64 logits."""

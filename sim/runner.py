@@ -163,3 +163,36 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
                                    "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
                                    "PEZO_RESULT": str(result_file)})
     return {**json.loads(result_file.read_text()), **timing}
+
+
+def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None) -> dict:
+    """Run ``sim.engine_tb`` (the host loop of ZO training) on ``hw.engine.ZOEngine(train.engine)``:
+    ``len(xs)`` steps on ``simulator``. Returns the testbench's result (``match``, ``steps``,
+    ``cycles_per_step``, ...) plus build/test times; a mismatch returns ``match`` False (with details)
+    instead of raising, other failures raise."""
+    import numpy as np
+
+    from hw.engine import ZOEngine
+
+    top = "pezo_zo_engine"
+    build_dir = Path(build_dir).resolve()
+    verilog = write_verilog(ZOEngine(train.engine), top, build_dir.parent)
+    (build_dir.parent / f"{top}.json").write_text(json.dumps(train.engine.to_dict(), indent=2) + "\n")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
+    result_file.unlink(missing_ok=True)
+    arrays = {"xs": np.asarray(xs, dtype=np.int64), "labels": np.asarray(labels, dtype=np.int64),
+              "act_exponent": np.int64(act_exponent)}
+    if weights is not None:
+        arrays["weights"] = np.asarray(weights, dtype=np.int64)
+    np.savez(data_file, **arrays)
+    env = {"PEZO_TRAIN": json.dumps(train.to_dict()), "PEZO_ENGINE_DATA": str(data_file),
+           "PEZO_RESULT": str(result_file)}
+    try:
+        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.engine_tb",
+                            simulator=simulator, build_dir=build_dir, extra_env=env)
+    except AssertionError:
+        if not result_file.exists():
+            raise
+        timing = {}
+    return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
