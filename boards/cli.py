@@ -1,4 +1,4 @@
-"""The ``pezo`` command line: build, report, power, verilog, simulate, train, sweep.
+"""The ``pezo`` command line: build, report, power, verilog, simulate, train, sweep, sim engine, train-int8.
 
 Bad input -> one line ``pezo: error: ...`` naming the parameter and its range, exit status 2,
 nothing written. Failures of external tools -> one line, exit status 1.
@@ -63,7 +63,9 @@ def _config(args, unit: str | None = None) -> PerturbConfig:
 
 
 def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True) -> None:
-    p.add_argument("--strategy", help=f"perturbation strategy: {', '.join(STRATEGIES)} (default otf)")
+    p.add_argument("--strategy", help=f"perturbation strategy: {', '.join(STRATEGIES)} (default otf)"
+                   + ("; report also takes engine-otf / engine-pregen (the ZO engine: PE array + stream)"
+                      if unit else ""))
     if unit:
         p.add_argument("--unit", help="what to build: generator (the strategy's random source alone, default), "
                        "stream (the perturbation stream unit: source + rewind + scaling + sign), scale (the "
@@ -102,6 +104,9 @@ def cmd_report(args) -> int:
     if args.vivado or args.csv or args.plot or args.out:
         raise CLIError("--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
                        "generator options); one design's report is printed as text or --json")
+    from boards.report import ENGINE_STRATEGIES
+    if args.strategy in ENGINE_STRATEGIES:
+        return _report_engine(args)
     args.unit = args.unit or "generator"
     config = _config(args)
     if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
@@ -134,6 +139,46 @@ def cmd_report(args) -> int:
         print(f"  budget: <= {b['LUT']} LUT, <= {b['FF']} FF")
     if "within_budget" in result:
         print(f"  within budget: {'yes' if result['within_budget'] else 'NO'}")
+    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
+          f"{' (cached)' if result.get('cached') else ''}")
+    return 0
+
+
+ENGINE_REPORT_FIELDS = {"seed": "seed", "eps_shift": "eps_shift", "rng_bits": "rng_bits", "pool_size": "pool_size",
+                        "pool_bits": "pool_bits"}
+
+
+def _report_engine(args) -> int:
+    """Resources of the ZO engine (PE array + stream + controller) at its default size."""
+    from boards.report import ENGINE_STRATEGIES, engine_report
+    from golden.engine import EngineConfig
+
+    strategy = ENGINE_STRATEGIES[args.strategy]
+    other = [f for f in _given(args) if f != "strategy" and f not in ENGINE_REPORT_FIELDS]
+    if args.unit is not None or other:
+        bad = "--unit" if args.unit is not None else "--" + other[0].replace("_", "-")
+        raise CLIError(f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "
+                       "--rng-bits (otf), --pool-size and --pool-bits (pregen))")
+    fields = {f: getattr(args, f) for f in ENGINE_REPORT_FIELDS if getattr(args, f, None) is not None}
+    for field, only in (("rng_bits", "otf"), ("pool_size", "pregen"), ("pool_bits", "pregen")):
+        if field in fields and strategy != only:
+            raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
+    try:
+        config = EngineConfig(strategy=strategy, **fields)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if not args.json:
+        print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)
+    result = engine_report(config, use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"ZO engine {config.rows}x{config.cols} INT8 MAC array + {strategy} stream - {result['tool']}")
+    for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
+        print(f"  {key:<7}{result[key]:>8}")
+    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.macs} MACs + {config.cols} "
+          f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
+    print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
     print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
           f"{' (cached)' if result.get('cached') else ''}")
     return 0
@@ -592,6 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("build/sweep"), help="output directory (default build/sweep)")
     p.add_argument("--force", action="store_true", help="replace an --out pezo did not write")
     p.set_defaults(func=cmd_sweep)
+
+    from boards.engine_cli import add_engine_parsers
+    add_engine_parsers(sub)
     return parser
 
 

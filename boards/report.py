@@ -191,3 +191,58 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
         out["within_budget"] = all(resources[k] <= limits["bare"][k] for k in ("LUT", "FF"))
     out["tool"] = TOOL
     return out
+
+
+# -- the ZO engine (PE array + perturbation stream + controller) -------------------------------------
+ENGINE_TOP = "pezo_zo_engine"
+ENGINE_STRATEGIES = {"engine-otf": "otf", "engine-pregen": "pregen"}
+"""``pezo report --strategy`` names of the engine at its default size, with either perturbation stream."""
+
+
+def engine_key(config) -> str:
+    return json.dumps({"engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
+
+
+def engine_bram36_estimate(config) -> float:
+    """Fewest BRAM36 tiles by hand: weight memory (words of C int8) and activation memory (R x C int8 per
+    word), each ceil(width / 72) tiles of a 512 x 72 port while depth <= 512 (else 1K x 36 ...), plus the
+    pregen pool (``pool_bram18_minimum`` / 2); the logit memory (2 * tiles * outputs words) is LUT-RAM."""
+    def tiles(depth: int, width: int) -> int:
+        return min(-(-depth // d) * -(-width // w) for d, w in ((512, 72), (1024, 36), (2048, 18), (4096, 9)))
+    total = tiles(config.weight_words, 8 * config.cols) + tiles(config.tiles * config.words_per_output,
+                                                                8 * config.cols * config.rows)
+    if config.strategy == "pregen":
+        total += pool_bram18_minimum(config.perturb) / 2
+    return float(total)
+
+
+def engine_report(config, use_cache: bool = True) -> dict:
+    """Synthesize ``hw.engine.ZOEngine(config)``; the keys of ``report`` (strategy ``engine-otf`` /
+    ``engine-pregen``, unit ``engine``, LUT, FF, BRAM, DSP, ...) plus the array shape, the analytical
+    DSP count (one DSP48E2 per int8 MAC + one per lane for g * p) and BRAM36 estimate, and the step's
+    cycle bound."""
+    from amaranth.back import verilog
+
+    from hw.engine import ZOEngine
+
+    key = engine_key(config)
+    if use_cache and is_cached(key, ENGINE_TOP):
+        resources = synthesize("", ENGINE_TOP, key=key)
+    else:
+        text = verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False)
+        resources = synthesize(text, ENGINE_TOP, key=key, use_cache=use_cache)
+    dsp_budget = config.macs + config.cols
+    out = {"strategy": f"engine-{config.strategy}", "unit": "engine", **resources,
+           "rows": config.rows, "cols": config.cols, "macs": config.macs, "batch": config.batch,
+           "inputs": config.inputs, "outputs": config.outputs, "weights": config.weights,
+           "eps_shift": config.eps_shift, "seed": config.seed, "rewind": True,
+           "cycle_bound": config.cycle_bound(), "engine": config.to_dict(),
+           "analytical_DSP": dsp_budget, "analytical_BRAM36": engine_bram36_estimate(config),
+           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
+           "budget": {"DSP": dsp_budget}, "within_budget": resources["DSP"] <= dsp_budget}
+    if config.strategy == "otf":
+        out.update(n_rngs=config.cols, rng_bits=config.rng_bits)
+    else:
+        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.cols)
+    out["tool"] = TOOL
+    return out

@@ -18,9 +18,9 @@ One ZO step = two engine operations with the host in between:
   sat: [-127, 127]), each tile after the first preceded by a REWIND(+); then REWIND(-epsilon) and the
   same passes with the stream's negated values (``w' = sat(w - p)``). Returns both logit sets.
   The perturbed weights exist only on the way from the weight memory into the PE array.
-* the host computes the loss difference and writes ``g``: signed Q16.16 (``G_FRAC_BITS``), the whole
-  update scale lr * projected gradient / (epsilon-LSB * weight LSB); ``g_to_fixed`` rounds half up
-  and **saturates** to the 32-bit range.
+* the host computes the loss difference and writes ``g``: signed Q8.16 (``G_BITS``, ``G_FRAC_BITS``),
+  the whole update scale lr * projected gradient / (epsilon-LSB * weight LSB); ``g_to_fixed`` rounds
+  half up and **saturates** to [-2^23, 2^23 - 1] (|g| < 128).
 * ``update(g)`` -- REWIND(+epsilon) replays the perturbation once more and rewrites every weight in
   place: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (round half up, ``golden.int8``).
 
@@ -49,8 +49,10 @@ MAX_ROWS = 64
 MAX_COLS = 64
 MAX_OUTPUTS = 64
 MAX_BATCH = 4096
-G_BITS = 32
+G_BITS = 24
 G_FRAC_BITS = 16
+"""g is signed Q8.16 in 24 bits (|g| < 128): one DSP48E2 (27 x 18) per lane for g * p. A larger |g| would
+saturate every weight it touches anyway (|p| >= 1 and |w| <= 127)."""
 G_MIN, G_MAX = -(1 << (G_BITS - 1)), (1 << (G_BITS - 1)) - 1
 FORWARD_LATENCY = 4
 """Cycles after the last weight word's issue until its logits are in the logit memory: weight and
@@ -94,13 +96,13 @@ class EngineConfig:
         check_int("cols", self.cols, 1, MAX_COLS)
         check_int("inputs", self.inputs, 1, MAX_INPUTS)
         if self.inputs % self.cols:
-            raise ValueError(f"inputs must be a multiple of cols={self.cols} (the array does not pad), "
-                             f"got {self.inputs}")
+            raise ValueError(f"cols={self.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
+                             "of cols (the array does not pad)")
         check_int("outputs", self.outputs, 1, MAX_OUTPUTS)
         check_int("batch", self.batch, 1, MAX_BATCH)
         if self.batch % self.rows:
-            raise ValueError(f"batch must be a multiple of rows={self.rows} (the array does not pad), "
-                             f"got {self.batch}")
+            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple "
+                             "of rows (the array does not pad)")
         check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
         check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
         check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
@@ -156,7 +158,7 @@ class EngineConfig:
 
 
 def g_to_fixed(value: float) -> int:
-    """A real update scale -> signed Q16.16: floor(value * 2^16 + 1/2), saturated to [-2^31, 2^31 - 1]."""
+    """A real update scale -> signed Q8.16: floor(value * 2^16 + 1/2), saturated to [G_MIN, G_MAX]."""
     value = float(value)
     if math.isnan(value):
         raise ValueError("g must be a number, got NaN")
@@ -172,7 +174,7 @@ def perturbed_weights(w, p) -> np.ndarray:
 
 
 def updated_weights(w, p, g: int) -> np.ndarray:
-    """sat(w - round_shift(g * p, 16), -127, 127), g signed Q16.16 (int64 array)."""
+    """sat(w - round_shift(g * p, 16), -127, 127), g signed Q8.16 (int64 array)."""
     check_int("g", g, G_MIN, G_MAX)
     step = round_shift(int(g) * np.asarray(p, dtype=np.int64), G_FRAC_BITS)
     return saturate(np.asarray(w, dtype=np.int64) - step, WEIGHT_MIN, WEIGHT_MAX)
@@ -228,7 +230,7 @@ class ZOEngine:
                 matmul(x, perturbed_weights(self.weights, -p)))
 
     def update(self, g: int) -> np.ndarray:
-        """Replay the current perturbation and update the weights in place (Q16.16 ``g``)."""
+        """Replay the current perturbation and update the weights in place (Q8.16 ``g``)."""
         if self.perturbation is None:
             raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
         self.weights = updated_weights(self.weights, self.perturbation, g)

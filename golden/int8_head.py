@@ -13,7 +13,7 @@ exponents fixed), starting from zero. A logit is worth ``acc * 2^(s_w + s_x)``.
 Host (``update_scale``): from the engine's int32 logits of the +epsilon and -epsilon passes, the mean
 cross-entropies l+ and l- (float64), the projected gradient g = (l+ - l-) / (2 epsilon_real) with
 epsilon_real = epsilon_LSB * 2^s_w, and the value written to the engine's G register:
-G = lr * g / (epsilon_LSB * 2^s_w) in Q16.16 (``golden.engine.g_to_fixed``: round half up, saturated),
+G = lr * g / (epsilon_LSB * 2^s_w) in Q8.16 (``golden.engine.g_to_fixed``: round half up, saturated),
 so the engine's ``w -= round(G * p)`` is MeZO's ``W -= lr * g * z`` in weight LSBs (p = epsilon_LSB * z).
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import cache_dir, check_int
-from .engine import EngineConfig, ZOEngine, g_to_fixed
+from .engine import G_MAX, G_MIN, EngineConfig, ZOEngine, g_to_fixed
 from .int8 import exponent_for, matmul, quantize
 
 EMBED_MAX_LENGTH = 64
@@ -129,7 +129,7 @@ def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
 
 
 def update_scale(logits_plus, logits_minus, labels, config: Int8TrainConfig, act_exponent: int) -> tuple[int, float, float]:
-    """The host's part of a step: (G in Q16.16, l+, l-) from the two passes' int32 logits (docstring)."""
+    """The host's part of a step: (G in Q8.16, l+, l-) from the two passes' int32 logits (docstring)."""
     unit = 2.0 ** (config.weight_exponent + act_exponent)
     loss_plus = cross_entropy(np.asarray(logits_plus, dtype=np.float64) * unit, labels)
     loss_minus = cross_entropy(np.asarray(logits_minus, dtype=np.float64) * unit, labels)
@@ -213,7 +213,7 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     for step, rows in enumerate(schedule):
         lp, lm = engine.forward_zo(task.x["train"][rows])
         g, loss_plus, loss_minus = update_scale(lp, lm, task.y["train"][rows], config, task.act_exponent)
-        saturated_g += g in (-(1 << 31), (1 << 31) - 1)
+        saturated_g += g in (G_MIN, G_MAX)
         engine.update(g)
         losses.append(0.5 * (loss_plus + loss_minus))
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:

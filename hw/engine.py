@@ -6,7 +6,7 @@ Datapath, one weight word (C weights) per cycle:
 * issue (S0): the controller reads weight word ``o * J + j`` and activation word ``tile * J + j`` (all
   R rows at once) and, in a perturbed pass, consumes one stream vector into a register;
 * S1: forward -- each weight becomes ``sat(w + p, -127, 127)`` on its way into the ``PEArray`` (p = 0 in
-  plain inference; the stream negates p in the -epsilon pass); update -- ``g * p`` (g: Q16.16);
+  plain inference; the stream negates p in the -epsilon pass); update -- ``g * p`` (g: Q8.16);
 * forward results leave the array ``PE_LATENCY`` cycles later and are written to the logit memory;
   update: ``w - round_shift(g * p, 16)`` saturated is written back to the same word in S2.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden.engine import EngineConfig, ZOEngine
+from golden.engine import G_BITS, EngineConfig, ZOEngine
 from golden.int8_head import Int8TrainConfig, update_scale
 from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
 
@@ -80,7 +80,7 @@ class EngineDriver:
         host's own count of busy cycles)."""
         io = self.io
         io.set("op", op)
-        io.set("g", g & 0xFFFFFFFF)
+        io.set("g", g & ((1 << G_BITS) - 1))
         io.set("start", 1)
         await io.tick()
         io.set("start", 0)
