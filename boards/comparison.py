@@ -26,7 +26,7 @@ COLUMNS = ("design", "strategy", "unit", "source", "n_rngs", "rng_bits", "rewind
 
 @dataclass(frozen=True)
 class Design:
-    """One row of the comparison: a config and the unit synthesised."""
+    """One row of the comparison: a config and the unit synthesised (unit ``engine``: an ``EngineConfig``)."""
 
     config: PerturbConfig
     unit: str = "generator"
@@ -34,6 +34,8 @@ class Design:
     @property
     def name(self) -> str:
         c = self.config
+        if self.unit == "engine":
+            return f"ZO engine {c.rows}x{c.cols} INT8 + {c.strategy} stream"
         if self.unit == "scale":
             return f"otf scale LUT 2^{c.rng_bits} (d={c.perturb_dim})"
         if c.strategy == "otf":
@@ -51,15 +53,19 @@ class Design:
 
 def comparison_designs(seed: int = 1) -> list[Design]:
     """PeZO's on-the-fly sizes (bare, rewind), PeZO's pool, the CLT Gaussian array (1 and 32 generators),
-    the three stream units at default sizes, and the scale LUT at a d where its entries differ."""
+    the three stream units at default sizes, the scale LUT at a d where its entries differ, and the ZO
+    engine (PE array + stream) with either PeZO stream."""
     otf = [Design(PerturbConfig(n_rngs=n, rng_bits=b, seed=seed, rewind=rewind))
            for n, b in PEZO_SIZES for rewind in (False, True)]
     gaussian = [Design(PerturbConfig(strategy="gaussian", lanes=g, seed=seed))
                 for g in (1, GAUSSIAN_SYNTHESISED)]
     streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
+    from golden.engine import EngineConfig
+
+    engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in ("otf", "pregen")]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
-            + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")])
+            + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines)
 
 
 def _budget_text(r: dict) -> str:
@@ -137,6 +143,24 @@ def _row(design: Design, r: dict, source: str) -> dict:
     return row
 
 
+def engine_row(design: Design) -> dict:
+    """The comparison row of a ZO engine (``boards.report.engine_report``); budget = the DSP estimate."""
+    from boards.report import engine_report
+
+    r = engine_report(design.config)
+    row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
+           "n_rngs": r.get("n_rngs", ""), "rng_bits": r.get("rng_bits", ""), "rewind": True,
+           **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+           "BRAM36": r["BRAM36"], "budget": f"DSP {r['DSP']} <= {r['analytical_DSP']} "
+                                             f"({'ok' if r['within_budget'] else 'OVER'})",
+           "within_budget": r["within_budget"], "pezo_table6": "", "extrapolated": False,
+           "analytical_LUT": None, "analytical_FF": None, "analytical_BRAM36": r["analytical_BRAM36"],
+           "analytical_DSP": r["analytical_DSP"], "paper_LUT": None, "paper_FF": None, "paper_BRAM": None,
+           "activity": None, "activity_per_value": None, "activity_rtl": None, "cycle_bound": r["cycle_bound"]}
+    row.update(_percentages(row))
+    return row
+
+
 def _paper_text(paper: dict | None) -> str:
     if paper is None:
         return ""
@@ -154,6 +178,11 @@ def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict
         if isinstance(design, PerturbConfig):
             design = Design(design)
         c = design.config
+        if design.unit == "engine":
+            rows.append(engine_row(design))
+            if progress is not None:
+                progress.update(1)
+            continue
         r = report(c, unit=design.unit)
         row = _row(design, r, "yosys")
         if activity and design.unit == "stream":
@@ -229,7 +258,9 @@ def three_way(rows: list[dict]) -> list[dict]:
 SECTIONS = (("generator", "Random-number generation (PeZO Table 6 rows; * = extrapolated linearly)"),
             ("stream", "Perturbation stream units (what the PE array consumes: source + rewind + scaling + sign)"),
             ("host", "ZCU102 logic: stream + AXI4-Lite register file (the PS block design not counted)"),
-            ("scale", "otf scale LUT"))
+            ("scale", "otf scale LUT"),
+            ("engine", "ZO engine: 8x8 INT8 MAC array + perturbation stream + controller + weight/activation/logit "
+                       "memories (estimate: BRAM36 by hand; DSP48E2 = one per MAC + one per lane for g*p)"))
 
 
 def _num(value, digits: int = 0) -> str:

@@ -69,7 +69,7 @@ class EngineConfig:
     strategy  -- perturbation stream: otf (``cols`` LFSR URNGs + scale LUT) or pregen (BRAM pool).
     rows      -- R, examples processed in parallel (rows of the array; the weight word is broadcast), 1..64.
     cols      -- C, weights per cycle = stream lanes = MACs per row, 1..64.
-    inputs    -- K, layer inputs, a multiple of cols, up to 131 976 (int32 accumulation).
+    inputs    -- K, layer inputs, a multiple of cols, up to 132 104 (int32 accumulation).
     outputs   -- O, layer outputs (classes), 1..64.
     batch     -- B, examples per ZO step, a multiple of rows, up to 4096.
     rng_bits, seed -- otf: LFSR width (3..16 for the scale LUT) and master seed.

@@ -25,7 +25,7 @@ WEIGHT_MIN, WEIGHT_MAX = -127, 127
 ACT_MIN, ACT_MAX = -128, 127
 ACC_BITS = 32
 MAX_INPUTS = ((1 << (ACC_BITS - 1)) - 1) // (128 * 127)
-"""Largest dot-product length whose int32 accumulator cannot overflow (131 976)."""
+"""Largest dot-product length whose int32 accumulator cannot overflow (132 104)."""
 SHIFT_RANGE = (0, 31)
 
 

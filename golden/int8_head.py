@@ -87,7 +87,7 @@ class Int8TrainConfig:
     shots: int = 256
     seed: int = 1
     steps: int = 6000
-    lr: float = 2e-3
+    lr: float = 0.1
     weight_exponent: int = -5
     eval_every: int = 200
     test_size: int = 1000

@@ -165,11 +165,13 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     return {**json.loads(result_file.read_text()), **timing}
 
 
-def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None) -> dict:
+def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None,
+               expect_train=None) -> dict:
     """Run ``sim.engine_tb`` (the host loop of ZO training) on ``hw.engine.ZOEngine(train.engine)``:
     ``len(xs)`` steps on ``simulator``. Returns the testbench's result (``match``, ``steps``,
     ``cycles_per_step``, ...) plus build/test times; a mismatch returns ``match`` False (with details)
-    instead of raising, other failures raise."""
+    instead of raising, other failures raise. ``expect_train`` (default ``train``) is what the golden side
+    is told (to prove that a mismatch is caught)."""
     import numpy as np
 
     from hw.engine import ZOEngine
@@ -186,7 +188,7 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
     if weights is not None:
         arrays["weights"] = np.asarray(weights, dtype=np.int64)
     np.savez(data_file, **arrays)
-    env = {"PEZO_TRAIN": json.dumps(train.to_dict()), "PEZO_ENGINE_DATA": str(data_file),
+    env = {"PEZO_TRAIN": json.dumps((expect_train or train).to_dict()), "PEZO_ENGINE_DATA": str(data_file),
            "PEZO_RESULT": str(result_file)}
     try:
         timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.engine_tb",
