@@ -69,12 +69,13 @@ def test_requantisation_unit_matches_golden_at_the_edges():
 
 @pytest.fixture(scope="module")
 def real_task():
-    from golden.minilm import ModelPackageMissing
+    from golden.data import TaskDataMissing
     from golden.int8_head import Int8Task
+    from golden.minilm import ModelPackageMissing
     try:
         return Int8Task.load(Int8TrainConfig(), splits=("train",))
-    except ModelPackageMissing as exc:
-        if os.environ.get("PEZO_REQUIRE_MODEL"):
+    except (ModelPackageMissing, TaskDataMissing) as exc:
+        if os.environ.get("PEZO_REQUIRE_MODEL") or os.environ.get("PEZO_REQUIRE_DATA"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
 
