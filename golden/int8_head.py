@@ -33,6 +33,7 @@ import numpy as np
 from .config import cache_dir, check_int
 from .engine import G_MAX, G_MIN, EngineConfig, ZOEngine, g_to_fixed
 from .int8 import exponent_for, matmul, quantize
+from .zo_trainer import cross_entropy
 
 EMBED_MAX_LENGTH = 64
 
@@ -118,14 +119,6 @@ class Int8TrainConfig:
     @classmethod
     def from_dict(cls, fields: dict) -> "Int8TrainConfig":
         return cls(**{**fields, "engine": EngineConfig(**fields["engine"])})
-
-
-def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
-    """Mean cross-entropy of float64 logits."""
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return float(-logp[np.arange(len(labels)), labels].mean())
 
 
 def update_scale(logits_plus, logits_minus, labels, config: Int8TrainConfig, act_exponent: int) -> tuple[int, float, float]:

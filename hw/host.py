@@ -17,20 +17,12 @@ from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN
 from golden.perturb import stream_lanes
 from hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from hw.component import ConfigComponent, ConfigSignature
+from hw.pe_array import tree_sum
 
 
 def _bit(mask: int) -> int:
     """The bit index of a one-bit register mask of ``golden.host``."""
     return mask.bit_length() - 1
-
-
-def _tree_sum(values):
-    """Balanced adder tree (each level one bit wider)."""
-    values = list(values)
-    while len(values) > 1:
-        pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
-        values = pairs + ([values[-1]] if len(values) % 2 else [])
-    return values[0]
 
 
 class StreamHost(ConfigComponent):
@@ -60,7 +52,7 @@ class StreamHost(ConfigComponent):
                      stream.en.eq(busy)]
         consumed = busy & stream.valid & ~next_ & ~rewind
         vector_sum = Signal(signed(32))
-        m.d.comb += vector_sum.eq(_tree_sum(stream.lanes))
+        m.d.comb += vector_sum.eq(tree_sum(stream.lanes))
 
         with m.If(next_ | rewind):
             m.d.sync += [total.eq(0), done.eq(0), busy.eq(0)]

@@ -17,25 +17,13 @@ import numpy as np
 from golden.engine import G_BITS, EngineConfig, ZOEngine
 from golden.int8_head import Int8TrainConfig, update_scale
 from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
+from sim.benches import pack, unpack
 
 MAX_OP_CYCLES = 1 << 20
 
 
-def pack_int8(values) -> int:
-    word = 0
-    for i, v in enumerate(values):
-        word |= (int(v) & 0xFF) << (8 * i)
-    return word
-
-
-def unpack_int8(word: int, count: int) -> list[int]:
-    out = [(word >> (8 * i)) & 0xFF for i in range(count)]
-    return [v - 256 if v > 127 else v for v in out]
-
-
 def to_signed(value: int, bits: int) -> int:
-    value &= (1 << bits) - 1
-    return value - (1 << bits) if value >> (bits - 1) else value
+    return unpack(value, bits, 1, signed=True)[0]
 
 
 class EngineDriver:
@@ -50,7 +38,7 @@ class EngineDriver:
         io.set("w_we", 1)
         for addr, word in enumerate(words):
             io.set("w_addr", addr)
-            io.set("w_wdata", pack_int8(word))
+            io.set("w_wdata", pack(word, 8))
             await io.tick()
         io.set("w_we", 0)
 
@@ -60,7 +48,7 @@ class EngineDriver:
         for addr in range(cfg.weight_words):
             io.set("w_addr", addr)
             await io.tick()
-            out.append(unpack_int8(io.get("w_rdata"), cfg.cols))
+            out.append(unpack(io.get("w_rdata"), 8, cfg.cols, signed=True))
         return np.array(out, dtype=np.int64).reshape(cfg.outputs, cfg.inputs)
 
     async def load_batch(self, x) -> None:
@@ -71,7 +59,7 @@ class EngineDriver:
             io.set("x_example", b)
             for j in range(cfg.words_per_output):
                 io.set("x_word", j)
-                io.set("x_wdata", pack_int8(x[b, j * cfg.cols:(j + 1) * cfg.cols]))
+                io.set("x_wdata", pack(x[b, j * cfg.cols:(j + 1) * cfg.cols], 8))
                 await io.tick()
         io.set("x_we", 0)
 

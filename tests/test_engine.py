@@ -154,3 +154,30 @@ def test_engine_synthesises_to_one_dsp_per_mac_and_the_estimated_brams():
     assert r["BRAM36"] == r["analytical_BRAM36"]
     assert r["RAMB18"] == 8  # the pool, banked over 8 BRAMs as in PeZO
     assert r["within_budget"] and r["strategy"] == "engine-pregen" and r["unit"] == "engine"
+
+
+def test_the_perturbed_passes_never_write_the_weight_memory():
+    """Load weights, run forward_zo (and plain inference): the memory still holds exactly what was loaded;
+    only OP_UPDATE writes."""
+    from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
+    from sim.engine_host import EngineDriver
+
+    cfg = EngineConfig(rows=2, cols=4, inputs=8, outputs=2, batch=4, eps_shift=4)  # eps = 256 LSB: saturating
+    rng = np.random.default_rng(5)
+    w0 = rng.integers(-127, 128, (2, 8))
+    x = rng.integers(-128, 128, (4, 8))
+
+    async def host(io):
+        driver = EngineDriver(io, cfg)
+        await driver.load_weights(w0)
+        await driver.load_batch(x)
+        await driver.run(OP_FORWARD_ZO)
+        after_forward = await driver.read_weights()
+        await driver.run(OP_INFER)
+        after_infer = await driver.read_weights()
+        await driver.run(OP_UPDATE, 1 << 16)
+        return after_forward, after_infer, await driver.read_weights()
+
+    after_forward, after_infer, after_update = run_engine_host(cfg, host)
+    assert np.array_equal(after_forward, w0) and np.array_equal(after_infer, w0)
+    assert not np.array_equal(after_update, w0)
