@@ -122,7 +122,11 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
     payload = json.loads((out / "resources.json").read_text())
     rows = {r["design"]: r for r in payload["rows"]}
-    assert len(rows) == 17
+    assert len(rows) == 19
+    engines = [r for r in rows.values() if r["unit"] == "engine"]
+    assert {r["strategy"] for r in engines} == {"engine-otf", "engine-pregen"}
+    assert all(r["DSP"] == r["analytical_DSP"] == 72 for r in engines)
+    assert "ZO engine 8x8 INT8 + otf stream" in text
     assert all(r["within_budget"] for r in rows.values() if r["within_budget"] != "")
     assert rows["pregen 4095x12b/8 banks"]["BRAM"] == 8
     mezo = rows["gaussian x 1024 (MeZO)"]
@@ -137,13 +141,13 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
         assert all(r["activity"] > 0 and r["activity_per_value"] > 0 for r in streams)
     else:
         assert "without the switching-activity proxy" in err
-    assert csv_path.read_text().count("\n") == 18 == (out / "resources.csv").read_text().count("\n")
+    assert csv_path.read_text().count("\n") == 20 == (out / "resources.csv").read_text().count("\n")
     assert png.read_bytes()[:4] == b"\x89PNG" and (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "resources.md").read_text().startswith("Resources - ")
     # --json: a list of objects with the foundation keys plus strategy
     code, text, _ = run(["report", "--json", "--no-activity"], capsys)
     listing = json.loads(text)
-    assert isinstance(listing, list) and len(listing) == 17
+    assert isinstance(listing, list) and len(listing) == 19
     for row in listing:
         assert {"LUT", "FF", "BRAM", "DSP", "strategy", "unit", "design"} <= row.keys()
         assert all(isinstance(row[k], int) for k in ("LUT", "FF", "BRAM", "DSP"))
