@@ -128,13 +128,16 @@ def is_report_cached(config: PerturbConfig, unit: str = "generator") -> bool:
     return all(is_cached(design_key(c, unit), top_name(c, unit)) for c in configs)
 
 
-def _synthesize(config: PerturbConfig, use_cache: bool, unit: str = "generator") -> dict:
-    key = design_key(config, unit)
-    top = top_name(config, unit)
+def _cached_synthesis(key: str, top: str, verilog_text, use_cache: bool) -> dict:
+    """``synthesize`` by ``key``; ``verilog_text()`` (the Amaranth conversion) runs only on a cache miss."""
     if use_cache and is_cached(key, top):
         return synthesize("", top, key=key)
-    text, top = generator_verilog(config, unit)
-    return synthesize(text, top, key=key, use_cache=use_cache)
+    return synthesize(verilog_text(), top, key=key, use_cache=use_cache)
+
+
+def _synthesize(config: PerturbConfig, use_cache: bool, unit: str = "generator") -> dict:
+    return _cached_synthesis(design_key(config, unit), top_name(config, unit),
+                             lambda: generator_verilog(config, unit)[0], use_cache)
 
 
 def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator") -> dict:
@@ -225,12 +228,9 @@ def engine_report(config, use_cache: bool = True) -> dict:
 
     from hw.engine import ZOEngine
 
-    key = engine_key(config)
-    if use_cache and is_cached(key, ENGINE_TOP):
-        resources = synthesize("", ENGINE_TOP, key=key)
-    else:
-        text = verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False)
-        resources = synthesize(text, ENGINE_TOP, key=key, use_cache=use_cache)
+    resources = _cached_synthesis(
+        engine_key(config), ENGINE_TOP,
+        lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), use_cache)
     dsp_budget = config.macs + config.cols
     out = {"strategy": f"engine-{config.strategy}", "unit": "engine", **resources,
            "rows": config.rows, "cols": config.cols, "macs": config.macs, "batch": config.batch,

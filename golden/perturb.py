@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from .config import PerturbConfig
+from .int8 import round_shift
 
 STREAM_BITS = 16
 STREAM_FRAC_BITS = 12
@@ -65,10 +66,9 @@ def scale_shift(config: PerturbConfig, k: int = 0) -> int:
 
 def scale_round(x, a: int):
     """R(x, a): x * 2^a, or round half up of x / 2^-a (integers or int64 arrays)."""
-    x = np.asarray(x, dtype=np.int64)
     if a >= 0:
-        return x << a
-    return (x + (1 << (-a - 1))) >> -a
+        return np.asarray(x, dtype=np.int64) << a
+    return round_shift(x, -a)
 
 
 def emit(x, a: int, negate: bool) -> np.ndarray:

@@ -27,7 +27,7 @@ No perturbed weight is ever written to the weight memory: the only write path is
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -36,9 +36,9 @@ from golden.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from golden.perturb import STREAM_BITS
 from hw.component import ConfigComponent, ConfigSignature
 from hw.pe_array import PE_LATENCY, SHIFT_BITS, PEArray, int8_lanes, requantize, saturate, tag_bits
+from hw.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
-OPS = {"forward_zo": OP_FORWARD_ZO, "update": OP_UPDATE, "infer": OP_INFER}
 assert FORWARD_LATENCY == 1 + PE_LATENCY, "golden.engine.FORWARD_LATENCY must match the pipeline"
 
 
@@ -66,8 +66,6 @@ class ZOEngine(ConfigComponent):
             }
 
     def elaborate(self, platform):
-        from hw.perturb import PerturbationStream
-
         m = Module()
         cfg = self.config
         R, C, J, O, T = cfg.rows, cfg.cols, cfg.words_per_output, cfg.outputs, cfg.tiles
@@ -162,7 +160,7 @@ class ZOEngine(ConfigComponent):
             m.d.sync += products[c].eq(g * p[c])
         new = Signal(int8_lanes(C))
         for c in range(C):
-            step = (products[c] + (1 << (G_FRAC_BITS - 1))) >> G_FRAC_BITS
+            step = scale_round(products[c], -G_FRAC_BITS)  # round_shift(g * p, 16): round half up
             m.d.comb += new[c].eq(saturate(old[c] - step, WEIGHT_MIN, WEIGHT_MAX))
         host_write = self.w_we & ~self.busy
         m.d.comb += [w_write.addr.eq(Mux(valid2, addr2, self.w_addr)), w_write.data.eq(Mux(valid2, new, self.w_wdata)),

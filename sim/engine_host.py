@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden.engine import G_BITS, EngineConfig, ZOEngine
+from golden.int8 import requantize
 from golden.int8_head import Int8TrainConfig, update_scale
 from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
 from sim.benches import pack, unpack
@@ -136,7 +137,6 @@ async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int,
     await driver.run(OP_INFER)
     logits = (await driver.read_logits(passes=(0,)))[0]
     logits_q = (await driver.read_logits(passes=(0,), shift=infer_shift))[0]
-    from golden.int8 import requantize
     want = model.infer(xs[-1])
     if not (np.array_equal(logits, want) and np.array_equal(logits_q, requantize(want, infer_shift))):
         mismatches.append("plain inference logits differ")
