@@ -452,13 +452,16 @@ def _check_training_inputs(config) -> None:
 
 def cmd_train(args) -> int:
     """One ZO fine-tuning run of the golden trainer; prints a summary or one JSON object."""
+    from boards.methods_cli import cmd_train_method, uses_methods
     from golden.zo_trainer import train
 
     _warnings_to_stderr()
+    if uses_methods(args):
+        return cmd_train_method(args)
     config = _train_config(args)
     _check_training_inputs(config)
     try:
-        result = train(config, progress=not args.quiet).summary
+        result = dict(method="mezo", **train(config, progress=not args.quiet).summary)
     except ValueError as exc:  # e.g. a pool size that divides this run's d
         raise CLIError(str(exc)) from None
     if args.json:
@@ -483,6 +486,10 @@ def cmd_sweep(args) -> int:
     from golden.sweeps import EXPERIMENTS, run_sweep, write_outputs
 
     _warnings_to_stderr()
+    if args.methods:
+        from boards.methods_cli import cmd_sweep_methods
+
+        return cmd_sweep_methods(args)
     experiments = args.experiment or list(EXPERIMENTS)
     for name in experiments:
         if name not in EXPERIMENTS:
@@ -552,6 +559,9 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
         p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
                        "exact (PeZO Eq. 3) or none (default lut)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from boards.methods_cli import add_method_args
+
+    add_method_args(p, _raw, _num)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -630,6 +640,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the accuracy sweeps with one base training configuration and write "
                        "sweep.json, sweep.csv, <experiment>.md and <experiment>.png to --out.")
     p.add_argument("--experiment", action="append", help="table3, fig3 or fig4 (repeatable; default all)")
+    p.add_argument("--methods", type=str, help="compare seed methods instead (comma-separated: mezo, elasticzo, "
+                   "elasticzo-int8, poormans, sign-m-spsa): methods.{md,json,csv,png} in --out (default "
+                   "build/methods)")
+    p.add_argument("--tasks", type=str, help="--methods: comma-separated tasks (default digits,digits-rot45)")
     p.add_argument("--shots", default="16,256", help="comma-separated k values (default 16,256)")
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     p.add_argument("--jobs", type=_raw, default=2, help="worker processes (default 2)")
