@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-METHOD_FIELDS = ("split", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
+METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
                  "perturbation", "block", "weight_bits", "act_bits", "z_scale", "hidden", "lr_schedule")
 """Options only the seed methods take (``MethodConfig`` fields)."""
 TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
@@ -24,6 +24,7 @@ def add_method_args(p: argparse.ArgumentParser, raw, num) -> None:
     d = MethodConfig()
     g = p.add_argument_group("seed methods (--method other than mezo, or a digits task)")
     g.add_argument("--split", type=raw, help=f"ElasticZO's C: 0..L or {', '.join(SPLITS)} (default {d.split})")
+    g.add_argument("--bp-lr", type=num, help="elasticzo: learning rate of the backprop tail (default 0.05)")
     g.add_argument("--g-clip", type=num, help=f"elasticzo: |g| bound (default {d.g_clip:g})")
     g.add_argument("--r-max", type=raw, help=f"elasticzo-int8: perturbation range, 1..63 (default {d.r_max})")
     g.add_argument("--p-zero", type=num, help="elasticzo-int8: fixed sparsity in [0, 1) (default: the schedule "

@@ -7,7 +7,9 @@ FP32 (Algorithm 1). One direction per step (q = 1), index = step:
 2. g = clip((l+ - l-) / (2 eps), -g_clip, g_clip) (float64);
 3. merged restore + update (the paper's lines 9-10 as one pass): theta_l += (eps - lr g) z_l;
 4. BP tail: the cross-entropy gradient of the **-eps pass** logits (the paper leaves the pass open; the
-   buffers hold the last pass), backprop through layers L..C+1 with those activations, SGD step.
+   buffers hold the last pass), backprop through layers L..C+1 with those activations, SGD step with
+   its own learning rate ``bp_lr`` (default 0.05; the ZO part's ``lr`` default is 2e-3: with one shared
+   eta, as the paper presumably used, the ZO stability bound starves the tail and Cls1 = Cls2 = Full BP).
 
 C = L is Full ZO, C = 0 Full BP (one forward + backprop, plain SGD). z: the plugged family or Gaussian.
 
@@ -65,6 +67,7 @@ class ElasticZO:
     def step(self, step, next_batch):
         x, y = next_batch()
         cfg, lr = self.config, self.config.lr_at(step)
+        bp_lr = cfg.lr_at(step, cfg.bp_learning_rate)
         macs = forward_macs(self.task.sizes, len(y))
         if self.c == 0:
             logits, inputs = forward(self.params, x)
@@ -82,7 +85,7 @@ class ElasticZO:
         if self.c < self.layers:
             grads = backward(self.params, inputs, softmax_grad(logits, y), self.c)
             for name, grad in grads.items():
-                self.params[name] -= np.float32(lr) * grad
+                self.params[name] -= np.float32(bp_lr) * grad
         return StepStats(loss, passes, passes * macs)
 
     def logits(self, x):
@@ -97,7 +100,7 @@ class ElasticZO:
 
     def describe(self):
         out = {"split_C": self.c, "layers": self.layers, "zo_params": sum(self.params[n].size for n in self.zo_names),
-               "g_clip": self.config.g_clip, "eps": self.config.epsilon, "bp_activations": "minus pass"}
+               "g_clip": self.config.g_clip, "eps": self.config.epsilon, "bp_lr": self.config.bp_learning_rate, "bp_activations": "minus pass"}
         if self.sampler is not None:
             out["sampler"] = self.sampler.describe()
         return out

@@ -51,8 +51,10 @@ LOSS_SIGNS = ("float", "integer")
 PERTURBATIONS = ("adaptive", "weight", "node")
 BLOCKS = ("all", "adaptive")
 Z_SCALES = ("pow2", "one-q", "literal")
-LR_DEFAULTS = {"mezo": 2e-3, "elasticzo": 2e-3, "elasticzo-int8": 1.0, "poormans": 0.05, "sign-m-spsa": 5e-3}
+LR_DEFAULTS = {"mezo": 1e-3, "elasticzo": 2e-3, "elasticzo-int8": 1.0, "poormans": 0.05, "sign-m-spsa": 5e-3}
 EPS_DEFAULTS = {"mezo": 1e-2, "elasticzo": 1e-2, "elasticzo-int8": 1.0, "poormans": 1.0, "sign-m-spsa": 1e-3}
+BP_LR_DEFAULT = 0.05
+"""ElasticZO's learning rate for the backprop tail (``bp_lr``; the ZO part's ``lr`` is bounded by ZO stability)."""
 QUERY_DEFAULTS = {"mezo": 1, "elasticzo": 1, "elasticzo-int8": 1, "poormans": 16, "sign-m-spsa": 3}
 
 
@@ -67,7 +69,8 @@ class MethodConfig:
     (``LR_DEFAULTS``...). ``queries`` is q for mezo, Q per layer for poormans and m for sign-m-spsa.
 
     split: ElasticZO's C -- an int in 0..L or full-zo (C = L), cls2 (L-1), cls1 (L-2), full-bp (0).
-    g_clip: ElasticZO's |g| bound. r_max, p_zero (a fraction, or None = the schedule), b_zo, b_bp (None =
+    g_clip: ElasticZO's |g| bound (not given in the paper; ours). bp_lr: ElasticZO's BP-tail learning rate
+    (``BP_LR_DEFAULT``; the paper tunes one eta per configuration, which for a shared eta starves the tail). r_max, p_zero (a fraction, or None = the schedule), b_zo, b_bp (None =
     the schedule), loss_sign: ElasticZO-INT8. mu_weight, mu_node, perturbation, block: Poor Man's.
     weight_bits, act_bits, z_scale: Stepping Forward (z_scale ``pow2``: Delta_z = 2^-5, the corrected
     scale; ``one-q``: 1/36; ``literal``: the paper's 3.5/127, whose Delta_z * 1_q = 0.992 shrinks weights).
@@ -88,6 +91,7 @@ class MethodConfig:
     shots: int = 16
     eval_every: int = 100
     lr_schedule: str = "constant"
+    bp_lr: float | None = None
     g_clip: float = 10.0
     r_max: int = 15
     p_zero: float | None = None
@@ -120,6 +124,8 @@ class MethodConfig:
         if self.eps is not None:
             _finite_positive("eps", self.eps)
         _finite_positive("g_clip", self.g_clip)
+        if self.bp_lr is not None:
+            _finite_positive("bp_lr", self.bp_lr)
         if self.queries is not None:
             check_int("queries" if self.method != "sign-m-spsa" else "m (queries)", self.queries, 1, 1024)
         if not (isinstance(self.hidden, tuple) and all(isinstance(h, int) and not isinstance(h, bool) for h in self.hidden)):
@@ -186,10 +192,16 @@ class MethodConfig:
             raise ValueError(f"split must be in 0..{layers} for a {layers}-layer net, got {self.split!r} (C = {c})")
         return c
 
-    def lr_at(self, step: int) -> float:
+    def lr_at(self, step: int, base: float | None = None) -> float:
+        """The learning rate ``base`` (default ``learning_rate``) under the schedule at ``step``."""
+        base = self.learning_rate if base is None else base
         if self.lr_schedule == "cosine":
-            return self.learning_rate * 0.5 * (1 + math.cos(math.pi * step / self.steps))
-        return self.learning_rate
+            return base * 0.5 * (1 + math.cos(math.pi * step / self.steps))
+        return base
+
+    @property
+    def bp_learning_rate(self) -> float:
+        return BP_LR_DEFAULT if self.bp_lr is None else float(self.bp_lr)
 
     def phase(self, step: int) -> int:
         """0, 1, 2: before 20 %, before 50 %, after 50 % of the steps (the papers' epochs 20 and 50 of 100)."""

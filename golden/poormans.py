@@ -78,6 +78,7 @@ class PoorMans:
         if config.block != "all" and not isinstance(config.block, str) and config.block >= self.layers:
             raise ValueError(f"block must be in 0..{self.layers - 1}, got {config.block}")
         self.selection = {}
+        self.estimates: dict[int, np.ndarray] = {}  # layer -> its last gradient estimate (W_q units)
 
     def mode(self, layer: int) -> str:
         """'wp' or 'np': the paper's d_w < d_a rule (``perturbation=adaptive``) or the forced one."""
@@ -166,6 +167,7 @@ class PoorMans:
                 gns = n * q / (n * q + d - 1)
                 macs += q * forward_macs(self.task.sizes, n, i + 1)
             passes += q
+            self.estimates[i] = grad
             update = _round(lr * gns * grad / (sw[:, None] ** 2))
             self.wq[i] = np.clip(w - update, -127, 127)
         return StepStats(float(clean.mean()), passes, macs)
