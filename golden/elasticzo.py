@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .methods import StepStats
+from .int8 import round_half_up
+from .methods import FloatMLPMethod, StepStats
 from .nets import backward, forward, forward_macs, layers_of, softmax_grad, weight_name
 from .zo_trainer import cross_entropy
 
@@ -44,7 +45,7 @@ P_ZERO_SCHEDULE = (0.33, 0.5, 0.9)
 B_BP_SCHEDULE = (5, 4, 3)
 
 
-class ElasticZO:
+class ElasticZO(FloatMLPMethod):
     """FP32 ElasticZO (module docstring) on the float MLP ``task.start`` (updated in place)."""
 
     def __init__(self, config, task):
@@ -88,16 +89,6 @@ class ElasticZO:
                 self.params[name] -= np.float32(bp_lr) * grad
         return StepStats(loss, passes, passes * macs)
 
-    def logits(self, x):
-        return forward(self.params, x)[0]
-
-    def state(self):
-        return {k: v.copy() for k, v in self.params.items()}
-
-    def load_state(self, state):
-        for k, v in state.items():
-            self.params[k][...] = v
-
     def describe(self):
         out = {"split_C": self.c, "layers": self.layers, "zo_params": sum(self.params[n].size for n in self.zo_names),
                "g_clip": self.config.g_clip, "eps": self.config.epsilon, "bp_lr": self.config.bp_learning_rate, "bp_activations": "minus pass"}
@@ -111,7 +102,7 @@ def niti_weights(w: np.ndarray) -> tuple[np.ndarray, int]:
     from .int8 import exponent_for
 
     peak = float(np.max(np.abs(w)))
-    q = np.floor(np.asarray(w, dtype=np.float64) * (127.0 / peak) + 0.5).astype(np.int64)
+    q = round_half_up(np.asarray(w, dtype=np.float64) * (127.0 / peak))
     return np.clip(q, -127, 127), exponent_for(w)
 
 
@@ -159,7 +150,7 @@ class ElasticZOInt8:
             u = rng.integers(-cfg.r_max, cfg.r_max + 1, size=shape)
         else:
             z = sampler.segment(step, 0, sampler.dim).astype(np.float64).reshape(shape)
-            u = np.clip(np.floor(z * (cfg.r_max / 2.0) + 0.5), -cfg.r_max, cfg.r_max).astype(np.int64)
+            u = np.clip(round_half_up(z * (cfg.r_max / 2.0)), -cfg.r_max, cfg.r_max)
         return np.where(keep, u, 0)
 
     def _perturb(self, zs, k: int) -> None:

@@ -44,6 +44,11 @@ def round_shift(x, shift: int) -> np.ndarray:
     return (x + (1 << (shift - 1))) >> shift
 
 
+def round_half_up(x) -> np.ndarray:
+    """floor(x + 1/2) of a float array as int64: the project's one float -> integer rounding."""
+    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
+
+
 def requantize(acc, shift: int) -> np.ndarray:
     """int32 accumulator -> int8: sat(round_shift(acc, shift), -127, 127)."""
     return saturate(round_shift(acc, shift), WEIGHT_MIN, WEIGHT_MAX)
@@ -60,7 +65,7 @@ def exponent_for(x) -> int:
 def quantize(x, exponent: int, lo: int = ACT_MIN, hi: int = ACT_MAX) -> np.ndarray:
     """float -> int8 at ``exponent``: sat(floor(x * 2^-exponent + 1/2), lo, hi) (int64)."""
     x = np.asarray(x, dtype=np.float64)
-    return saturate(np.floor(np.ldexp(x, -int(exponent)) + 0.5), lo, hi)
+    return saturate(round_half_up(np.ldexp(x, -int(exponent))), lo, hi)
 
 
 def check_int8(name: str, x, lo: int = ACT_MIN, hi: int = ACT_MAX) -> np.ndarray:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,32 +69,10 @@ def _run(args) -> dict:
 
 
 def run_methods(base, methods, tasks, seeds, jobs: int = 1, progress: bool = True) -> list[dict]:
+    from .sweeps import map_runs
+
     todo = jobs_for(methods, tasks, seeds, len(base.hidden) + 1)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc="methods", unit="run", file=sys.stderr)
-    results: list = [None] * len(todo)
-    if jobs <= 1:
-        for i, job in enumerate(todo):
-            results[i] = _run((base, job))
-            if bar is not None:
-                bar.update(1)
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = "1"
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-            for i, summary in enumerate(pool.map(_run, [(base, j) for j in todo])):
-                results[i] = summary
-                if bar is not None:
-                    bar.update(1)
-    if bar is not None:
-        bar.close()
-    return results
+    return map_runs(_run, [(base, j) for j in todo], jobs, progress, "methods")
 
 
 def _mean_std(values):

@@ -234,7 +234,25 @@ class StepStats:
     forward_macs: int
 
 
-class MeZOMethod:
+class FloatMLPMethod:
+    """Evaluation and checkpoints of a method training the float MLP ``self.params`` in place."""
+
+    params: dict
+
+    def logits(self, x):
+        from .nets import forward
+
+        return forward(self.params, x)[0]
+
+    def state(self):
+        return {k: v.copy() for k, v in self.params.items()}
+
+    def load_state(self, state):
+        for k, v in state.items():
+            self.params[k][...] = v
+
+
+class MeZOMethod(FloatMLPMethod):
     """MeZO on the float MLP (``golden.mezo.MeZO``, stream mode: the FPGA's read-only perturbation)."""
 
     def __init__(self, config: MethodConfig, task):
@@ -264,18 +282,6 @@ class MeZOMethod:
         record = self.optimiser.step(step, lambda p: cross_entropy(forward(p, x)[0], y))
         q = self.config.n_queries
         return StepStats(record.loss, 2 * q, 2 * q * forward_macs(self.task.sizes, len(y)))
-
-    def logits(self, x):
-        from .nets import forward
-
-        return forward(self.params, x)[0]
-
-    def state(self):
-        return {k: v.copy() for k, v in self.params.items()}
-
-    def load_state(self, state):
-        for k, v in state.items():
-            self.params[k][...] = v
 
     def describe(self):
         return {"sampler": self.sampler.describe(), "eps": self.config.epsilon, "queries": self.config.n_queries}

@@ -33,23 +33,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .int8 import round_half_up as _round
 from .methods import StepStats
 from .nets import forward as float_forward
 from .nets import forward_macs, layers_of, weight_name
+from .zo_trainer import example_cross_entropy as per_sample_ce
 
 SELECTION_INDEX = 1 << 40
 """Perturbation indices of the block-selection trial epochs (disjoint from the training steps)."""
-
-
-def _round(x) -> np.ndarray:
-    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
-
-
-def per_sample_ce(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return -logp[np.arange(len(labels)), labels]
 
 
 class PoorMans:

@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from .int8 import round_half_up as _round
 from .int8 import round_shift
 from .methods import StepStats
 from .nets import forward_macs, layers_of, weight_name
@@ -42,10 +43,6 @@ Z_BITS = 8
 Z_MAX_Q = (1 << (Z_BITS - 1)) - 1
 Z_STEPS = {"pow2": 2.0 ** -5, "one-q": 1.0 / 36.0, "literal": 3.5 / 127.0}
 UPDATE_SHIFT = 24
-
-
-def _round(x) -> np.ndarray:
-    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
 
 
 class LiteralScaleWarning(UserWarning):

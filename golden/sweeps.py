@@ -82,19 +82,19 @@ def _run(args) -> dict:
     return summary
 
 
-def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), jobs: int = 1,
-              progress: bool = True) -> list[dict]:
-    """Run every job (``jobs`` worker processes, each with one BLAS thread); summaries in job order."""
-    todo = jobs_for(experiments, shots, seeds)
+def map_runs(run, args: list, jobs: int = 1, progress: bool = True, desc: str = "sweep",
+             chunksize: int = 1) -> list:
+    """``[run(a) for a in args]`` in ``jobs`` spawned worker processes (one BLAS thread each), in order,
+    with a progress bar; ``chunksize`` consecutive runs go to one worker (so it can reuse its caches)."""
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc="sweep", unit="run", file=sys.stderr)
-    results: list = [None] * len(todo)
+        bar = tqdm(total=len(args), desc=desc, unit="run", file=sys.stderr)
+    results: list = [None] * len(args)
     if jobs <= 1:
-        for i, job in enumerate(todo):
-            results[i] = _run((base, job))
+        for i, a in enumerate(args):
+            results[i] = run(a)
             if bar is not None:
                 bar.update(1)
     else:
@@ -103,16 +103,23 @@ def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), j
 
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = "1"  # inherited by the spawned workers before they import numpy
-        # contiguous chunks: one worker walks one split's jobs in order and reuses its prefix cache
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-            for i, summary in enumerate(pool.map(_run, [(base, j) for j in todo],
-                                                 chunksize=max(1, len(todo) // (len(shots) * len(seeds))))):
+            for i, summary in enumerate(pool.map(run, args, chunksize=chunksize)):
                 results[i] = summary
                 if bar is not None:
                     bar.update(1)
     if bar is not None:
         bar.close()
     return results
+
+
+def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), jobs: int = 1,
+              progress: bool = True) -> list[dict]:
+    """Run every job (``jobs`` worker processes, each with one BLAS thread); summaries in job order."""
+    todo = jobs_for(experiments, shots, seeds)
+    # contiguous chunks: one worker walks one split's jobs in order and reuses its prefix cache
+    return map_runs(_run, [(base, j) for j in todo], jobs, progress, "sweep",
+                    chunksize=max(1, len(todo) // (len(shots) * len(seeds))))
 
 
 # -- aggregation and outputs ------------------------------------------------------------------------

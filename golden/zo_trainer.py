@@ -166,12 +166,17 @@ class PrefixCache:
         return l2_normalize(model.forward_from(self.layer, hidden, mask, params))
 
 
+def example_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-example cross-entropy (float64 log-softmax of the logits)."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -logp[np.arange(len(labels)), labels]
+
+
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
     """Mean cross-entropy (float64 log-softmax of float32 logits)."""
-    z = logits.astype(np.float64)
-    z -= z.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return float(-logp[np.arange(len(labels)), labels].mean())
+    return float(example_cross_entropy(logits, labels).mean())
 
 
 # -- the run ----------------------------------------------------------------------------------------
