@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from boards.report import engine_report  # noqa: E402
-from golden.engine import EngineConfig  # noqa: E402
-from golden.int8_head import Int8TrainConfig  # noqa: E402
-from sim.amaranth_sim import run_engine_host  # noqa: E402
-from sim.engine_host import zo_training  # noqa: E402
+from pezo.boards.report import engine_report  # noqa: E402
+from pezo.golden.engine.zo_engine import EngineConfig  # noqa: E402
+from pezo.golden.zo.int8_head import Int8TrainConfig  # noqa: E402
+from pezo.sim.amaranth_sim import run_engine_host  # noqa: E402
+from pezo.sim.engine_host import zo_training  # noqa: E402
 
 COLUMNS = ("shape", "strategy", "rows", "cols", "macs", "cycles_per_step", "cycle_bound", "cycle_ratio",
            "mac_utilisation", "LUT", "FF", "BRAM36", "DSP", "analytical_DSP", "analytical_BRAM36")

@@ -20,10 +20,10 @@ OUT = Path(__file__).parent / "results" / "methods"
 
 
 def main() -> None:
-    from golden.elasticzo import ElasticZOInt8
-    from golden.methods import MethodConfig
-    from golden.zo_checks import rge_norm_inflation, sign_spsa_expectation
-    from golden.zo_tasks import load
+    from pezo.golden.methods.elasticzo import ElasticZOInt8
+    from pezo.golden.methods.base import MethodConfig
+    from pezo.golden.methods.checks import rge_norm_inflation, sign_spsa_expectation
+    from pezo.golden.methods.tasks import load
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden.families import FAMILIES, make_sampler  # noqa: E402
+from pezo.golden.zo.families import FAMILIES, make_sampler  # noqa: E402
 
 HIDDEN, FFN = 384, 1536
 TENSORS = ([HIDDEN * HIDDEN, HIDDEN] * 4 + [HIDDEN, HIDDEN] + [FFN * HIDDEN, FFN, HIDDEN * FFN, HIDDEN]

@@ -152,9 +152,9 @@ class NumpyWorkload:
         """``copy_trainable``: writeable copies of the trainable tensors next to the shared read-only
         model (what ``ZOTask`` does); ``own_weights``: a private ``MiniLM()`` whose trainable tensors are
         replaced by writeable copies, the read-only originals dropped (one copy of the weights)."""
-        from golden.data import load_task
-        from golden.minilm import MiniLM, load_minilm
-        from golden.zo_trainer import HEAD_BIAS, HEAD_WEIGHT
+        from pezo.golden.lm.data import load_task
+        from pezo.golden.lm.minilm import MiniLM, load_minilm
+        from pezo.golden.zo.trainer import HEAD_BIAS, HEAD_WEIGHT
 
         self.args = args
         model = self.model = MiniLM() if own_weights else load_minilm()
@@ -204,7 +204,7 @@ class NumpyWorkload:
         return sum(self.params[n].size for n in self.names)
 
     def embeddings(self, params) -> np.ndarray:
-        from golden.minilm import l2_normalize
+        from pezo.golden.lm.minilm import l2_normalize
 
         model = self.model
         if self.prefix is None:
@@ -214,7 +214,7 @@ class NumpyWorkload:
         return l2_normalize(model.forward_from(self.first, hidden, self.mask, params))
 
     def loss(self, params) -> float:
-        from golden.zo_trainer import HEAD_BIAS, HEAD_WEIGHT, cross_entropy
+        from pezo.golden.zo.trainer import HEAD_BIAS, HEAD_WEIGHT, cross_entropy
 
         x = self.embeddings(params)
         logits = np.float32(HEAD_SCALE) * (x @ params[HEAD_WEIGHT].T + params[HEAD_BIAS])
@@ -223,8 +223,8 @@ class NumpyWorkload:
     def optimiser(self):
         import warnings
 
-        from golden.families import make_sampler
-        from golden.mezo import MeZO, MeZOConfig
+        from pezo.golden.zo.families import make_sampler
+        from pezo.golden.zo.mezo import MeZO, MeZOConfig
 
         args = self.args
         with warnings.catch_warnings():
@@ -278,7 +278,7 @@ def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
     import transformers
     from transformers import BertModel
 
-    from golden.minilm import model_dir
+    from pezo.golden.lm.minilm import model_dir
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()

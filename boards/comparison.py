@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from golden.config import PerturbConfig
-from boards.report import PEZO_TABLE6, TOOL, grng_lut_estimate, pool_bram18_minimum, report
-from boards.zcu102 import ZCU102_CAPACITY
+from pezo.golden.config import PerturbConfig
+from pezo.boards.report import PEZO_TABLE6, TOOL, grng_lut_estimate, pool_bram18_minimum, report
+from pezo.boards.zcu102 import ZCU102_CAPACITY
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))
 STRATEGY_ORDER = ("otf", "pregen", "gaussian")
@@ -61,7 +61,7 @@ def comparison_designs(seed: int = 1) -> list[Design]:
                 for g in (1, GAUSSIAN_SYNTHESISED)]
     streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
-    from golden.engine import EngineConfig
+    from pezo.golden.engine.zo_engine import EngineConfig
 
     engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in ("otf", "pregen")]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
@@ -145,7 +145,7 @@ def _row(design: Design, r: dict, source: str) -> dict:
 
 def engine_row(design: Design) -> dict:
     """The comparison row of a ZO engine (``boards.report.engine_report``); budget = the DSP estimate."""
-    from boards.report import engine_report
+    from pezo.boards.report import engine_report
 
     r = engine_report(design.config)
     row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
@@ -212,14 +212,14 @@ def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict
 def stream_activity(config: PerturbConfig) -> dict:
     """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.power``),
     at ``ACTIVITY_DIM`` values per perturbation."""
-    from boards.power import power_proxy
+    from pezo.boards.power import power_proxy
     return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream")
 
 
 def vivado_row(run_dir: Path) -> dict:
     """A row from a Vivado run of ``pezo build`` (its ``config.json`` names the strategy): the host's
     post-place (else post-synthesis) utilisation, replacing the Yosys estimate."""
-    from boards.vivado import VivadoReportError, read_vivado_run
+    from pezo.boards.vivado import VivadoReportError, read_vivado_run
 
     run_dir = Path(run_dir)
     vivado = read_vivado_run(run_dir)

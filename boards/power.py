@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.config import PerturbConfig
-from sim.runner import cache_dir
+from pezo.golden.config import PerturbConfig
+from pezo.sim.runner import cache_dir
 
 NOTE = "relative switching-activity proxy, not watts"
 
@@ -105,7 +105,7 @@ def representative_stimulus(config: PerturbConfig, steps: int = 2) -> list[dict]
     ``rewind`` with sign 0 and the same count (the update replay). ``sign`` is held through each pass.
     Uses ``config.perturb_dim`` as given: pass a small one (e.g. 4096) for a short run.
     """
-    from golden.perturb import PerturbationStream, stream_lanes
+    from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
 
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
@@ -488,7 +488,7 @@ def _memory_is_block(attributes: dict, bits: int) -> bool:
 
 
 def _run_yosys_json(verilog: str, top: str) -> dict:
-    from boards.synth import SynthesisError, run_yosys
+    from pezo.boards.synth import SynthesisError, run_yosys
 
     try:
         return json.loads(run_yosys(verilog, CLASSIFY_SCRIPT.format(src="top.v", top=top), "netlist.json",
@@ -689,7 +689,7 @@ def match_activity(activity: Activity, net: Netlist) -> dict:
 
 
 def _resources(config: PerturbConfig, unit: str) -> dict:
-    from boards.report import report
+    from pezo.boards.report import report
 
     full = report(config, unit=unit)
     return {k: full[k] for k in ("LUT", "FF", "BRAM", "DSP", "CARRY")}
@@ -728,7 +728,7 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
     Results are cached under ``cache_dir()/power`` by Verilog, stimulus, resources, tool versions and
     the sources of this file, ``boards.synth`` and ``boards.report``.
     """
-    from boards.report import check_unit, generator_verilog
+    from pezo.boards.report import check_unit, generator_verilog
 
     check_unit(config, unit)
     if unit != "stream":
@@ -814,7 +814,7 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
         "DSP": W_DSP * res["DSP"] * dsp_active,
     }
     scaled = dict(terms, LUT=W_LUT * rate["LUT"] * res["LUT"], FF=W_FF * rate["FF"] * res["FF"])
-    from golden.perturb import stream_lanes
+    from pezo.golden.rng.perturb import stream_lanes
     lanes = stream_lanes(config)
     values = 3 * steps * -(-config.perturb_dim // lanes) * lanes  # delivered, last vector's padding included
     result = {

@@ -12,8 +12,13 @@ import json
 import math
 from pathlib import Path
 
-from golden.config import PerturbConfig
-from boards.synth import TOOL, is_cached, synthesize
+import pezo.golden.config
+import pezo.golden.engine
+import pezo.golden.host
+import pezo.golden.rng
+import pezo.hw
+from pezo.golden.config import PerturbConfig
+from pezo.boards.synth import TOOL, is_cached, synthesize
 
 URNG_TOP = "pezo_urng_array"
 POOL_TOP = "pezo_pool_reader"
@@ -28,7 +33,8 @@ UNITS = ("generator", "stream", "scale", "host")
 host (the stream behind the AXI4-Lite register file: the ZCU102 design's logic, without the PS)."""
 # RAMB18E2 aspect ratios (depth, width); a RAMB36E2 counts as two
 RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
-_SOURCE_DIRS = ("golden", "hw")
+CIRCUIT_SOURCES = (pezo.golden.config, pezo.golden.host, pezo.golden.rng, pezo.golden.engine, pezo.hw)
+"""What the circuits are generated from (packages: every module below them); nothing else enters a cache key."""
 PEZO_TABLE6 = [  # PeZO Table 6, random-number generation part on ZCU102 (Vivado)
     {"design": "MeZO: 1024 Gaussian RNGs (TreeGRNG)", "LUT": 133120, "FF": 69632, "BRAM": 0},
     {"design": "PeZO pre-gen: 4096 x 12 bit pool", "LUT": 0, "FF": 16, "BRAM": 8},
@@ -38,13 +44,15 @@ PEZO_TABLE6 = [  # PeZO Table 6, random-number generation part on ZCU102 (Vivado
 
 
 def source_hash() -> str:
-    """Hash of the golden + hw sources: part of every cache key, so editing a block invalidates it."""
+    """Hash of the sources the circuits are generated from (the config, the golden twins of hw, hw itself):
+    part of every cache key, so editing a block invalidates it, and editing a trainer does not."""
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent
-    for folder in _SOURCE_DIRS:
-        for path in sorted((root / folder).glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    for module in CIRCUIT_SOURCES:
+        path = Path(module.__file__)
+        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+        for file in files:
+            digest.update(f"{module.__name__}:{file.relative_to(path.parent)}".encode())
+            digest.update(file.read_bytes())
     return digest.hexdigest()
 
 
@@ -58,7 +66,7 @@ def check_unit(config: PerturbConfig, unit: str) -> None:
     if unit == "scale" and config.strategy != "otf":
         raise ValueError(f"unit 'scale' (the otf scale LUT) needs strategy otf, got {config.strategy!r}")
     if config.strategy == "otf" and unit != "generator":
-        from golden.scale import check_scalable
+        from pezo.golden.rng.scale import check_scalable
         check_scalable(config)
 
 
@@ -70,21 +78,21 @@ def unit_component(config: PerturbConfig, unit: str = "generator"):
     """The Amaranth component ``report`` synthesizes for (config, unit)."""
     check_unit(config, unit)
     if unit == "stream":
-        from hw.perturb import PerturbationStream
+        from pezo.hw.rng.perturb import PerturbationStream
         return PerturbationStream(config)
     if unit == "scale":
-        from hw.scale import ScaleLUT
+        from pezo.hw.rng.scale import ScaleLUT
         return ScaleLUT(config)
     if unit == "host":
-        from hw.host import StreamHost
+        from pezo.hw.host import StreamHost
         return StreamHost(config)
     if config.strategy == "otf":
-        from hw.urng import URNGArray
+        from pezo.hw.rng.urng import URNGArray
         return URNGArray(config)
     if config.strategy == "pregen":
-        from hw.pool import PoolReader
+        from pezo.hw.rng.pool import PoolReader
         return PoolReader(config)
-    from hw.grng import GaussianArray
+    from pezo.hw.rng.grng import GaussianArray
     return GaussianArray(config)
 
 
@@ -105,7 +113,7 @@ def grng_lut_estimate() -> int:
 def pool_bram18_minimum(config: PerturbConfig) -> int:
     """Fewest RAMB18 (a RAMB36 = 2) that hold the banked pool: per bank, depth ceil((N+lanes-1)/banks)
     x pool_bits in the best RAMB18 aspect ratio, one RAMB18 per two read ports."""
-    from golden.pool import bank_depth
+    from pezo.golden.rng.pool import bank_depth
 
     depth = bank_depth(config)
     per_bank = min(-(-depth // d) * -(-config.pool_bits // w) for d, w in RAMB18_SHAPES)
@@ -159,8 +167,8 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
         if config.strategy == "pregen":
             out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, banks=config.banks)
         if unit == "scale":
-            from golden.scale import lut_statistics
-            from hw.scale import rom_style
+            from pezo.golden.rng.scale import lut_statistics
+            from pezo.hw.rng.scale import rom_style
             out.update(rom_style=rom_style(config), lut_statistics=lut_statistics(config))
     elif config.strategy == "pregen":
         bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
@@ -226,7 +234,7 @@ def engine_report(config, use_cache: bool = True) -> dict:
     cycle bound."""
     from amaranth.back import verilog
 
-    from hw.engine import ZOEngine
+    from pezo.hw.engine.zo_engine import ZOEngine
 
     resources = _cached_synthesis(
         engine_key(config), ENGINE_TOP,

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sim.runner import cache_dir
+from pezo.sim.runner import cache_dir
 
 YOSYS_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
                 "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; "

@@ -1,14 +1,8 @@
-"""pezo golden model: the NumPy definition of every hardware block's arithmetic.
+"""pezo.golden: the NumPy definition of everything pezo computes, bit-exact.
 
-Nothing here imports the rest of pezo; ``hw`` builds circuits that must match these
-functions bit for bit, and ``sim`` proves that they do.
+Rooms: ``config`` (the one frozen config), ``rng`` (twins of hw.rng: LFSR, URNG array, pool, scale LUT,
+Gaussian baseline, the perturbation stream), ``engine`` (twins of hw.engine: INT8 arithmetic, the ZO step),
+``host`` (twin of hw.host: the register map), ``losses``, ``lm`` (MiniLM, datasets, probe), ``zo`` (perturbation
+families, MeZO, trainers, sweeps), ``methods`` (the other seeds' methods). Nothing here imports hw, sim, boards
+or cli (an import-linter contract checks it).
 """
-
-from .config import PerturbConfig, STRATEGIES
-from .lfsr import LFSR_TAPS, lfsr_next, lfsr_jump, lfsr_period, offset_to_signed
-from .urng import URNGArray, URNGSnapshot
-
-__all__ = [
-    "PerturbConfig", "STRATEGIES", "LFSR_TAPS", "lfsr_next", "lfsr_jump", "lfsr_period",
-    "offset_to_signed", "URNGArray", "URNGSnapshot",
-]

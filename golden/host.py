@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import PerturbConfig
-from .perturb import PerturbationStream, stream_lanes
+from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
 
 HOST_ID = 0x50455A4F  # "PEZO"
 HOST_VERSION = 1

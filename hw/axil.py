@@ -22,7 +22,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from golden.host import RESP_OKAY, RESP_SLVERR, Register
+from pezo.golden.host import RESP_OKAY, RESP_SLVERR, Register
 
 DATA_BITS = 32
 

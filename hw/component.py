@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from amaranth.lib import wiring
 
-from golden.config import PerturbConfig
+from pezo.golden.config import PerturbConfig
 
 
 class ConfigSignature(wiring.Signature):

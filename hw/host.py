@@ -11,13 +11,13 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
+from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
                          STATUS_BUSY, STATUS_DONE, STATUS_SIGN, STATUS_VALID, STRATEGY_IDS, addr_width,
                          register_map)
-from golden.perturb import stream_lanes
-from hw.axil import AXI4LiteRegisters, AXI4LiteSignature
-from hw.component import ConfigComponent, ConfigSignature
-from hw.pe_array import tree_sum
+from pezo.golden.rng.perturb import stream_lanes
+from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
+from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.pe_array import tree_sum
 
 
 def _bit(mask: int) -> int:
@@ -34,7 +34,7 @@ class StreamHost(ConfigComponent):
             return {"s_axil": In(AXI4LiteSignature(addr_width(config))), "leds": Out(8)}
 
     def elaborate(self, platform):
-        from hw.perturb import PerturbationStream
+        from pezo.hw.rng.perturb import PerturbationStream
 
         m = Module()
         cfg = self.config

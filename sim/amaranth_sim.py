@@ -5,7 +5,7 @@ from __future__ import annotations
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from sim.benches import make_bench
+from pezo.sim.benches import make_bench
 
 
 def check_against_golden(bench_name: str, config, cycles: int, stim_seed: int = 1) -> int:
@@ -65,7 +65,7 @@ class AmaranthIO:
 def run_engine_host(config, host):
     """Run ``await host(io)`` against ``hw.engine.ZOEngine(config)`` on Amaranth's simulator (after one
     edge in reset) and return its result."""
-    from hw.engine import ZOEngine
+    from pezo.hw.engine.zo_engine import ZOEngine
 
     dut = ZOEngine(config)
     top = Module()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from golden.config import PerturbConfig
+from pezo.golden.config import PerturbConfig
 
 
 def pack(values, width: int) -> int:
@@ -36,7 +36,7 @@ class URNGBench:
     most saves landing at pointer != 0 where they must be ignored)."""
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from golden.urng import URNGArray
+        from pezo.golden.rng.urng import URNGArray
         self.config = config
         self.model = URNGArray(config)
         self.rng = random.Random(seed)
@@ -47,7 +47,7 @@ class URNGBench:
         self.saves = self.restores = 0
 
     def component(self):
-        from hw.urng import URNGArray
+        from pezo.hw.rng.urng import URNGArray
         return URNGArray(self.config)
 
     def expected(self) -> dict[str, int]:
@@ -93,7 +93,7 @@ class PoolBench:
     inputs = ("en", "restore", "next_perturbation")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from golden.pool import PoolReader
+        from pezo.golden.rng.pool import PoolReader
         self.config = config
         self.model = PoolReader(config)
         self.rng = random.Random(seed)
@@ -101,7 +101,7 @@ class PoolBench:
         self.restores = self.perturbations = 0
 
     def component(self):
-        from hw.pool import PoolReader
+        from pezo.hw.rng.pool import PoolReader
         return PoolReader(self.config, values=self.model.values)
 
     def expected(self) -> dict[str, int]:
@@ -135,14 +135,14 @@ class ScaleBench:
     inputs = ("state", "read")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from golden.scale import ScaleLUTReader
+        from pezo.golden.rng.scale import ScaleLUTReader
         self.config = config
         self.model = ScaleLUTReader(config)
         self.rng = random.Random(seed)
         self.shifts_seen = set()
 
     def component(self):
-        from hw.scale import ScaleLUT
+        from pezo.hw.rng.scale import ScaleLUT
         return ScaleLUT(self.config, lut=self.model.lut)
 
     def expected(self) -> dict:
@@ -173,7 +173,7 @@ class GaussianBench:
     the statistical tests (``golden.grng.sample_statistics``)."""
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from golden.grng import GaussianArray
+        from pezo.golden.rng.grng import GaussianArray
         self.config = config.replace(rewind=True)
         self.model = GaussianArray(self.config)
         self.rng = random.Random(seed)
@@ -184,15 +184,15 @@ class GaussianBench:
         self.saves = self.restores = 0
 
     def component(self):
-        from hw.grng import GaussianArray
+        from pezo.hw.rng.grng import GaussianArray
         return GaussianArray(self.config)
 
     def expected(self) -> dict[str, int]:
-        from golden.grng import GRNG_BITS
+        from pezo.golden.rng.grng import GRNG_BITS
         return {"lanes": pack(self.model.lanes(), GRNG_BITS)}
 
     def decode(self, port: str, word: int):
-        from golden.grng import GRNG_BITS
+        from pezo.golden.rng.grng import GRNG_BITS
         return unpack(word, GRNG_BITS, self.config.lanes, signed=True)
 
     def drive(self, cycle: int) -> dict[str, int]:
@@ -217,7 +217,7 @@ class GaussianBench:
 
     def statistics(self) -> dict:
         import numpy as np
-        from golden.grng import sample_statistics
+        from pezo.golden.rng.grng import sample_statistics
         return sample_statistics(np.concatenate(self.samples)) if self.samples else {}
 
     def summary(self) -> dict:
@@ -236,7 +236,7 @@ class StreamBench:
     inputs = ("en", "next", "rewind", "sign")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from golden.perturb import PerturbationStream, stream_lanes
+        from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
         self.config = config
         self.model = PerturbationStream(config)
         self.rng = random.Random(seed)
@@ -253,16 +253,16 @@ class StreamBench:
         return script
 
     def component(self):
-        from hw.perturb import PerturbationStream
+        from pezo.hw.rng.perturb import PerturbationStream
         return PerturbationStream(self.config)
 
     def expected(self) -> dict:
-        from golden.perturb import STREAM_BITS
+        from pezo.golden.rng.perturb import STREAM_BITS
         return {"valid": int(self.model.valid),
                 "lanes": pack(self.model.lanes(), STREAM_BITS) if self.model.valid else None}
 
     def decode(self, port: str, word: int):
-        from golden.perturb import STREAM_BITS
+        from pezo.golden.rng.perturb import STREAM_BITS
         return unpack(word, STREAM_BITS, self.lanes, signed=True) if port == "lanes" else [word]
 
     def drive(self, cycle: int) -> dict[str, int]:

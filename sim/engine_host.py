@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden.engine import G_BITS, EngineConfig, ZOEngine
-from golden.int8 import requantize
-from golden.int8_head import Int8TrainConfig, update_scale
-from hw.engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
-from sim.benches import pack, unpack
+from pezo.golden.engine.zo_engine import G_BITS, EngineConfig, ZOEngine
+from pezo.golden.engine.int8 import requantize
+from pezo.golden.zo.int8_head import Int8TrainConfig, update_scale
+from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
+from pezo.sim.benches import pack, unpack
 
 MAX_OP_CYCLES = 1 << 20
 

@@ -16,9 +16,9 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from golden.int8_head import Int8TrainConfig
-from sim.engine_host import zo_training
-from sim.scoreboard import start_and_reset
+from pezo.golden.zo.int8_head import Int8TrainConfig
+from pezo.sim.engine_host import zo_training
+from pezo.sim.scoreboard import start_and_reset
 
 
 class CocotbIO:

@@ -12,8 +12,8 @@ import os
 import cocotb
 from cocotb.triggers import FallingEdge
 
-from sim.benches import make_bench
-from sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
+from pezo.sim.benches import make_bench
+from pezo.sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
 
 
 def port_value(handle) -> int:

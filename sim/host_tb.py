@@ -16,9 +16,9 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, RESULT_BASE, STATUS_DONE,
+from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, RESULT_BASE, STATUS_DONE,
                          STATUS_VALID, StreamHost, register_map)
-from sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
+from pezo.sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
 
 STATUS, SUM, COUNT, G, CONTROL, STEP, CYCLES = 0x14, 0x28, 0x18, 0x1C, 0x10, 0x20, 0x24
 

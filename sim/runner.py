@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from golden.config import cache_dir  # re-exported: the one cache root
+from pezo.golden.config import cache_dir  # re-exported: the one cache root
 
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = ("1ns", "1ps")
@@ -146,7 +146,7 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
     ``expect_config`` (default ``config``) is what the golden side is told: a different one is how the
     tests prove the scoreboard catches a mismatch.
     """
-    from sim.benches import make_bench
+    from pezo.sim.benches import make_bench
 
     top = f"pezo_{bench}"
     build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
@@ -155,7 +155,7 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file = build_dir / "result.json"
     result_file.unlink(missing_ok=True)
-    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.golden_tb", simulator=simulator,
+    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.golden_tb", simulator=simulator,
                         build_dir=build_dir,
                         extra_env={"PEZO_BENCH": bench, "PEZO_CYCLES": str(cycles), "PEZO_STIM_SEED": str(seed),
                                    "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
@@ -168,7 +168,7 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
     ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
-    from hw.host import StreamHost
+    from pezo.hw.host import StreamHost
 
     top = "pezo_stream_host"
     build_dir = Path(build_dir).resolve()
@@ -176,7 +176,7 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file = build_dir / "result.json"
     result_file.unlink(missing_ok=True)
-    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.host_tb", simulator=simulator,
+    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.host_tb", simulator=simulator,
                         build_dir=build_dir,
                         extra_env={"PEZO_STEPS": str(steps), "PEZO_STIM_SEED": str(seed),
                                    "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
@@ -193,7 +193,7 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
     is told (to prove that a mismatch is caught)."""
     import numpy as np
 
-    from hw.engine import ZOEngine
+    from pezo.hw.engine.zo_engine import ZOEngine
 
     top = "pezo_zo_engine"
     build_dir = Path(build_dir).resolve()
@@ -210,7 +210,7 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
     env = {"PEZO_TRAIN": json.dumps((expect_train or train).to_dict()), "PEZO_ENGINE_DATA": str(data_file),
            "PEZO_RESULT": str(result_file)}
     try:
-        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="sim.engine_tb",
+        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.engine_tb",
                             simulator=simulator, build_dir=build_dir, extra_env=env)
     except AssertionError:
         if not result_file.exists():

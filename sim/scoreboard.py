@@ -10,7 +10,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from golden.config import PerturbConfig
+from pezo.golden.config import PerturbConfig
 
 
 def config_from_env() -> PerturbConfig:

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from sim.runner import PROJECT_ROOT, available_simulators
+from pezo.sim.runner import PROJECT_ROOT, available_simulators
 
 SIM_BUILD = PROJECT_ROOT / "build" / "sim"
 
@@ -32,3 +32,36 @@ def require_simulator(simulators):
             pytest.fail(message + " and PEZO_REQUIRE_SIMULATORS requires it")
         pytest.skip(message)
     return check
+
+
+@pytest.fixture(scope="session")
+def sim_build():
+    """Where RTL simulations build (per case and simulator below it): build/sim in the checkout."""
+    return SIM_BUILD
+
+
+@pytest.fixture(scope="session")
+def gf2_x_power_mod():
+    """x^exponent mod poly over GF(2) (int bitmasks): the independent primitivity oracle for LFSR polynomials."""
+    return _x_power_mod
+
+
+def _x_power_mod(exponent, poly, degree):
+    """x^exponent mod poly over GF(2), polynomials as int bitmasks."""
+    def mulmod(a, b):
+        r = 0
+        while b:
+            if b & 1:
+                r ^= a
+            b >>= 1
+            a <<= 1
+            if a >> degree & 1:
+                a ^= poly
+        return r
+    result, base = 1, 2
+    while exponent:
+        if exponent & 1:
+            result = mulmod(result, base)
+        base = mulmod(base, base)
+        exponent >>= 1
+    return result

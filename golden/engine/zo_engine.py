@@ -1,0 +1,241 @@
+"""The on-chip ZO step of the INT8 PE array (twin of ``hw.engine``): configuration, arithmetic, cycles.
+
+Layer: ``logits[b, o] = sum_k x[b, k] * w[o, k]`` with int8 activations x [batch, inputs], int8 weights
+w [outputs, inputs] in [-127, 127] and exact int32 accumulators (``golden.int8``). No bias: the head
+is a bias-free linear map (L2-normalised sentence embeddings carry a common component that plays
+that role).
+
+Weight memory: ``outputs * inputs / cols`` words of ``cols`` int8 weights; word ``o * J + j``
+(J = inputs / cols) holds w[o, j*cols : (j+1)*cols]. The perturbation stream (``golden.perturb``,
+``cols`` lanes per cycle) is consumed in word order, so stream element ``i`` perturbs the flat
+row-major weight ``w.flat[i]`` (d = outputs * inputs, the perturbation order). The engine never pads:
+``inputs`` must be a multiple of ``cols`` and ``batch`` a multiple of ``rows`` (one clear error).
+
+One ZO step = two engine operations with the host in between:
+
+* ``forward_zo(x)`` -- NEXT (+epsilon), then per batch tile of ``rows`` examples a pass over the
+  weights with ``w' = sat(w + p)`` (p: the stream value, epsilon * z in weight LSBs;
+  sat: [-127, 127]), each tile after the first preceded by a REWIND(+); then REWIND(-epsilon) and the
+  same passes with the stream's negated values (``w' = sat(w - p)``). Returns both logit sets.
+  The perturbed weights exist only on the way from the weight memory into the PE array.
+* the host computes the loss difference and writes ``g``: signed Q8.16 (``G_BITS``, ``G_FRAC_BITS``),
+  the whole update scale lr * projected gradient / (epsilon-LSB * weight LSB); ``g_to_fixed`` rounds
+  half up and **saturates** to [-2^23, 2^23 - 1] (|g| < 128).
+* ``update(g)`` -- REWIND(+epsilon) replays the perturbation once more and rewrites every weight in
+  place: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (round half up, ``golden.int8``).
+
+``infer(x)`` is plain inference (no perturbation, stream untouched).
+
+Cycles (``hw.engine``): per batch tile and pass the array takes one weight word per cycle, i.e.
+``outputs * J`` cycles, so a step costs at least ``cycle_bound`` = 2 * B * |W| / (R * C) (the two
+forward passes) + |W| / C (the update pass, one word per cycle) + ``FORWARD_LATENCY`` +
+``UPDATE_LATENCY`` (pipeline fill/drain of the two operations). The measured count adds one cycle per
+stream command (NEXT/REWIND) and, for otf, the URNG array's alignment after NEXT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pezo.golden.config import EPS_SHIFT_RANGE, POOL_BITS_RANGE, MAX_POOL, PerturbConfig, check_int
+from pezo.golden.engine.int8 import MAX_INPUTS, WEIGHT_MAX, WEIGHT_MIN, check_int8, matmul, round_shift, saturate
+
+ENGINE_STRATEGIES = ("otf", "pregen")
+MAX_ROWS = 64
+MAX_COLS = 64
+MAX_OUTPUTS = 64
+MAX_BATCH = 4096
+G_BITS = 24
+G_FRAC_BITS = 16
+"""g is signed Q8.16 in 24 bits (|g| < 128): one DSP48E2 (27 x 18) per lane for g * p. A larger |g| would
+saturate every weight it touches anyway (|p| >= 1 and |w| <= 127)."""
+G_MIN, G_MAX = -(1 << (G_BITS - 1)), (1 << (G_BITS - 1)) - 1
+FORWARD_LATENCY = 4
+"""Cycles after the last weight word's issue until its logits are in the logit memory: weight and
+activation memory read, perturb + multiply, adder tree, accumulate (+ logit write)."""
+UPDATE_LATENCY = 2
+"""Cycles after the last weight word's read is issued until its new value is written back: memory read
++ g * p, round + saturate + write."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The ZO engine: an R x C INT8 MAC array over one linear layer, fed by a perturbation stream.
+
+    strategy  -- perturbation stream: otf (``cols`` LFSR URNGs + scale LUT) or pregen (BRAM pool).
+    rows      -- R, examples processed in parallel (rows of the array; the weight word is broadcast), 1..64.
+    cols      -- C, weights per cycle = stream lanes = MACs per row, 1..64.
+    inputs    -- K, layer inputs, a multiple of cols, up to 132 104 (int32 accumulation).
+    outputs   -- O, layer outputs (classes), 1..64.
+    batch     -- B, examples per ZO step, a multiple of rows, up to 4096.
+    rng_bits, seed -- otf: LFSR width (3..16 for the scale LUT) and master seed.
+    pool_size, pool_bits -- pregen: pool values N and bits per value.
+    eps_shift -- epsilon = 2^(12 - eps_shift) weight LSBs (``golden.perturb``), 0..24.
+    """
+
+    strategy: str = "otf"
+    rows: int = 8
+    cols: int = 8
+    inputs: int = 384
+    outputs: int = 2
+    batch: int = 16
+    rng_bits: int = 14
+    seed: int = 1
+    pool_size: int = 4095
+    pool_bits: int = 12
+    eps_shift: int = 10
+
+    def __post_init__(self):
+        if self.strategy not in ENGINE_STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(ENGINE_STRATEGIES)}, got {self.strategy!r}")
+        check_int("rows", self.rows, 1, MAX_ROWS)
+        check_int("cols", self.cols, 1, MAX_COLS)
+        check_int("inputs", self.inputs, 1, MAX_INPUTS)
+        if self.inputs % self.cols:
+            raise ValueError(f"cols={self.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
+                             "of cols (the array does not pad)")
+        check_int("outputs", self.outputs, 1, MAX_OUTPUTS)
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        if self.batch % self.rows:
+            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple "
+                             "of rows (the array does not pad)")
+        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
+        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
+        check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
+        self.perturb  # the stream's own checks (rng_bits, seed, n_rngs <= 2^b - 1, ...)
+        if self.strategy == "otf":
+            from pezo.golden.rng.scale import check_scalable
+            check_scalable(self.perturb)
+
+    @property
+    def perturb(self) -> PerturbConfig:
+        """The perturbation stream feeding the array: ``cols`` lanes, d = outputs * inputs."""
+        banks = 1 << min(3, (self.cols & -self.cols).bit_length() - 1)  # largest power of two <= 8 dividing cols
+        return PerturbConfig(strategy=self.strategy, n_rngs=self.cols, rng_bits=self.rng_bits, seed=self.seed,
+                             rewind=True, pool_size=self.pool_size, pool_bits=self.pool_bits, lanes=self.cols,
+                             banks=banks, perturb_dim=self.weights, eps_shift=self.eps_shift)
+
+    @property
+    def weights(self) -> int:
+        """|W| = outputs * inputs."""
+        return self.outputs * self.inputs
+
+    @property
+    def words_per_output(self) -> int:
+        """J = inputs / cols: weight words (cycles) per output neuron."""
+        return self.inputs // self.cols
+
+    @property
+    def weight_words(self) -> int:
+        return self.outputs * self.words_per_output
+
+    @property
+    def tiles(self) -> int:
+        """Batch tiles of ``rows`` examples per pass."""
+        return self.batch // self.rows
+
+    @property
+    def macs(self) -> int:
+        return self.rows * self.cols
+
+    def cycle_bound(self) -> int:
+        """2 * B * |W| / (R * C) + |W| / C + FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
+        return 2 * self.tiles * self.weight_words + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
+
+    def useful_mac_cycles(self) -> int:
+        """MAC-array cycles a step needs at full utilisation: 2 * B * |W| / (R * C)."""
+        return 2 * self.tiles * self.weight_words
+
+    def replace(self, **changes) -> "EngineConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def g_to_fixed(value: float) -> int:
+    """A real update scale -> signed Q8.16: floor(value * 2^16 + 1/2), saturated to [G_MIN, G_MAX]."""
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError("g must be a number, got NaN")
+    if math.isinf(value):
+        return G_MAX if value > 0 else G_MIN
+    scaled = math.floor(value * (1 << G_FRAC_BITS) + 0.5)
+    return int(min(max(scaled, G_MIN), G_MAX))
+
+
+def perturbed_weights(w, p) -> np.ndarray:
+    """sat(w + p, -127, 127): what the array multiplies (p already carries the pass's sign)."""
+    return saturate(np.asarray(w, dtype=np.int64) + np.asarray(p, dtype=np.int64), WEIGHT_MIN, WEIGHT_MAX)
+
+
+def updated_weights(w, p, g: int) -> np.ndarray:
+    """sat(w - round_shift(g * p, 16), -127, 127), g signed Q8.16 (int64 array)."""
+    check_int("g", g, G_MIN, G_MAX)
+    step = round_shift(int(g) * np.asarray(p, dtype=np.int64), G_FRAC_BITS)
+    return saturate(np.asarray(w, dtype=np.int64) - step, WEIGHT_MIN, WEIGHT_MAX)
+
+
+class ZOEngine:
+    """Operation-level model of ``hw.engine.ZOEngine``: weights, stream and the three operations.
+
+    The stream is the golden ``PerturbationStream``; a REWIND replays the current perturbation, so the
+    model draws each perturbation once (after NEXT) and reuses it for every later pass of that step --
+    the stream position afterwards equals the hardware's after its update pass (start + d / C vectors).
+    """
+
+    def __init__(self, config: EngineConfig, weights=None):
+        from pezo.golden.rng.perturb import PerturbationStream
+
+        if not isinstance(config, EngineConfig):
+            raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
+        self.config = config
+        self.stream = PerturbationStream(config.perturb)
+        shape = (config.outputs, config.inputs)
+        self.weights = np.zeros(shape, dtype=np.int64)
+        if weights is not None:
+            self.load_weights(weights)
+        self.perturbation = None  # p of the current step, [outputs, inputs] (+epsilon)
+        self.steps = 0
+
+    def load_weights(self, weights) -> None:
+        w = check_int8("weights", weights, WEIGHT_MIN, WEIGHT_MAX)
+        if w.shape != self.weights.shape:
+            raise ValueError(f"weights must have shape {self.weights.shape}, got {w.shape}")
+        self.weights = w.copy()
+
+    def _check_batch(self, x) -> np.ndarray:
+        x = check_int8("x", x)
+        want = (self.config.batch, self.config.inputs)
+        if x.shape != want:
+            raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
+        return x
+
+    def next_perturbation(self) -> np.ndarray:
+        """NEXT: the step's perturbation p (weight LSBs, +epsilon), shaped like the weights."""
+        self.stream.step(next=True, sign=False)
+        self.perturbation = self.stream.perturbation(self.config.weights).reshape(self.weights.shape)
+        self.steps += 1
+        return self.perturbation
+
+    def forward_zo(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """The +epsilon and -epsilon logits [batch, outputs] (int64) of a new perturbation."""
+        x = self._check_batch(x)
+        p = self.next_perturbation()
+        return (matmul(x, perturbed_weights(self.weights, p)),
+                matmul(x, perturbed_weights(self.weights, -p)))
+
+    def update(self, g: int) -> np.ndarray:
+        """Replay the current perturbation and update the weights in place (Q8.16 ``g``)."""
+        if self.perturbation is None:
+            raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
+        self.weights = updated_weights(self.weights, self.perturbation, g)
+        return self.weights
+
+    def infer(self, x) -> np.ndarray:
+        """Plain inference: logits [batch, outputs] of the stored weights."""
+        return matmul(self._check_batch(x), self.weights)

@@ -1,0 +1,153 @@
+"""One perturbation stream over the three strategies: what the PE array consumes, cycle by cycle.
+
+Output: ``stream_lanes(config)`` signed ``STREAM_BITS``-bit values per cycle (n_rngs for ``otf``,
+``lanes`` for ``pregen`` and ``gaussian``) and ``valid``. A value is ``+-R(x, a)``: the source's raw
+integer x, scaled by 2^a and rounded, then negated for -epsilon (so the -epsilon pass is the exact
+mirror of the +epsilon pass). ``R(x, a) = x * 2^a`` for a >= 0,
+else ``floor((x + 2^(-a-1)) / 2^-a)`` (round half up). The shift a puts the source in units of
+``2^-STREAM_FRAC_BITS`` and applies epsilon = 2^-eps_shift:
+
+=========  ===============================  =========================================
+strategy   source x (real value)            a
+=========  ===============================  =========================================
+otf        LFSR lane v, v / 2^(b-1)          k + 12 + 1 - b - eps_shift, k from the scale LUT
+pregen     pool value q, q / 2^(pool_bits-2) 12 + 2 - pool_bits - eps_shift
+gaussian   CLT output z, z / 2^8             12 - 8 - eps_shift
+=========  ===============================  =========================================
+
+So a value means ``+-epsilon * z`` in output LSBs with epsilon = 2^(12 - eps_shift) LSB. No value
+overflows 16 bits, so nothing saturates: otf |v| < 2^(b-1) and a <= 16 - b (k <= 3) give < 2^15;
+pregen |q| < 2^(pool_bits-1), a <= 14 - pool_bits give < 2^13; gaussian 1530 * 2^4 < 2^15; rounding
+right shifts only shrink magnitudes (``tests/test_perturb.py`` checks the extremes).
+
+Commands (inputs of a clock edge, priority ``next`` > ``rewind`` > ``en``; ``en`` counts only while
+``valid``): ``en`` consumes the vector on the port; ``next`` begins the next perturbation; ``rewind``
+returns to the start of the current one. ``sign`` (0: +epsilon, 1: -epsilon) is sampled on ``next``
+and ``rewind`` edges and holds for the pass (reset: +epsilon).
+
+* pregen: ``golden.pool.PoolReader`` (next: start <- start + d mod N; the next perturbation's
+  start does not depend on how much was consumed). ``valid`` from the first edge on.
+* gaussian: ``golden.grng.GaussianArray``; next saves the states (the vector on the port becomes
+  element 0), rewind restores them. ``valid`` from the first edge on.
+* otf: ``golden.urng.URNGArray`` with rewind. ``next`` enters *aligning*: the array advances
+  (valid = 0) until pointer == 0; on that edge it saves the states and the scale LUT reads
+  k = LUT[lane 0 state], and the next cycle is valid with element 0 on the port. So the next
+  perturbation starts at the first unconsumed vector, rounded up to the rotation (at most n cycles
+  lost). Reset is aligning with pointer 0: the first edge starts perturbation 0. A ``rewind`` while
+  aligning cancels it (back to the current perturbation's start, same k).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pezo.golden.config import PerturbConfig
+from pezo.golden.engine.int8 import round_shift
+
+STREAM_BITS = 16
+STREAM_FRAC_BITS = 12
+
+
+def stream_lanes(config: PerturbConfig) -> int:
+    """Values per cycle: one per RNG for ``otf``, ``config.lanes`` otherwise."""
+    return config.n_rngs if config.strategy == "otf" else config.lanes
+
+
+def scale_shift(config: PerturbConfig, k: int = 0) -> int:
+    """The net left shift a of the module docstring's table (k: the otf scale LUT entry)."""
+    from pezo.golden.rng.grng import GRNG_FRAC_BITS
+
+    if config.strategy == "otf":
+        return k + STREAM_FRAC_BITS + 1 - config.rng_bits - config.eps_shift
+    if config.strategy == "pregen":
+        return STREAM_FRAC_BITS + 2 - config.pool_bits - config.eps_shift
+    return STREAM_FRAC_BITS - GRNG_FRAC_BITS - config.eps_shift
+
+
+def scale_round(x, a: int):
+    """R(x, a): x * 2^a, or round half up of x / 2^-a (integers or int64 arrays)."""
+    if a >= 0:
+        return np.asarray(x, dtype=np.int64) << a
+    return round_shift(x, -a)
+
+
+def emit(x, a: int, negate: bool) -> np.ndarray:
+    """One stream value per source value: +-R(x, a)."""
+    p = scale_round(x, a)
+    return -p if negate else p
+
+
+class PerturbationStream:
+    """Cycle model of ``hw.perturb.PerturbationStream`` (see the module docstring)."""
+
+    def __init__(self, config: PerturbConfig):
+        if not isinstance(config, PerturbConfig):
+            raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+        self.config = config
+        self.valid = False
+        self.negate = False
+        if config.strategy == "otf":
+            from pezo.golden.rng.scale import scale_lut
+            from pezo.golden.rng.urng import URNGArray
+            self.source = URNGArray(config.replace(rewind=True))
+            self.lut = scale_lut(config)
+            self.aligning = True
+            self.k = 0  # the LUT's read register (undefined in RTL before the first read; valid = 0 then)
+        elif config.strategy == "pregen":
+            from pezo.golden.rng.pool import PoolReader
+            self.source = PoolReader(config)
+        else:
+            from pezo.golden.rng.grng import GaussianArray
+            self.source = GaussianArray(config)
+
+    def shift(self) -> int:
+        return scale_shift(self.config, self.k if self.config.strategy == "otf" else 0)
+
+    def lanes(self) -> np.ndarray:
+        """The values on the port this cycle (meaningful while ``valid``)."""
+        return emit(self.source.lanes(), self.shift(), self.negate)
+
+    def step(self, en: bool = False, next: bool = False, rewind: bool = False, sign: bool = False) -> None:
+        """One clock edge with the given inputs."""
+        if next or rewind:
+            self.negate = bool(sign)
+        consume = bool(en) and self.valid and not (next or rewind)
+        restore = bool(rewind) and not next
+        strategy = self.config.strategy
+        if strategy == "pregen":
+            self.source.step(en=consume, restore=restore, next_perturbation=bool(next))
+            self.valid = True
+        elif strategy == "gaussian":
+            self.source.step(en=consume, save=bool(next), restore=restore)
+            self.valid = True
+        else:
+            self._step_otf(consume, bool(next), restore)
+
+    def _step_otf(self, consume: bool, next: bool, restore: bool) -> None:
+        urng = self.source
+        start_now = self.aligning and urng.pointer == 0 and not (next or restore)
+        if start_now:
+            self.k = int(self.lut[int(urng.raw_lanes()[0])])
+        urng.step(en=consume or (self.aligning and urng.pointer != 0 and not (next or restore)),
+                  save=start_now, restore=restore)
+        if next:
+            self.aligning, self.valid = True, False
+        elif restore:
+            self.aligning, self.valid = False, True
+        elif self.aligning:
+            self.aligning = not start_now
+            self.valid = start_now
+
+    def perturbation(self, count: int | None = None) -> np.ndarray:
+        """Consume the current perturbation's first ``count`` values (default d) from the current
+        position, as a consumer asserting ``en`` every valid cycle would (the sampler view)."""
+        count = self.config.perturb_dim if count is None else count
+        out = []
+        got = 0
+        while got < count:
+            if self.valid:
+                vector = self.lanes()
+                out.append(vector)
+                got += len(vector)
+            self.step(en=True)
+        return np.concatenate(out)[:count]

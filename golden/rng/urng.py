@@ -1,0 +1,180 @@
+"""The URNG array: n maximal-length LFSRs with PeZO's shift rotation, cycle by cycle.
+
+Contract (``hw.urng.URNGArray`` matches it bit for bit)
+------------------------------------------------------
+* All n LFSRs use the same polynomial (``golden.lfsr``), so they run along one m-sequence at n
+  phases (``rng_phases``): a jittered grid. With spacing ``S = floor((2^b-1)/n)``, slot j = 1..n-1 is
+  ``j*S + U[0, S//2]``; RNG 0 sits at offset 0 (the master seed itself) and slots 1..n-1 are dealt
+  to RNGs 1..n-1 by a Fisher-Yates shuffle; all draws come from SplitMix64(seed). Any two RNGs stay
+  at least S/2 steps apart. Grid phases in index order would make a rotation almost a time shift
+  (a lane of a 32 x 14 array then repeats its own value 511 cycles later in 31 of 32 cycles); exact
+  multiples of S, even shuffled, leave 1/n of such repeats. ``tests/test_golden_urng.py`` checks both.
+* Positions: at cycle t, position p holds RNG ``(p + t) mod n``; ``pointer = t mod n`` names the RNG in
+  position 0. After each enabled cycle every RNG steps once and the RNG in position 0 moves to the end
+  (position p loads the next state of position p + 1; position n-1 loads that of position 0).
+  With ``rotate=False`` (the comparison baseline) position p always holds RNG p and the pointer stays 0.
+* Lanes: lane p of a cycle is the value of position p, ``state - 2^(b-1)`` (``lanes``), or the raw
+  offset-binary state (``raw_lanes``, what the hardware port carries).
+* Rewind (the seed trick): ``step(save=1)`` copies the current visible LFSR states (all positions)
+  into a shadow, but only when ``pointer == 0``; a save at any other cycle is ignored. Perturbation
+  starts are aligned to the rotation (a controller runs at most n-1 extra enabled cycles, discarding
+  their lanes, to get there), so the saved pointer is always 0 and the hardware stores n*b state bits
+  and no pointer. ``step(restore=1)`` makes the shadow the next state with pointer 0, taking priority
+  over ``en``. Save and restore in one cycle swap: the shadow takes the current state (if pointer is
+  0) and the array the old shadow. The shadow starts equal to the reset state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import math
+
+import numpy as np
+
+from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next_array, offset_to_signed
+
+
+@dataclass(frozen=True)
+class URNGSnapshot:
+    """The whole array state: LFSR states in position order, and the pointer."""
+
+    states: tuple[int, ...]
+    pointer: int
+
+
+def splitmix64(state: int) -> tuple[int, int]:
+    """One SplitMix64 step: returns (new_state, output), both 64-bit (fixed forever, unlike numpy streams)."""
+    state = (state + 0x9E3779B97F4A7C15) & _MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return state, z ^ (z >> 31)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def rng_phases(config: PerturbConfig) -> tuple[int, ...]:
+    """Phase (LFSR steps after the master seed) of RNG 0..n-1 at reset; see the module docstring."""
+    n = config.n_rngs
+    spacing = config.lfsr_period // n
+    state = config.seed
+    slots = []
+    for j in range(1, n):
+        state, draw = splitmix64(state)
+        slots.append(j * spacing + draw % (spacing // 2 + 1))
+    for i in range(len(slots) - 1, 0, -1):  # Fisher-Yates; modulo bias < 2^-50
+        state, draw = splitmix64(state)
+        j = draw % (i + 1)
+        slots[i], slots[j] = slots[j], slots[i]
+    return (0,) + tuple(slots)
+
+
+def initial_states(config: PerturbConfig) -> tuple[int, ...]:
+    """Reset states of RNG 0..n-1 (= positions 0..n-1 at cycle 0)."""
+    return tuple(lfsr_jump(config.seed, config.rng_bits, phase) for phase in rng_phases(config))
+
+
+class URNGArray:
+    """Cycle-accurate golden model of the rotating LFSR array (see the module docstring)."""
+
+    def __init__(self, config: PerturbConfig, rotate: bool = True):
+        if not isinstance(config, PerturbConfig):
+            raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
+        self.config = config
+        self.rotate = rotate
+        self.reset_snapshot = URNGSnapshot(initial_states(config), 0)
+        self.load(self.reset_snapshot)
+        self._shadow = self.reset_snapshot
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def pointer(self) -> int:
+        return self._pointer
+
+    def snapshot(self) -> URNGSnapshot:
+        return URNGSnapshot(tuple(int(s) for s in self._states), self._pointer)
+
+    def load(self, snapshot: URNGSnapshot) -> None:
+        self._states = np.array(snapshot.states, dtype=np.uint64)
+        self._pointer = snapshot.pointer
+
+    # -- outputs of the current cycle -------------------------------------------------------
+    def raw_lanes(self) -> np.ndarray:
+        """Offset-binary lane values (the LFSR states) in position order, uint64."""
+        return self._states.copy()
+
+    def lanes(self) -> np.ndarray:
+        """Signed lane values ``state - 2^(b-1)`` in position order, int64."""
+        return offset_to_signed(self._states, self.config.rng_bits)
+
+    # -- one clock edge ---------------------------------------------------------------------
+    def _advance(self) -> None:
+        nxt = lfsr_next_array(self._states, self.config.rng_bits)
+        if self.rotate:
+            self._states = np.roll(nxt, -1)
+            self._pointer = (self._pointer + 1) % self.config.n_rngs
+        else:
+            self._states = nxt
+
+    def step(self, en: bool = True, save: bool = False, restore: bool = False) -> None:
+        """Apply one rising clock edge with the given inputs."""
+        if (save or restore) and not self.config.rewind:
+            raise ValueError("save/restore need a config with rewind=True")
+        saved = self.snapshot() if save and self._pointer == 0 else None
+        if restore:
+            self.load(self._shadow)
+        elif en:
+            self._advance()
+        if saved is not None:
+            self._shadow = saved
+
+    def align(self) -> int:
+        """Advance (en=1) until ``pointer == 0``, the only cycle a save is honoured; return the steps."""
+        steps = (-self._pointer) % self.config.n_rngs
+        for _ in range(steps):
+            self._advance()
+        return steps
+
+    def run(self, cycles: int, raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Outputs of ``cycles`` consecutive enabled cycles, advancing the array after each.
+
+        Returns ``(lanes[cycles, n], pointers[cycles])``; lanes signed unless ``raw``.
+        """
+        n = self.config.n_rngs
+        out = np.empty((cycles, n), dtype=np.uint64)
+        pointers = np.empty(cycles, dtype=np.int64)
+        for t in range(cycles):
+            out[t] = self._states
+            pointers[t] = self._pointer
+            self._advance()
+        return (out if raw else offset_to_signed(out, self.config.rng_bits)), pointers
+
+
+def distinct_combinations(config: PerturbConfig) -> int:
+    """Distinct per-cycle lane tuples over a full period of the rotating array, exactly.
+
+    The tuple at cycle t depends on (t mod n, t mod 2^b-1), so at most lcm(n, 2^b-1) tuples exist;
+    that is n(2^b-1), PeZO's claim, when gcd(n, 2^b-1) = 1. Tuples at t and t+D coincide iff for
+    d = D mod n the phase differences phi_k - phi_(k+d) are one constant c (mod 2^b-1) and D = c
+    (mod 2^b-1); each such d removes one residue class. Tiny arrays with n | 2^b-1 (n = 3, b = 4)
+    collapse this way; ``count_distinct_combinations`` brute-forces the same number.
+    """
+    n, period = config.n_rngs, config.lfsr_period
+    phases = rng_phases(config)
+    g = math.gcd(n, period)
+    repeats = 0
+    for d in range(n):
+        diffs = {(phases[k] - phases[(k + d) % n]) % period for k in range(n)}
+        if len(diffs) == 1 and (next(iter(diffs)) - d) % g == 0:
+            repeats += 1
+    return math.lcm(n, period) // repeats
+
+
+def count_distinct_combinations(config: PerturbConfig, rotate: bool = True) -> int:
+    """Brute force: distinct per-cycle lane tuples over one full period of the (rotating) array."""
+    cycles = config.n_rngs * config.lfsr_period if rotate else config.lfsr_period
+    lanes, _ = URNGArray(config, rotate=rotate).run(cycles, raw=True)
+    return len(np.unique(lanes, axis=0))

@@ -1,0 +1,354 @@
+"""One sampler interface for the five perturbation families the MeZO trainer can use.
+
+``make_sampler(family, dim, seed, **options)`` returns a ``Sampler`` whose ``segment(index, offset,
+size)`` is ``z[offset:offset+size]`` (float32) of perturbation number ``index`` (MeZO's step seed: the
+trainer asks for ``index = step * q + query``). Values are a pure function of ``(family, dim, seed,
+options, index, offset, size)``: a sampler keeps no state that changes what it returns (its only
+mutable member is a cache of scaled tables), so the +eps pass, the -eps pass and the update all
+regenerate the same z. A segment materialises its ``size`` float32 values and bounded scratch (the
+PeZO families: none beyond their tables of O(2^b + N + 2^16) entries; rademacher: one byte per value
+while unpacking bits), never a d-length array, so ZO training stays within a few percent of inference
+memory. (Building a pezo-otf sampler with scaling ``lut`` or ``exact`` runs ``golden.scale``'s FFT,
+which holds d int64 offsets for a moment; that is construction, not training.)
+
+=============  ==========================================================================================
+family         element j of perturbation t
+=============  ==========================================================================================
+gaussian       MeZO: N(0, 1), ``Generator(PCG64(SeedSequence([seed, t, offset]))).standard_normal``
+rademacher     +-1 with probability 1/2, same keying (random bytes, unpacked bits)
+uniform        PeZO Table 3 "naive uniform": U(-1, 1), same keying, no modulus scaling
+pezo-pregen    PeZO pre-generation: ``pool[(t*d + j) mod N]``, the BRAM pool ``golden.pool.pool_values``
+               in real units ``q / 2^(pool_bits-2)`` (pre-scaled to E||z|| of a d-dim Gaussian)
+pezo-otf       PeZO on-the-fly: lane ``j mod n`` of relative cycle ``j // n`` of the rotating URNG array
+               (``golden.urng``) started at perturbation t's aligned cycle, ``v / 2^(b-1)``, times the
+               adaptive modulus scale (``golden.scale``): 2^k from the LUT (default), Eq. 3's exact
+               factor, or 1
+=============  ==========================================================================================
+
+Keying of the NumPy families. ``gaussian``, ``rademacher`` and ``uniform`` seed one generator per
+*segment*, keyed by the segment's offset, so a segment is random access; the values therefore depend
+on the trainer's tensor partition (a segment of ``(t, 0, 10)`` is not the first half of ``(t, 0, 20)``).
+The trainer's partition is fixed (one segment per parameter tensor, in parameter order), so this is
+exactly MeZO's behaviour, whose per-parameter ``torch.normal`` calls also depend on the tensor shapes.
+``uniform`` has E z_j^2 = 1/3, so its norm is about sqrt(d/3), a factor sqrt(3) below Gaussian's
+E||z|| ~ sqrt(d): the un-scaled baseline PeZO's Table 3 shows failing.
+
+The PeZO families reproduce the hardware stream (``golden.perturb.PerturbationStream``) value for
+value: the stream's integer for element j of perturbation t is ``z * 2^(12 - eps_shift)`` (rounded
+half up by ``golden.perturb.scale_round`` when the stream's shift is negative), for a consumer that
+takes each perturbation's d values (``en`` on every valid cycle) and then pulses ``next``.
+
+* pezo-pregen: leftover-shift reuse, ``start_t = t*d mod N`` (``PoolReader``: next perturbation
+  starts d values after the current start, whatever was consumed).
+* pezo-otf: after reset the first edge starts perturbation 0 at array cycle 0 (pointer 0, RNG 0 at
+  m-sequence index 0, the seed). A perturbation consumes ``C = ceil(d/n)`` enabled cycles; the ``next``
+  edge does not advance the array; the aligner then advances it to the next multiple of n (the edge
+  on which the pointer is 0 saves the states and reads the LUT, without advancing). So perturbation
+  t starts after ``A_t = t * n * ceil(C / n) = t * n * ceil(d / n^2)`` enabled cycles, and RNG 0 then
+  sits at m-sequence index::
+
+      e_t = t * n * ceil(d / n^2)  mod  (2^b - 1)
+
+  Element j is the signed m-sequence value at ``(e_t + element_offsets[j]) mod (2^b - 1)``
+  (``golden.scale.element_offsets``), and the LUT shift is ``scale_lut[msequence[e_t]]`` (RNG 0's
+  state at the start, the LUT address of the hardware).
+
+Parameter policy (bad input raises one ``ValueError`` naming the parameter and its allowed range):
+unknown family; ``dim`` outside 1..2^31-1; ``seed`` outside 0..2^64-1 (NumPy families) or outside
+PerturbConfig's 1..2^b-1 (PeZO families, b = ``rng_bits``, default 14, also for the pool's seed);
+``index < 0``; a segment outside 0..dim; an option the family does not take; ``pool_size``,
+``pool_bits``, ``n_rngs``, ``rng_bits`` outside PerturbConfig's ranges (its own error); ``rng_bits`` >
+16 for pezo-otf (the LUT and the value table have 2^b entries); ``scaling`` not in ``SCALINGS``.
+PeZO (Sec. 3.1) sizes pools and RNG arrays as 2^k - 1 because layer sizes are powers of two: a
+power-of-two ``pool_size`` or ``n_rngs`` (>= 2) warns with ``PowerOfTwoWarning``. Configurations under
+which every perturbation is the same vector are errors: a ``pool_size`` dividing ``dim`` (start_t =
+0 for all t), and an otf start step ``n * ceil(d / n^2)`` that is a multiple of ``2^b - 1``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
+from pezo.golden.rng.lfsr import offset_to_signed
+
+FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")
+SCALINGS = ("lut", "exact", "none")
+"""pezo-otf scaling: the hardware's power-of-two LUT, PeZO Eq. 3's exact factor, or none (ablation)."""
+
+MAX_SEED = (1 << 64) - 1
+MAX_INDEX = (1 << 63) - 1
+OTF_MAX_RNG_BITS = 16  # = golden.scale.MAX_SCALE_RNG_BITS; also bounds the 2^b-entry value table
+OTF_CHUNK = 1 << 16
+"""Target elements per precomputed otf offset chunk (rounded to a multiple of n^2, at most d)."""
+
+
+def _check_int(name: str, value, lo: int, hi: int) -> int:
+    """``check_int`` that also accepts NumPy integers (a trainer's step counters often are)."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    return check_int(name, value, lo, hi)
+
+
+class PowerOfTwoWarning(UserWarning):
+    """A pool size or RNG count that is a power of two (PeZO advises 2^k - 1)."""
+
+
+def _is_power_of_two(x: int) -> bool:
+    return x >= 2 and x & (x - 1) == 0
+
+
+class Sampler:
+    """Base class: perturbation number ``index`` of dimension ``dim``, random access by segment."""
+
+    family: str = ""
+
+    def __init__(self, dim: int, seed: int):
+        self.dim = check_int("dim", dim, 1, MAX_PERTURB_DIM)
+        self.seed = seed
+
+    # -- public interface ------------------------------------------------------------------------
+    def segment(self, index: int, offset: int, size: int) -> np.ndarray:
+        """float32 ``z[offset:offset+size]`` of perturbation ``index``."""
+        index = _check_int("index", index, 0, MAX_INDEX)
+        offset = _check_int("offset", offset, 0, self.dim)
+        size = _check_int("size", size, 0, self.dim - offset)
+        return self._segment(index, offset, size)
+
+    def perturbation(self, index: int) -> np.ndarray:
+        """The whole perturbation: ``segment(index, 0, dim)``."""
+        return self.segment(index, 0, self.dim)
+
+    def options(self) -> dict:
+        return {}
+
+    def describe(self) -> dict:
+        """Family, dimension, seed and options (JSON-able), plus cheap statistics."""
+        return {"family": self.family, "dim": self.dim, "seed": self.seed, "options": self.options()}
+
+    def __repr__(self) -> str:
+        opts = "".join(f", {k}={v!r}" for k, v in self.options().items())
+        return f"make_sampler({self.family!r}, {self.dim}, seed={self.seed}{opts})"
+
+    def _segment(self, index: int, offset: int, size: int) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _NumpySampler(Sampler):
+    """NumPy-generated families, one PCG64 stream per (seed, index, offset)."""
+
+    def __init__(self, dim: int, seed: int):
+        super().__init__(dim, check_int("seed", seed, 0, MAX_SEED))
+
+    def _rng(self, index: int, offset: int) -> np.random.Generator:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([self.seed, index, offset])))
+
+
+class GaussianSampler(_NumpySampler):
+    """MeZO's z ~ N(0, I): float32 ziggurat draws, one generator per segment."""
+
+    family = "gaussian"
+
+    def _segment(self, index, offset, size):
+        return self._rng(index, offset).standard_normal(size, dtype=np.float32)
+
+
+class RademacherSampler(_NumpySampler):
+    """+-1 each with probability 1/2: one random bit per value (bytes unpacked, bit 1 -> -1)."""
+
+    family = "rademacher"
+    _SIGNS = np.array([1.0, -1.0], dtype=np.float32)
+
+    def _segment(self, index, offset, size):
+        raw = np.frombuffer(self._rng(index, offset).bytes((size + 7) // 8), dtype=np.uint8)
+        bits = np.unpackbits(raw, count=size)
+        return np.take(self._SIGNS, bits)
+
+
+class UniformSampler(_NumpySampler):
+    """Naive uniform U(-1, 1) (PeZO Table 3), no modulus scaling: E||z||^2 = d/3."""
+
+    family = "uniform"
+
+    def _segment(self, index, offset, size):
+        out = self._rng(index, offset).random(size, dtype=np.float32)  # [0, 1)
+        out *= 2.0
+        out -= 1.0
+        return out
+
+
+class PregenSampler(Sampler):
+    """PeZO pre-generation: the BRAM pool with leftover-shift reuse (see the module docstring)."""
+
+    family = "pezo-pregen"
+
+    def __init__(self, dim: int, seed: int = 1, pool_size: int = 4095, pool_bits: int = 12):
+        super().__init__(dim, seed)
+        from pezo.golden.rng.pool import pool_values
+
+        self.config = PerturbConfig(strategy="pregen", pool_size=pool_size, pool_bits=pool_bits, seed=seed,
+                                    perturb_dim=dim, lanes=1, banks=1)
+        if dim % pool_size == 0:
+            raise ValueError(f"pool_size must not divide dim={dim} (every perturbation would be the "
+                             f"same vector), got {pool_size}")
+        if _is_power_of_two(pool_size):
+            warnings.warn(f"pool_size={pool_size} is a power of two; PeZO advises 2^k - 1 "
+                          f"(e.g. {pool_size - 1})", PowerOfTwoWarning, stacklevel=3)
+        pool = pool_values(self.config).astype(np.float32) / np.float32(1 << (pool_bits - 2))
+        self.pool = pool
+        self._table = np.concatenate([pool, pool])  # any window of <= N values is one slice
+
+    def start(self, index: int) -> int:
+        """Pool address of element 0 of perturbation ``index``: index * d mod N."""
+        return index * self.dim % self.config.pool_size
+
+    def options(self):
+        return {"pool_size": self.config.pool_size, "pool_bits": self.config.pool_bits}
+
+    def describe(self):
+        out = super().describe()
+        out["distinct_perturbations"] = self.config.pool_distinct_perturbations
+        return out
+
+    def _segment(self, index, offset, size):
+        n = self.config.pool_size
+        s = (index * self.dim + offset) % n
+        out = np.empty(size, dtype=np.float32)
+        head = min(n, size)
+        out[:head] = self._table[s:s + head]
+        filled = head
+        while filled < size:  # out[i + N] = out[i]: doubling copies
+            count = min(filled, size - filled)
+            out[filled:filled + count] = out[:count]
+            filled += count
+        return out
+
+
+class OtfSampler(Sampler):
+    """PeZO on-the-fly: the rotating URNG array with adaptive modulus scaling (module docstring).
+
+    Fast path: element j = c*C + i (C a multiple of n^2) sits at m-sequence offset
+    ``c*C/n + rel[i]`` with ``rel = element_offsets[:C]`` unreduced (the offsets of a block n^2 later
+    are n larger, mod P), so a chunk is one ``np.take`` from a float32 table of the signed sequence
+    tiled to ``2P + C/n`` values, starting at ``(e_t + c*C/n) mod P``; only C int offsets are stored.
+    """
+
+    family = "pezo-otf"
+
+    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut"):
+        super().__init__(dim, seed)
+        from pezo.golden.rng.scale import msequence
+        from pezo.golden.rng.urng import rng_phases
+
+        self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim)
+        check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)
+        if scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
+        n, period = n_rngs, self.config.lfsr_period
+        self.scaling = scaling
+        self.start_step = n * -(-dim // (n * n))
+        if self.start_step % period == 0:
+            raise ValueError(f"n_rngs={n} and rng_bits={rng_bits} give a start step n*ceil(dim/n^2) = "
+                             f"{self.start_step}, a multiple of 2^rng_bits - 1 = {period}: every "
+                             f"perturbation of dim={dim} would be the same vector")
+        if _is_power_of_two(n):
+            warnings.warn(f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})",
+                          PowerOfTwoWarning, stacklevel=3)
+        self.msequence = msequence(self.config)
+        block = n * n
+        self.chunk = min(dim, max(1, OTF_CHUNK // block) * block)
+        phases = np.array(rng_phases(self.config), dtype=np.intp)
+        i = np.arange(self.chunk, dtype=np.intp)
+        t, p = i // n, i % n
+        self._rel = t + phases[(p + t) % n]  # < chunk/n + P
+        self._chunk_step = self.chunk // n  # offset advance per chunk (only used when chunk % n^2 == 0)
+        length = 2 * period + self._chunk_step + 1
+        signed = offset_to_signed(self.msequence.astype(np.int64), rng_bits).astype(np.float32)
+        signed /= np.float32(1 << (rng_bits - 1))
+        self._base = signed[np.arange(length) % period]
+        self._lut = self._factors = None
+        if scaling == "lut":
+            from pezo.golden.rng.scale import scale_lut
+            self._lut = scale_lut(self.config)
+        elif scaling == "exact":
+            from pezo.golden.rng.scale import exact_factors
+            self._factors = exact_factors(self.config)
+        self._tables: dict[float, np.ndarray] = {}  # scaled copies of _base (a cache, not state)
+
+    def start_index(self, index: int) -> int:
+        """m-sequence index e_t of RNG 0 at perturbation ``index``'s start: t * n * ceil(d/n^2) mod P."""
+        return index * self.start_step % self.config.lfsr_period
+
+    def scale_factor(self, index: int) -> float:
+        """The factor applied to perturbation ``index``: 2^k (lut), Eq. 3 (exact) or 1 (none)."""
+        e = self.start_index(index)
+        if self._lut is not None:
+            return float(2 ** int(self._lut[self.msequence[e]]))
+        if self._factors is not None:
+            return float(self._factors[e])
+        return 1.0
+
+    def scale_shift(self, index: int) -> int:
+        """The LUT entry k of perturbation ``index`` (the hardware's shift), lut scaling only."""
+        if self._lut is None:
+            raise ValueError(f"scale_shift needs scaling='lut', got {self.scaling!r}")
+        return int(self._lut[self.msequence[self.start_index(index)]])
+
+    def options(self):
+        return {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
+
+    def describe(self):
+        out = super().describe()
+        period = self.config.lfsr_period
+        out["start_step"] = self.start_step
+        out["distinct_perturbations"] = period // math.gcd(self.start_step, period)
+        return out
+
+    def _table(self, factor: float) -> np.ndarray:
+        table = self._tables.get(factor)
+        if table is None:
+            if len(self._tables) >= 8:
+                self._tables.clear()
+            table = self._base if factor == 1.0 else self._base * np.float32(factor)
+            self._tables[factor] = table
+        return table
+
+    def _segment(self, index, offset, size):
+        e = self.start_index(index)
+        table = self._table(self.scale_factor(index))
+        period, chunk, step, rel = self.config.lfsr_period, self.chunk, self._chunk_step, self._rel
+        out = np.empty(size, dtype=np.float32)
+        j, end = offset, offset + size
+        while j < end:
+            c, i = divmod(j, chunk)
+            count = min(chunk - i, end - j)
+            start = (e + c * step) % period
+            pos = j - offset
+            # indices are < len(table) - start by construction; "clip" skips the per-index bounds branch
+            np.take(table[start:], rel[i:i + count], out=out[pos:pos + count], mode="clip")
+            j += count
+        return out
+
+
+_CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, UniformSampler,
+                                        PregenSampler, OtfSampler)}
+# The keyword options each family takes (its make_sampler options).
+FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
+            "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling")}
+
+
+def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:
+    """The sampler of one family (``FAMILIES``); ``options`` are the family's keyword options:
+    pezo-pregen ``pool_size`` (4095), ``pool_bits`` (12); pezo-otf ``n_rngs`` (31), ``rng_bits`` (14),
+    ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``); the NumPy families take none."""
+    if family not in _CLASSES:
+        raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
+    allowed = FAMILY_OPTIONS[family]
+    for name in options:
+        if name not in allowed:
+            takes = f"takes only {', '.join(allowed)}" if allowed else "takes no options"
+            raise ValueError(f"{name} is not an option of family {family!r} ({family} {takes})")
+    return _CLASSES[family](dim, seed, **options)

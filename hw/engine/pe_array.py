@@ -1,0 +1,105 @@
+"""The R x C INT8 MAC array and the requantisation unit (twins of ``golden.int8``).
+
+``PEArray``: every cycle one word of C int8 weights is broadcast to R rows; row r multiplies it
+lane by lane with its own C int8 activations (R * C int8 x int8 products), sums the C products with
+an adder tree and accumulates the sum in an int32 register. A dot product of J words arrives as J
+consecutive valid words, the first flagged ``first`` (the accumulator restarts) and the last
+``last`` (the R results leave on ``sums`` with ``out_valid`` and the word's ``tag``). Pipeline:
+products register -> adder-tree register -> accumulator, so results leave ``PE_LATENCY`` cycles after
+their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
+
+``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
+
+from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
+from pezo.hw.component import ConfigComponent, ConfigSignature
+
+PE_LATENCY = 3
+"""Cycles from a word on the inputs to its accumulator: products, adder tree, accumulate."""
+
+
+def int8_lanes(count: int) -> data.ArrayLayout:
+    return data.ArrayLayout(signed(8), count)
+
+
+def tree_sum(values):
+    """Balanced adder tree (each level one bit wider)."""
+    values = list(values)
+    while len(values) > 1:
+        pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        values = pairs + ([values[-1]] if len(values) % 2 else [])
+    return values[0]
+
+
+def saturate(value, lo: int, hi: int):
+    """Clamp a signed value to [lo, hi] (comparators and a mux)."""
+    return Mux(value < lo, lo, Mux(value > hi, hi, value))
+
+
+def requantize(m: Module, acc, shift, name: str = "requant"):
+    """int8 ``sat(round_shift(acc, shift), -127, 127)`` of a signed ``acc`` and unsigned ``shift``
+    (0..31): ``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits, round half up."""
+    half = Signal(unsigned(32), name=f"{name}_half")
+    m.d.comb += half.eq((1 << shift) >> 1)
+    wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
+    m.d.comb += wide.eq((acc + half) >> shift)
+    out = Signal(signed(8), name=name)
+    m.d.comb += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
+    return out
+
+
+class PEArray(ConfigComponent):
+    """Ports: ``valid``, ``first``, ``last``, ``tag`` (any unsigned width the engine needs: ``tag_bits``),
+    ``weights`` (C x int8), ``acts`` (R x C x int8) in; ``out_valid``, ``out_tag``, ``sums``
+    (R x int32) out. Contract in the module docstring."""
+
+    class Signature(ConfigSignature):
+        config_type = EngineConfig
+
+        def members_for(self, config):
+            tag = unsigned(tag_bits(config))
+            return {"valid": In(1), "first": In(1), "last": In(1), "tag": In(tag),
+                    "weights": In(int8_lanes(config.cols)),
+                    "acts": In(data.ArrayLayout(int8_lanes(config.cols), config.rows)),
+                    "out_valid": Out(1), "out_tag": Out(tag),
+                    "sums": Out(data.ArrayLayout(signed(ACC_BITS), config.rows))}
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        # stage 1: R x C products (int16)
+        products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
+        for r in range(cfg.rows):
+            for c in range(cfg.cols):
+                m.d.sync += products[r][c].eq(self.weights[c] * self.acts[r][c])
+        v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
+        m.d.sync += [v1.eq(self.valid), f1.eq(self.first), l1.eq(self.last), t1.eq(self.tag)]
+        # stage 2: one adder tree per row
+        width = 16 + max(1, (cfg.cols - 1).bit_length())
+        row_sums = [Signal(signed(width), name=f"row_sum_{r}") for r in range(cfg.rows)]
+        for r in range(cfg.rows):
+            m.d.sync += row_sums[r].eq(tree_sum(products[r]))
+        v2, f2, l2, t2 = Signal(), Signal(), Signal(), Signal.like(self.tag)
+        m.d.sync += [v2.eq(v1), f2.eq(f1), l2.eq(l1), t2.eq(t1)]
+        # stage 3: accumulate (restart on ``first``)
+        for r in range(cfg.rows):
+            acc = self.sums[r]
+            with m.If(v2):
+                m.d.sync += acc.eq(Mux(f2, 0, acc) + row_sums[r])
+        m.d.sync += [self.out_valid.eq(v2 & l2), self.out_tag.eq(t2)]
+        return m
+
+
+def tag_bits(config: EngineConfig) -> int:
+    """Bits of a logit-memory address: (pass * tiles + tile) * outputs + output, 2 passes."""
+    return max(1, (2 * config.tiles * config.outputs - 1).bit_length())
+
+
+SHIFT_BITS = SHIFT_RANGE[1].bit_length()

@@ -1,0 +1,180 @@
+"""The ZO engine (twin of ``golden.engine``): weight memory -> perturbation unit -> R x C INT8 MAC
+array, driven by one controller, with in-place update by replay.
+
+Datapath, one weight word (C weights) per cycle:
+
+* issue (S0): the controller reads weight word ``o * J + j`` and activation word ``tile * J + j`` (all
+  R rows at once) and, in a perturbed pass, consumes one stream vector into a register;
+* S1: forward -- each weight becomes ``sat(w + p, -127, 127)`` on its way into the ``PEArray`` (p = 0 in
+  plain inference; the stream negates p in the -epsilon pass); update -- ``g * p`` (g: Q8.16);
+* forward results leave the array ``PE_LATENCY`` cycles later and are written to the logit memory;
+  update: ``w - round_shift(g * p, 16)`` saturated is written back to the same word in S2.
+
+Operations (``op`` sampled with ``start`` while idle; ``busy`` until the operation is complete, then
+``done`` until the next ``start``; ``cycles`` counts the busy cycles of the last operation):
+
+* ``OP_FORWARD_ZO``: NEXT(+), the +epsilon pass over every batch tile (a REWIND(+) before each later
+  tile), REWIND(-), the -epsilon passes. Logits of pass s, example b, output o in the logit memory.
+* ``OP_UPDATE``: REWIND(+), one pass writing every weight back (``g`` sampled with ``start``).
+* ``OP_INFER``: plain inference of every tile into the pass-0 logits; the stream is not touched.
+
+Host ports (used while idle; ignored while busy): weight word write/read (``w_*``, read data one cycle
+after the address), activation writes per example and word (``x_*``), logit read (``logit_*``: the
+int32 logit one cycle after the address, and ``logit_q``, its int8 requantisation by ``requant_shift``).
+No perturbed weight is ever written to the weight memory: the only write path is the update.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from pezo.golden.engine.zo_engine import G_BITS, G_FRAC_BITS, UPDATE_LATENCY, FORWARD_LATENCY, EngineConfig
+from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.rng.perturb import STREAM_BITS
+from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, PEArray, int8_lanes, requantize, saturate, tag_bits
+from pezo.hw.rng.perturb import PerturbationStream, scale_round
+
+OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
+assert FORWARD_LATENCY == 1 + PE_LATENCY, "golden.engine.FORWARD_LATENCY must match the pipeline"
+
+
+def _bits(count: int) -> int:
+    return max(1, (count - 1).bit_length())
+
+
+class ZOEngine(ConfigComponent):
+    """The ZO engine of ``EngineConfig``; ports and semantics in the module docstring."""
+
+    class Signature(ConfigSignature):
+        config_type = EngineConfig
+
+        def members_for(self, cfg):
+            return {
+                "start": In(1), "op": In(2), "g": In(signed(G_BITS)),
+                "busy": Out(1), "done": Out(1), "cycles": Out(32),
+                "w_addr": In(unsigned(_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.cols)),
+                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.cols)),
+                "x_example": In(unsigned(_bits(cfg.batch))), "x_word": In(unsigned(_bits(cfg.words_per_output))),
+                "x_wdata": In(int8_lanes(cfg.cols)), "x_we": In(1),
+                "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.batch))),
+                "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
+            }
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        R, C, J, O, T = cfg.rows, cfg.cols, cfg.words_per_output, cfg.outputs, cfg.tiles
+        m.submodules.stream = stream = PerturbationStream(cfg.perturb)
+        m.submodules.pe = pe = PEArray(cfg)
+        m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.weight_words, init=[])
+        m.submodules.act_mem = act_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=T * J, init=[])
+        m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R),
+                                                    depth=2 * T * O, init=[])
+        w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
+        x_read, x_write = act_mem.read_port(), act_mem.write_port(granularity=1)
+        l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
+
+        # -- controller (issue stage S0) ----------------------------------------------------------
+        op, g = Signal(2), Signal(signed(G_BITS))
+        sign, tile = Signal(), Signal(range(T))
+        word, j, o = Signal(range(cfg.weight_words)), Signal(range(J)), Signal(range(O))
+        drain = Signal(range(max(FORWARD_LATENCY, UPDATE_LATENCY) + 1))
+        perturbing, updating = op != OP_INFER, op == OP_UPDATE
+        issue = Signal()
+        last_word = word == cfg.weight_words - 1
+
+        with m.If(self.busy):
+            m.d.sync += self.cycles.eq(self.cycles + 1)
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [op.eq(self.op), g.eq(self.g), sign.eq(0), tile.eq(0), word.eq(0), j.eq(0),
+                                 o.eq(0), self.done.eq(0), self.cycles.eq(0), self.busy.eq(1)]
+                    with m.If(self.op == OP_INFER):
+                        m.next = "RUN"
+                    with m.Else():
+                        m.next = "COMMAND"
+            with m.State("COMMAND"):  # one stream command: NEXT opens a step, REWIND replays it
+                first_pass = (op == OP_FORWARD_ZO) & (sign == 0) & (tile == 0)
+                m.d.comb += [stream.next.eq(first_pass), stream.rewind.eq(~first_pass), stream.sign.eq(sign)]
+                m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += issue.eq(~perturbing | stream.valid)
+                with m.If(issue):
+                    m.d.sync += [word.eq(word + 1), j.eq(Mux(j == J - 1, 0, j + 1))]
+                    with m.If(j == J - 1):
+                        m.d.sync += o.eq(o + 1)
+                    with m.If(last_word):
+                        m.d.sync += [word.eq(0), j.eq(0), o.eq(0)]
+                        with m.If(updating):
+                            m.d.sync += drain.eq(UPDATE_LATENCY - 1)
+                            m.next = "DRAIN"
+                        with m.Elif(tile != T - 1):
+                            m.d.sync += tile.eq(tile + 1)
+                            m.next = "RUN"
+                            with m.If(perturbing):
+                                m.next = "COMMAND"
+                        with m.Elif(perturbing & (sign == 0)):
+                            m.d.sync += [sign.eq(1), tile.eq(0)]
+                            m.next = "COMMAND"
+                        with m.Else():
+                            m.d.sync += drain.eq(FORWARD_LATENCY - 1)
+                            m.next = "DRAIN"
+            with m.State("DRAIN"):
+                m.d.sync += drain.eq(drain - 1)
+                with m.If(drain == 0):
+                    m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+                    m.next = "IDLE"
+
+        m.d.comb += [stream.en.eq(issue & perturbing),
+                     w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
+                     x_read.addr.eq(tile * J + j)]
+
+        # -- S1: memory data, the captured perturbation and the word's tags -------------------------
+        p = Signal(data.ArrayLayout(signed(STREAM_BITS), C))
+        valid1, update1, first1, last1 = Signal(), Signal(), Signal(), Signal()
+        tag1, addr1 = Signal(tag_bits(cfg)), Signal.like(word)
+        m.d.sync += [valid1.eq(issue), update1.eq(updating), first1.eq(j == 0), last1.eq(j == J - 1),
+                     tag1.eq((sign * T + tile) * O + o), addr1.eq(word),
+                     p.eq(Mux(perturbing, stream.lanes.as_value(), 0))]
+        weights = w_read.data
+        m.d.comb += self.w_rdata.eq(weights)
+        perturbed = [saturate(weights[c] + p[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
+        m.d.comb += [pe.valid.eq(valid1 & ~update1), pe.first.eq(first1), pe.last.eq(last1), pe.tag.eq(tag1),
+                     pe.acts.eq(x_read.data)]
+        for c in range(C):
+            m.d.comb += pe.weights[c].eq(perturbed[c])
+
+        # -- update: S1 g * p, S2 round + saturate + write back -----------------------------------
+        product_bits = G_BITS + STREAM_BITS
+        products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
+        old = Signal(int8_lanes(C))
+        valid2, addr2 = Signal(), Signal.like(word)
+        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old.eq(weights)]
+        for c in range(C):
+            m.d.sync += products[c].eq(g * p[c])
+        new = Signal(int8_lanes(C))
+        for c in range(C):
+            step = scale_round(products[c], -G_FRAC_BITS)  # round_shift(g * p, 16): round half up
+            m.d.comb += new[c].eq(saturate(old[c] - step, WEIGHT_MIN, WEIGHT_MAX))
+        host_write = self.w_we & ~self.busy
+        m.d.comb += [w_write.addr.eq(Mux(valid2, addr2, self.w_addr)), w_write.data.eq(Mux(valid2, new, self.w_wdata)),
+                     w_write.en.eq(valid2 | host_write)]
+
+        # -- activations (host writes) and logits (array writes, host reads) ----------------------
+        m.d.comb += [x_write.addr.eq((self.x_example // R) * J + self.x_word),
+                     x_write.data.eq(self.x_wdata.as_value().replicate(R))]
+        with m.If(self.x_we & ~self.busy):
+            m.d.comb += x_write.en.eq(1 << (self.x_example % R))
+        m.d.comb += [l_write.addr.eq(pe.out_tag), l_write.data.eq(pe.sums), l_write.en.eq(pe.out_valid)]
+        row = Signal(range(R))
+        m.d.sync += row.eq(self.logit_example % R)
+        m.d.comb += l_read.addr.eq((self.logit_pass * T + self.logit_example // R) * O + self.logit_output)
+        m.d.comb += self.logit.eq(l_read.data[row])
+        m.d.comb += self.logit_q.eq(requantize(m, self.logit, self.requant_shift, "logit_requant"))
+        return m

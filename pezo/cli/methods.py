@@ -1,0 +1,165 @@
+"""``pezo train --method ...`` and ``pezo sweep --methods ...``: the seed methods of ``golden.methods``.
+
+``pezo train --method mezo`` on a text task is the golden trainer (``golden.zo_trainer``) exactly, its
+JSON plus ``"method": "mezo"``; every other method, and any method on a vision task, runs
+``golden.methods.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
+                 "perturbation", "block", "weight_bits", "act_bits", "z_scale", "hidden", "lr_schedule")
+"""Options only the seed methods take (``MethodConfig`` fields)."""
+TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
+"""Options only the golden MeZO trainer (text tasks) takes."""
+
+
+def add_method_args(p: argparse.ArgumentParser, raw, num) -> None:
+    from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
+
+    d = MethodConfig()
+    g = p.add_argument_group("seed methods (--method other than mezo, or a digits task)")
+    g.add_argument("--split", type=raw, help=f"ElasticZO's C: 0..L or {', '.join(SPLITS)} (default {d.split})")
+    g.add_argument("--bp-lr", type=num, help="elasticzo: learning rate of the backprop tail (default 0.05)")
+    g.add_argument("--g-clip", type=num, help=f"elasticzo: |g| bound (default {d.g_clip:g})")
+    g.add_argument("--r-max", type=raw, help=f"elasticzo-int8: perturbation range, 1..63 (default {d.r_max})")
+    g.add_argument("--p-zero", type=num, help="elasticzo-int8: fixed sparsity in [0, 1) (default: the schedule "
+                   "0.33/0.5/0.9 at 0/20/50 %% of the steps)")
+    g.add_argument("--b-zo", type=raw, help=f"elasticzo-int8: ZO update bits b_ZO, 1..7 (default {d.b_zo})")
+    g.add_argument("--b-bp", type=raw, help="elasticzo-int8: BP gradient bits, 1..7 (default: the schedule 5/4/3)")
+    g.add_argument("--loss-sign", type=str, help=f"elasticzo-int8: {', '.join(LOSS_SIGNS)} (float CE, or the "
+                   f"integer-only Eq. 12) (default {d.loss_sign})")
+    g.add_argument("--mu-weight", type=raw, help=f"poormans: weight perturbation in LSB, 1..127 (default {d.mu_weight})")
+    g.add_argument("--mu-node", type=raw, help=f"poormans: node perturbation in LSB, 1..127 (default {d.mu_node})")
+    g.add_argument("--perturbation", type=str, help=f"poormans: {', '.join(PERTURBATIONS)} (default {d.perturbation})")
+    g.add_argument("--block", type=raw, help=f"poormans: a layer index or {', '.join(BLOCKS)} (default {d.block})")
+    g.add_argument("--weight-bits", type=raw, help=f"sign-m-spsa: weight bits, 4..16 (default {d.weight_bits})")
+    g.add_argument("--act-bits", type=raw, help=f"sign-m-spsa: activation bits, 2..16 (default {d.act_bits})")
+    g.add_argument("--z-scale", type=str, help=f"sign-m-spsa: Delta_z, {', '.join(Z_SCALES)} (default {d.z_scale})")
+    g.add_argument("--hidden", type=str, help="digits tasks: hidden widths, comma-separated (default 32,32)")
+    g.add_argument("--lr-schedule", type=str, help="constant or cosine (default constant)")
+    p.add_argument("--method", type=str, default=None, help=f"{', '.join(METHODS)} (default mezo)")
+
+
+def _hidden(text):
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        from pezo.cli.main import CLIError
+
+        raise CLIError(f"hidden must be comma-separated integers (e.g. 32,32), got {text!r}") from None
+
+
+def uses_methods(args) -> bool:
+    """True when ``pezo train`` runs ``golden.methods`` rather than the golden MeZO trainer."""
+    from pezo.golden.methods.tasks import VISION_TASKS
+
+    return (args.method or "mezo") != "mezo" or (args.task in VISION_TASKS) or any(
+        getattr(args, f, None) is not None for f in METHOD_FIELDS)
+
+
+def method_config(args, **overrides):
+    from pezo.cli.main import CLIError
+    from pezo.golden.methods.base import MethodConfig
+
+    for name in TRAINER_ONLY:
+        if getattr(args, name, None) is not None:
+            raise CLIError(f"--{name.replace('_', '-')} applies to the golden MeZO trainer (--method mezo on a text "
+                           f"task) only")
+    fields = {"method": args.method or "mezo"}
+    for name in ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots", "eval_every", "family",
+                 *METHOD_FIELDS):
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = _hidden(value) if name == "hidden" else value
+    if "task" not in fields:
+        fields["task"] = "digits"
+    options = tuple(sorted((n, getattr(args, n)) for n in ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling")
+                           if getattr(args, n, None) is not None))
+    if options:
+        fields["family_options"] = options
+    fields.update(overrides)
+    try:
+        config = MethodConfig(**fields)
+        if config.method.startswith("elasticzo"):
+            layers = len(config.hidden) + 1 if config.task.startswith("digits") else 1
+            config.split_point(layers)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    return config
+
+
+def cmd_train_method(args) -> int:
+    from pezo.cli.main import CLIError
+    from pezo.golden.methods.base import train_method
+
+    config = method_config(args)
+    try:
+        result = train_method(config, progress=not args.quiet)
+    except ValueError as exc:  # e.g. eps rounding to 0 LSB at 8-bit weights
+        raise CLIError(str(exc)) from None
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+        return 0
+    split = f", split {config.split}" if config.method.startswith("elasticzo") else ""
+    print(f"{config.method}{split} on {config.task}, {config.steps} steps, seed {config.seed}, "
+          f"{result['trainable_params']} weights, family {result['family']}")
+    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation "
+          f"checkpoint, step {result['best_step']}); final weights {result['final_test_accuracy']:.3f}")
+    print(f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; "
+          f"{result['forward_passes']:,} forward passes ({result['forward_equivalents']:,.0f} full-forward "
+          f"equivalents); memory {result['memory_bytes']['total'] / 1024:.1f} KiB "
+          f"({result['memory_bytes']['formula']}); {1000 * result['seconds_per_step']:.2f} ms per step")
+    agree = result["method_details"].get("sign_agreement")
+    if agree is not None:
+        print(f"  integer CE sign agreed with the float sign on {100 * agree:.1f} % of "
+              f"{result['method_details']['sign_steps']} ZO steps")
+    return 0
+
+
+def cmd_sweep_methods(args) -> int:
+    from pezo.cli.main import CLIError, _int_list
+    from pezo.cli.output import OutputDirError, commit_output, prepare_output
+    from pezo.golden.methods.sweep import run_methods, write_outputs
+    from pezo.golden.methods.base import METHODS
+    from pezo.golden.methods.tasks import all_tasks
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise CLIError(f"methods must be a comma-separated subset of {', '.join(METHODS)}, got {m!r}")
+    tasks = [t.strip() for t in (args.tasks or "digits,digits-rot45").split(",") if t.strip()]
+    for t in tasks:
+        if t not in all_tasks():
+            raise CLIError(f"tasks must be a comma-separated subset of {', '.join(all_tasks())}, got {t!r}")
+    seeds = _int_list(args.seeds)
+    if not seeds:
+        raise CLIError("seeds must list at least one integer (e.g. --seeds 1,2,3)")
+    if not isinstance(args.jobs, int) or not 1 <= args.jobs <= 64:
+        raise CLIError(f"jobs must be an integer in 1..64, got {args.jobs!r}")
+    shots = _int_list(args.shots)[0] if args.shots else 16
+    base = method_config(args, method="mezo", task=tasks[0], shots=shots)
+    for seed in seeds:
+        method_config(args, method="mezo", task=tasks[0], seed=seed, shots=shots)
+    out = args.out if args.out != Path("build/sweep") else Path("build/methods")
+    try:
+        staging, _ = prepare_output(out, force=args.force)
+    except OutputDirError as exc:
+        raise CLIError(str(exc)) from None
+    try:
+        results = run_methods(base, methods, tasks, seeds, jobs=args.jobs, progress=not args.quiet)
+        written = write_outputs(results, base, staging)
+        commit_output(staging, out, {"command": "pezo sweep --methods", "methods": methods, "tasks": tasks})
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    print((out / "methods.md").read_text())
+    for path in written:
+        print(f"wrote {out / path.name}")
+    return 0

@@ -1,0 +1,132 @@
+"""Yosys (synth_xilinx -family xcup) budgets of the URNG array: the PeZO sizes, bare and with rewind."""
+
+import math
+
+import pytest
+
+from pezo.golden.config import PerturbConfig
+from pezo.boards.report import report
+from pezo.boards.synth import summarize
+
+PEZO_SIZES = [(32, 14), (32, 8), (31, 8)]
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits", PEZO_SIZES)
+def test_bare_array_meets_the_physical_limit(n, bits):
+    """FF <= n*b + ceil(log2 n) + 2 and LUT <= n + ceil(log2 n): one feedback LUT per RNG, rotation free."""
+    r = report(PerturbConfig(n_rngs=n, rng_bits=bits))
+    log_n = math.ceil(math.log2(n))
+    assert r["FF"] <= n * bits + log_n + 2, r["cells"]
+    assert r["LUT"] <= n + log_n, r["cells"]
+    assert r["FF"] >= n * bits  # every state bit is a flip-flop: nothing was optimised away
+    assert r["BRAM"] == r["DSP"] == r["LUTRAM"] == r["SRL"] == 0
+    assert r["within_budget"]
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits", PEZO_SIZES)
+def test_rewind_overhead_within_budget(n, bits):
+    r = report(PerturbConfig(n_rngs=n, rng_bits=bits, rewind=True))
+    assert r["overhead"]["FF"] <= n * bits and r["overhead"]["LUT"] <= n * bits, r["overhead"]
+    assert r["overhead"]["FF"] >= n * bits  # the shadow really holds every state bit
+    assert r["within_budget"]
+
+
+def test_summarize_counts_primitives():
+    cells = {"LUT4": 32, "INV": 1, "FDRE": 200, "FDSE": 253, "CARRY8": 1, "RAMB18E2": 2, "RAMB36E2": 1,
+             "DSP48E2": 3, "RAM32M16": 2, "SRLC32E": 1, "MUXF7": 4}
+    s = summarize(cells)
+    assert (s["LUT"], s["FF"], s["CARRY"], s["BRAM"], s["RAMB18"], s["RAMB36"], s["DSP"]) == \
+        (33, 453, 1, 3, 2, 1, 3)
+    assert (s["LUTRAM"], s["SRL"], s["MUXF"]) == (2, 1, 4)
+
+
+POOL_CASES = {
+    "paper-4095x12-8banks": PerturbConfig(strategy="pregen"),
+    "two-ports-per-bank": PerturbConfig(strategy="pregen", lanes=16, banks=8),
+    "deep-8000x12-4banks": PerturbConfig(strategy="pregen", pool_size=8000, lanes=4, banks=4),
+}
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("name", POOL_CASES)
+def test_pool_is_block_ram_at_the_analytical_minimum(name):
+    from pezo.boards.report import pool_bram18_minimum
+    config = POOL_CASES[name]
+    r = report(config)
+    assert r["RAMB18"] + 2 * r["RAMB36"] == pool_bram18_minimum(config), r["cells"]
+    assert r["LUTRAM"] == 0 and r["within_budget"]
+    assert r["LUT"] < 40 * config.lanes  # rotation + address logic, not a LUT-ROM of the pool
+
+
+def test_pool_bram_minimum_formula():
+    from pezo.boards.report import pool_bram18_minimum
+    assert pool_bram18_minimum(PerturbConfig()) == 8  # PeZO: 4096 x 12 over 8 BRAMs
+    assert pool_bram18_minimum(PerturbConfig(lanes=16, banks=8)) == 8  # two read ports per RAMB18
+    assert pool_bram18_minimum(PerturbConfig(lanes=32, banks=8)) == 16
+    assert pool_bram18_minimum(PerturbConfig(pool_size=8000, lanes=4, banks=4)) == 4 * 2  # 2001 x 12
+    # 16383 over 4 banks is 4097 deep (the wrap tail spills one row): 5 RAMB18 per bank in one aspect
+    assert pool_bram18_minimum(PerturbConfig(pool_size=16383, lanes=4, banks=4)) == 4 * 5
+
+
+@pytest.mark.synth
+def test_gaussian_array_scales_linearly_to_32_generators():
+    """The MeZO row extrapolates 1024 generators from 32: check the 32-generator array is 32 x one."""
+    one = report(PerturbConfig(strategy="gaussian", lanes=1))
+    many = report(PerturbConfig(strategy="gaussian", lanes=32))
+    assert one["FF"] == 127 and many["FF"] == 32 * 127  # the LFSR bits, nothing else
+    assert many["LUT"] == pytest.approx(32 * one["LUT"], rel=0.02)
+    assert many["extrapolated_1024"]["LUT"] == pytest.approx(1024 * one["LUT"], rel=0.02)
+    from pezo.boards.report import grng_lut_estimate
+    assert grng_lut_estimate() <= one["LUT"] <= 1.3 * grng_lut_estimate()  # 96 XOR + the adder tree
+    assert many["BRAM"] == many["DSP"] == 0
+
+
+@pytest.mark.synth
+def test_scale_lut_is_bram_when_wide_and_lut_rom_when_narrow():
+    wide = report(PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64), unit="scale")
+    assert wide["rom_style"] == "block" and wide["RAMB18"] + 2 * wide["RAMB36"] >= 1 and wide["LUTRAM"] == 0
+    assert wide["LUT"] <= 4
+    narrow = report(PerturbConfig(n_rngs=8, rng_bits=8, perturb_dim=7), unit="scale")
+    assert narrow["rom_style"] == "logic" and narrow["BRAM"] == 0 and narrow["LUT"] <= 16
+
+
+@pytest.mark.synth
+def test_stream_units_keep_their_sources_intact():
+    otf = report(PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64), unit="stream")
+    assert otf["FF"] >= 2 * 32 * 14 and otf["BRAM"] >= 1  # array + shadow, and the scale LUT in BRAM
+    pool = report(PerturbConfig(strategy="pregen"), unit="stream")
+    from pezo.boards.report import pool_bram18_minimum
+    assert pool["RAMB18"] + 2 * pool["RAMB36"] == pool_bram18_minimum(PerturbConfig(strategy="pregen"))
+    assert pool["LUTRAM"] == 0
+
+
+BASELINE = __import__("pathlib").Path(__file__).parents[1] / "baseline" / "resources.json"
+DRIFT_TOLERANCE = 0.10  # LUT / FF / CARRY: relative (or 4 cells, whichever is larger); BRAM and DSP: exact
+
+
+@pytest.mark.synth
+def test_resources_have_not_drifted_from_the_committed_baseline():
+    """hls4ml's practice: every design of the comparison table against tests/baseline/resources.json.
+    After an intended change: `pezo report --json --no-activity > tests/baseline/resources.json`."""
+    import json
+
+    from pezo.boards.comparison import comparison_designs, comparison_rows
+
+    baseline = json.loads(BASELINE.read_text())
+    rows = {r["design"]: r for r in comparison_rows(comparison_designs())}
+    drift = []
+    for old in baseline:
+        new = rows.get(old["design"])
+        if new is None:
+            drift.append(f"{old['design']}: missing from the table")
+            continue
+        for key in ("LUT", "FF", "CARRY"):
+            if abs(new[key] - old[key]) > max(DRIFT_TOLERANCE * old[key], 4):
+                drift.append(f"{old['design']}: {key} {old[key]} -> {new[key]}")
+        for key in ("BRAM", "DSP"):
+            if new[key] != old[key]:
+                drift.append(f"{old['design']}: {key} {old[key]} -> {new[key]}")
+    assert len(baseline) == len(rows), f"baseline has {len(baseline)} designs, the table {len(rows)}"
+    assert not drift, "resources drifted from the baseline:\n" + "\n".join(drift)

