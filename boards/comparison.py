@@ -9,12 +9,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from pezo.golden.config import PerturbConfig
-from pezo.boards.report import PEZO_TABLE6, TOOL, grng_lut_estimate, pool_bram18_minimum, report
+from pezo.boards.power import power_proxy
+from pezo.boards.report import PEZO_TABLE6, TOOL, engine_report, grng_lut_estimate, pool_bram18_minimum, report
+from pezo.boards.vivado import VivadoReportError, read_vivado_run
 from pezo.boards.zcu102 import ZCU102_CAPACITY
+from pezo.golden.config import PerturbConfig
+from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.hw.strategies import STRATEGIES, strategy
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))
-STRATEGY_ORDER = ("otf", "pregen", "gaussian")
+STRATEGY_ORDER = tuple(STRATEGIES)  # otf, pregen, gaussian
 GAUSSIAN_SYNTHESISED = 32  # generators synthesised to extrapolate MeZO's 1024
 ACTIVITY_DIM = 4096  # values per perturbation in the switching-activity run
 ZCU102 = ZCU102_CAPACITY
@@ -38,17 +42,13 @@ class Design:
             return f"ZO engine {c.rows}x{c.cols} INT8 + {c.strategy} stream"
         if self.unit == "scale":
             return f"otf scale LUT 2^{c.rng_bits} (d={c.perturb_dim})"
-        if c.strategy == "otf":
-            base = f"otf {c.n_rngs} x {c.rng_bits}"
-        elif c.strategy == "pregen":
-            base = f"pregen {c.pool_size}x{c.pool_bits}b/{c.banks} banks"
-        else:
-            base = f"gaussian x {c.lanes}"
+        s = strategy(c.strategy)
+        base = s.design_name(c)
         if self.unit == "stream":
             return base + " stream"
         if self.unit == "host":
             return base + " host (AXI4-Lite)"
-        return base + (" + rewind" if c.rewind and c.strategy != "pregen" else "")
+        return base + (" + rewind" if c.rewind and not s.always_rewindable else "")
 
 
 def comparison_designs(seed: int = 1) -> list[Design]:
@@ -61,9 +61,7 @@ def comparison_designs(seed: int = 1) -> list[Design]:
                 for g in (1, GAUSSIAN_SYNTHESISED)]
     streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
-    from pezo.golden.engine.zo_engine import EngineConfig
-
-    engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in ("otf", "pregen")]
+    engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in STRATEGY_ORDER if STRATEGIES[s].engine]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
             + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines)
 
@@ -123,9 +121,10 @@ def _row(design: Design, r: dict, source: str) -> dict:
     c = design.config
     paper = paper_figures(design)
     est = analytical(design)
+    fields = strategy(c.strategy).fields
     row = {"design": design.name, "strategy": c.strategy, "unit": design.unit,
-           "n_rngs": c.n_rngs if c.strategy == "otf" else "",
-           "rng_bits": c.rng_bits if c.strategy == "otf" else "", "rewind": r.get("rewind", True),
+           "n_rngs": c.n_rngs if "n_rngs" in fields else "",
+           "rng_bits": c.rng_bits if "rng_bits" in fields else "", "rewind": r.get("rewind", True),
            **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
            "BRAM36": r["RAMB36"] + r["RAMB18"] / 2, "source": source,
            "budget": _budget_text(r), "within_budget": r.get("within_budget", ""),
@@ -145,8 +144,6 @@ def _row(design: Design, r: dict, source: str) -> dict:
 
 def engine_row(design: Design) -> dict:
     """The comparison row of a ZO engine (``boards.report.engine_report``); budget = the DSP estimate."""
-    from pezo.boards.report import engine_report
-
     r = engine_report(design.config)
     row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
            "n_rngs": r.get("n_rngs", ""), "rng_bits": r.get("rng_bits", ""), "rewind": True,
@@ -212,15 +209,12 @@ def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict
 def stream_activity(config: PerturbConfig) -> dict:
     """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.power``),
     at ``ACTIVITY_DIM`` values per perturbation."""
-    from pezo.boards.power import power_proxy
     return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream")
 
 
 def vivado_row(run_dir: Path) -> dict:
     """A row from a Vivado run of ``pezo build`` (its ``config.json`` names the strategy): the host's
     post-place (else post-synthesis) utilisation, replacing the Yosys estimate."""
-    from pezo.boards.vivado import VivadoReportError, read_vivado_run
-
     run_dir = Path(run_dir)
     vivado = read_vivado_run(run_dir)
     try:

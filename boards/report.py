@@ -12,21 +12,26 @@ import json
 import math
 from pathlib import Path
 
+from amaranth.back import verilog
+
 import pezo.golden.config
 import pezo.golden.engine
 import pezo.golden.host
 import pezo.golden.rng
 import pezo.hw
-from pezo.golden.config import PerturbConfig
 from pezo.boards.synth import TOOL, is_cached, synthesize
+from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.pool import bank_depth
+from pezo.golden.rng.scale import check_scalable, lut_statistics
+from pezo.hw.engine.zo_engine import ZOEngine
+from pezo.hw.host import StreamHost
+from pezo.hw.rng.perturb import PerturbationStream
+from pezo.hw.rng.scale import ScaleLUT, rom_style
+from pezo.hw.strategies import STRATEGIES, strategy
 
-URNG_TOP = "pezo_urng_array"
-POOL_TOP = "pezo_pool_reader"
-GRNG_TOP = "pezo_gaussian_array"
 STREAM_TOP = "pezo_perturb_stream"
 SCALE_TOP = "pezo_scale_lut"
 HOST_TOP = "pezo_stream_host"
-TOPS = {"otf": URNG_TOP, "pregen": POOL_TOP, "gaussian": GRNG_TOP}
 UNITS = ("generator", "stream", "scale", "host")
 """What ``report`` synthesizes: the strategy's generator alone, the whole perturbation stream unit
 (generator + rewind + scaling + sign + control, what the PE array consumes), the otf scale LUT, or the
@@ -66,40 +71,25 @@ def check_unit(config: PerturbConfig, unit: str) -> None:
     if unit == "scale" and config.strategy != "otf":
         raise ValueError(f"unit 'scale' (the otf scale LUT) needs strategy otf, got {config.strategy!r}")
     if config.strategy == "otf" and unit != "generator":
-        from pezo.golden.rng.scale import check_scalable
         check_scalable(config)
 
 
 def top_name(config: PerturbConfig, unit: str = "generator") -> str:
-    return {"generator": TOPS[config.strategy], "stream": STREAM_TOP, "scale": SCALE_TOP, "host": HOST_TOP}[unit]
+    if unit == "generator":
+        return strategy(config.strategy).top_name
+    return {"stream": STREAM_TOP, "scale": SCALE_TOP, "host": HOST_TOP}[unit]
 
 
 def unit_component(config: PerturbConfig, unit: str = "generator"):
     """The Amaranth component ``report`` synthesizes for (config, unit)."""
     check_unit(config, unit)
-    if unit == "stream":
-        from pezo.hw.rng.perturb import PerturbationStream
-        return PerturbationStream(config)
-    if unit == "scale":
-        from pezo.hw.rng.scale import ScaleLUT
-        return ScaleLUT(config)
-    if unit == "host":
-        from pezo.hw.host import StreamHost
-        return StreamHost(config)
-    if config.strategy == "otf":
-        from pezo.hw.rng.urng import URNGArray
-        return URNGArray(config)
-    if config.strategy == "pregen":
-        from pezo.hw.rng.pool import PoolReader
-        return PoolReader(config)
-    from pezo.hw.rng.grng import GaussianArray
-    return GaussianArray(config)
+    if unit == "generator":
+        return strategy(config.strategy).generator(config)
+    return {"stream": PerturbationStream, "scale": ScaleLUT, "host": StreamHost}[unit](config)
 
 
 def generator_verilog(config: PerturbConfig, unit: str = "generator") -> tuple[str, str]:
     """Verilog text and top-module name of ``unit`` (default: the perturbation generator) for ``config``."""
-    from amaranth.back import verilog
-
     top = top_name(config, unit)
     return verilog.convert(unit_component(config, unit), name=top, emit_src=False), top
 
@@ -113,8 +103,6 @@ def grng_lut_estimate() -> int:
 def pool_bram18_minimum(config: PerturbConfig) -> int:
     """Fewest RAMB18 (a RAMB36 = 2) that hold the banked pool: per bank, depth ceil((N+lanes-1)/banks)
     x pool_bits in the best RAMB18 aspect ratio, one RAMB18 per two read ports."""
-    from pezo.golden.rng.pool import bank_depth
-
     depth = bank_depth(config)
     per_bank = min(-(-depth // d) * -(-config.pool_bits // w) for d, w in RAMB18_SHAPES)
     ports = config.lanes // config.banks
@@ -164,11 +152,9 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
     if unit != "generator":
         out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift,
                    rewind=True)
-        if config.strategy == "pregen":
-            out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, banks=config.banks)
+        # the strategy's own fields not listed yet (pregen: pool_size, pool_bits, banks)
+        out.update({k: v for k, v in strategy(config.strategy).config_fields(config).items() if k not in out})
         if unit == "scale":
-            from pezo.golden.rng.scale import lut_statistics
-            from pezo.hw.rng.scale import rom_style
             out.update(rom_style=rom_style(config), lut_statistics=lut_statistics(config))
     elif config.strategy == "pregen":
         bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
@@ -185,7 +171,7 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
         out.update(lanes=lanes, generators=lanes, per_generator=per,
                    extrapolated_1024={k: round(v * 1024) for k, v in per.items()},
                    extrapolation=f"linear from {lanes} synthesised generators (each generator is independent "
-                                 "logic; tests/test_synth.py checks 1 vs 32)",
+                                 "logic; tests/boards/test_synth.py checks 1 vs 32)",
                    analytical_LUT=grng_lut_estimate() * lanes, budget={"FF": ff},
                    within_budget=resources["FF"] == ff)
     elif config.rewind:
@@ -206,7 +192,7 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
 
 # -- the ZO engine (PE array + perturbation stream + controller) -------------------------------------
 ENGINE_TOP = "pezo_zo_engine"
-ENGINE_STRATEGIES = {"engine-otf": "otf", "engine-pregen": "pregen"}
+ENGINE_STRATEGIES = {f"engine-{name}": name for name, s in STRATEGIES.items() if s.engine}
 """``pezo report --strategy`` names of the engine at its default size, with either perturbation stream."""
 
 
@@ -228,14 +214,10 @@ def engine_bram36_estimate(config) -> float:
 
 
 def engine_report(config, use_cache: bool = True) -> dict:
-    """Synthesize ``hw.engine.ZOEngine(config)``; the keys of ``report`` (strategy ``engine-otf`` /
+    """Synthesize ``hw.engine.zo_engine.ZOEngine(config)``; the keys of ``report`` (strategy ``engine-otf`` /
     ``engine-pregen``, unit ``engine``, LUT, FF, BRAM, DSP, ...) plus the array shape, the analytical
     DSP count (one DSP48E2 per int8 MAC + one per lane for g * p) and BRAM36 estimate, and the step's
     cycle bound."""
-    from amaranth.back import verilog
-
-    from pezo.hw.engine.zo_engine import ZOEngine
-
     resources = _cached_synthesis(
         engine_key(config), ENGINE_TOP,
         lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), use_cache)

@@ -18,6 +18,7 @@ from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
 from pezo.hw.engine.pe_array import tree_sum
+from pezo.hw.rng.perturb import PerturbationStream
 
 
 def _bit(mask: int) -> int:
@@ -26,7 +27,7 @@ def _bit(mask: int) -> int:
 
 
 class StreamHost(ConfigComponent):
-    """AXI4-Lite slave ``s_axil`` over ``hw.perturb.PerturbationStream(config)``; map and semantics in
+    """AXI4-Lite slave ``s_axil`` over ``hw.rng.perturb.PerturbationStream(config)``; map and semantics in
     ``golden.host``."""
 
     class Signature(ConfigSignature):
@@ -34,8 +35,6 @@ class StreamHost(ConfigComponent):
             return {"s_axil": In(AXI4LiteSignature(addr_width(config))), "leds": Out(8)}
 
     def elaborate(self, platform):
-        from pezo.hw.rng.perturb import PerturbationStream
-
         m = Module()
         cfg = self.config
         lanes = stream_lanes(cfg)

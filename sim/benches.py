@@ -3,14 +3,30 @@
 A bench knows its component, its input ports, and per cycle: ``drive(cycle)`` -> input values,
 ``expected()`` -> packed output words (every bit of every lane), ``step(inputs)`` -> advance golden.
 The same bench runs under cocotb (``sim.golden_tb``, Icarus / Verilator) and on Amaranth's simulator
-(``sim.amaranth_sim``), so stimulus and model are written once.
+(``sim.amaranth_sim``), so stimulus and model are written once. ``bench_name(config, unit)`` names the
+bench of a unit (a generator's is its strategy's, ``hw.strategies.Strategy.bench``).
 """
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
+
+import pezo.golden.rng.grng as golden_grng
+import pezo.golden.rng.perturb as golden_perturb
+import pezo.golden.rng.pool as golden_pool
+import pezo.golden.rng.scale as golden_scale
+import pezo.golden.rng.urng as golden_urng
+import pezo.hw.rng.grng as hw_grng
+import pezo.hw.rng.perturb as hw_perturb
+import pezo.hw.rng.pool as hw_pool
+import pezo.hw.rng.scale as hw_scale
+import pezo.hw.rng.urng as hw_urng
 from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.grng import GRNG_BITS, sample_statistics
+from pezo.golden.rng.perturb import STREAM_BITS, stream_lanes
+from pezo.hw.strategies import STRATEGIES, strategy
 
 
 def pack(values, width: int) -> int:
@@ -36,9 +52,8 @@ class URNGBench:
     most saves landing at pointer != 0 where they must be ignored)."""
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from pezo.golden.rng.urng import URNGArray
         self.config = config
-        self.model = URNGArray(config)
+        self.model = golden_urng.URNGArray(config)
         self.rng = random.Random(seed)
         self.inputs = ("en", "save", "restore") if config.rewind else ("en",)
         self.save_at = {cycles // 10, (2 * cycles) // 3} if config.rewind else set()
@@ -47,8 +62,7 @@ class URNGBench:
         self.saves = self.restores = 0
 
     def component(self):
-        from pezo.hw.rng.urng import URNGArray
-        return URNGArray(self.config)
+        return hw_urng.URNGArray(self.config)
 
     def expected(self) -> dict[str, int]:
         return {"lanes": pack(self.model.raw_lanes(), self.config.rng_bits), "pointer": self.model.pointer}
@@ -93,16 +107,14 @@ class PoolBench:
     inputs = ("en", "restore", "next_perturbation")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from pezo.golden.rng.pool import PoolReader
         self.config = config
-        self.model = PoolReader(config)
+        self.model = golden_pool.PoolReader(config)
         self.rng = random.Random(seed)
         self.cycles = cycles
         self.restores = self.perturbations = 0
 
     def component(self):
-        from pezo.hw.rng.pool import PoolReader
-        return PoolReader(self.config, values=self.model.values)
+        return hw_pool.PoolReader(self.config, values=self.model.values)
 
     def expected(self) -> dict[str, int]:
         return {"lanes": pack(self.model.lanes(), self.config.pool_bits)}
@@ -135,15 +147,13 @@ class ScaleBench:
     inputs = ("state", "read")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from pezo.golden.rng.scale import ScaleLUTReader
         self.config = config
-        self.model = ScaleLUTReader(config)
+        self.model = golden_scale.ScaleLUTReader(config)
         self.rng = random.Random(seed)
         self.shifts_seen = set()
 
     def component(self):
-        from pezo.hw.rng.scale import ScaleLUT
-        return ScaleLUT(self.config, lut=self.model.lut)
+        return hw_scale.ScaleLUT(self.config, lut=self.model.lut)
 
     def expected(self) -> dict:
         return {"shift": self.model.shift}  # None (undefined BRAM output) until the first read
@@ -170,12 +180,11 @@ class ScaleBench:
 class GaussianBench:
     """CLT generator array with rewind: en 90 %, save 2 %, restore 0.5 % plus scripted ones. Each
     sequence position's outputs are recorded once (replays after a rewind are not double-counted) for
-    the statistical tests (``golden.grng.sample_statistics``)."""
+    the statistical tests (``golden.rng.grng.sample_statistics``)."""
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from pezo.golden.rng.grng import GaussianArray
         self.config = config.replace(rewind=True)
-        self.model = GaussianArray(self.config)
+        self.model = golden_grng.GaussianArray(self.config)
         self.rng = random.Random(seed)
         self.inputs = ("en", "save", "restore")
         self.cycles = cycles
@@ -184,15 +193,12 @@ class GaussianBench:
         self.saves = self.restores = 0
 
     def component(self):
-        from pezo.hw.rng.grng import GaussianArray
-        return GaussianArray(self.config)
+        return hw_grng.GaussianArray(self.config)
 
     def expected(self) -> dict[str, int]:
-        from pezo.golden.rng.grng import GRNG_BITS
         return {"lanes": pack(self.model.lanes(), GRNG_BITS)}
 
     def decode(self, port: str, word: int):
-        from pezo.golden.rng.grng import GRNG_BITS
         return unpack(word, GRNG_BITS, self.config.lanes, signed=True)
 
     def drive(self, cycle: int) -> dict[str, int]:
@@ -216,8 +222,6 @@ class GaussianBench:
         self.model.step(**{k: bool(v) for k, v in inputs.items()})
 
     def statistics(self) -> dict:
-        import numpy as np
-        from pezo.golden.rng.grng import sample_statistics
         return sample_statistics(np.concatenate(self.samples)) if self.samples else {}
 
     def summary(self) -> dict:
@@ -236,9 +240,8 @@ class StreamBench:
     inputs = ("en", "next", "rewind", "sign")
 
     def __init__(self, config: PerturbConfig, cycles: int, seed: int):
-        from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
         self.config = config
-        self.model = PerturbationStream(config)
+        self.model = golden_perturb.PerturbationStream(config)
         self.rng = random.Random(seed)
         self.lanes = stream_lanes(config)
         self.script = self._mezo_script(cycles // 2)
@@ -253,16 +256,13 @@ class StreamBench:
         return script
 
     def component(self):
-        from pezo.hw.rng.perturb import PerturbationStream
-        return PerturbationStream(self.config)
+        return hw_perturb.PerturbationStream(self.config)
 
     def expected(self) -> dict:
-        from pezo.golden.rng.perturb import STREAM_BITS
         return {"valid": int(self.model.valid),
                 "lanes": pack(self.model.lanes(), STREAM_BITS) if self.model.valid else None}
 
     def decode(self, port: str, word: int):
-        from pezo.golden.rng.perturb import STREAM_BITS
         return unpack(word, STREAM_BITS, self.lanes, signed=True) if port == "lanes" else [word]
 
     def drive(self, cycle: int) -> dict[str, int]:
@@ -292,6 +292,19 @@ class StreamBench:
 
 BENCHES = {"urng": URNGBench, "pool": PoolBench, "scale": ScaleBench, "gaussian": GaussianBench,
            "stream": StreamBench}
+"""Bench name -> bench; a strategy's generator bench is ``hw.strategies.strategy(name).bench``."""
+UNIT_BENCHES = ("stream", "scale")
+"""Units other than the generator with a bench of their own (named as the unit)."""
+assert all(s.bench in BENCHES for s in STRATEGIES.values()), "hw.strategies names a bench sim.benches lacks"
+
+
+def bench_name(config: PerturbConfig, unit: str = "generator") -> str:
+    """The bench of ``unit`` (generator, stream or scale) of ``config``."""
+    if unit == "generator":
+        return strategy(config.strategy).bench
+    if unit in UNIT_BENCHES:
+        return unit
+    raise ValueError(f"unit must be one of generator, {', '.join(UNIT_BENCHES)}, got {unit!r}")
 
 
 def make_bench(name: str, config: PerturbConfig, cycles: int, seed: int):

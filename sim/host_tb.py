@@ -17,10 +17,11 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, RESULT_BASE, STATUS_DONE,
-                         STATUS_VALID, StreamHost, register_map)
+                              STATUS_VALID, StreamHost, register_map)
 from pezo.sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
 
-STATUS, SUM, COUNT, G, CONTROL, STEP, CYCLES = 0x14, 0x28, 0x18, 0x1C, 0x10, 0x20, 0x24
+IDENTIFICATION = ("ID", "VERSION", "STRATEGY", "LANES")
+UNMAPPED = 0xFFC  # no register of ``golden.host.register_map`` lives here (checked below)
 
 
 @cocotb.test()
@@ -38,6 +39,11 @@ async def host_matches_golden(dut):
     board = Scoreboard(f"host {cfg}")
     counts = {"reads": 0, "writes": 0, "runs": 0, "slverr": 0}
     registers = register_map(cfg)
+    offset_of = {r.name: r.offset for r in registers}
+    STATUS, SUM, COUNT, G, CONTROL, STEP, CYCLES = (offset_of[name] for name in
+                                                    ("STATUS", "SUM", "COUNT", "G", "CONTROL", "STEP", "CYCLES"))
+    if UNMAPPED in offset_of.values():
+        raise AssertionError(f"{UNMAPPED:#x} is mapped: pick another unmapped offset")
     readable = [r.offset for r in registers if r.kind != "cmd" and r.offset != CYCLES]  # CYCLES: bounds only
 
     async def read(offset, mask=0xFFFFFFFF, what=""):
@@ -88,15 +94,15 @@ async def host_matches_golden(dut):
         for i in range(model.lanes):
             await read(RESULT_BASE + 4 * i)
 
-    for offset in (0x00, 0x04, 0x08, 0x0C):  # identification
-        await read(offset)
+    for name in IDENTIFICATION:
+        await read(offset_of[name])
     await write(G, rng.getrandbits(32))
     await write(G, rng.getrandbits(32), nbytes=1, byte=rng.randrange(4))
     await read(G)
-    await write(0x00, 0x1234)            # read-only: SLVERR
-    await read(CONTROL)                  # write-only: SLVERR
-    await read(0xFFC)                    # unmapped: SLVERR
-    await write(0xFFC, 1)
+    await write(offset_of["ID"], 0x1234)  # read-only: SLVERR
+    await read(CONTROL)                   # write-only: SLVERR
+    await read(UNMAPPED)                  # unmapped: SLVERR
+    await write(UNMAPPED, 1)
 
     vectors = -(-cfg.perturb_dim // model.lanes)
     for _ in range(steps):

@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 from pezo.golden.config import cache_dir  # re-exported: the one cache root
+from pezo.hw.engine.zo_engine import ZOEngine
+from pezo.hw.host import StreamHost
+from pezo.sim.benches import make_bench
 
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = ("1ns", "1ps")
@@ -146,8 +149,6 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
     ``expect_config`` (default ``config``) is what the golden side is told: a different one is how the
     tests prove the scoreboard catches a mismatch.
     """
-    from pezo.sim.benches import make_bench
-
     top = f"pezo_{bench}"
     build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
     component = make_bench(bench, config, cycles, seed).component()
@@ -168,8 +169,6 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
     ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
-    from pezo.hw.host import StreamHost
-
     top = "pezo_stream_host"
     build_dir = Path(build_dir).resolve()
     verilog = write_verilog(StreamHost(config), top, build_dir.parent, config)
@@ -186,14 +185,12 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
 
 def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None,
                expect_train=None) -> dict:
-    """Run ``sim.engine_tb`` (the host loop of ZO training) on ``hw.engine.ZOEngine(train.engine)``:
+    """Run ``sim.engine_tb`` (the host loop of ZO training) on ``hw.engine.zo_engine.ZOEngine(train.engine)``:
     ``len(xs)`` steps on ``simulator``. Returns the testbench's result (``match``, ``steps``,
     ``cycles_per_step``, ...) plus build/test times; a mismatch returns ``match`` False (with details)
     instead of raising, other failures raise. ``expect_train`` (default ``train``) is what the golden side
     is told (to prove that a mismatch is caught)."""
     import numpy as np
-
-    from pezo.hw.engine.zo_engine import ZOEngine
 
     top = "pezo_zo_engine"
     build_dir = Path(build_dir).resolve()

@@ -1,4 +1,4 @@
-"""The R x C INT8 MAC array and the requantisation unit (twins of ``golden.int8``).
+"""The R x C INT8 MAC array and the requantisation unit (twins of ``golden.engine.int8``).
 
 ``PEArray``: every cycle one word of C int8 weights is broadcast to R rows; row r multiplies it
 lane by lane with its own C int8 activations (R * C int8 x int8 products), sums the C products with

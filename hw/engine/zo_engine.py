@@ -1,4 +1,4 @@
-"""The ZO engine (twin of ``golden.engine``): weight memory -> perturbation unit -> R x C INT8 MAC
+"""The ZO engine (twin of ``golden.engine.zo_engine``): weight memory -> perturbation unit -> R x C INT8 MAC
 array, driven by one controller, with in-place update by replay.
 
 Datapath, one weight word (C weights) per cycle:
@@ -39,7 +39,7 @@ from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, PEArray, int8_lanes,
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
-assert FORWARD_LATENCY == 1 + PE_LATENCY, "golden.engine.FORWARD_LATENCY must match the pipeline"
+assert FORWARD_LATENCY == 1 + PE_LATENCY, "golden.engine.zo_engine.FORWARD_LATENCY must match the pipeline"
 
 
 def _bits(count: int) -> int:

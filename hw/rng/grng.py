@@ -1,4 +1,4 @@
-"""The CLT Gaussian RNG array (twin of ``golden.grng``): per generator a 127-bit LFSR leaping 96
+"""The CLT Gaussian RNG array (twin of ``golden.rng.grng``): per generator a 127-bit LFSR leaping 96
 steps per clock (96 two-input XORs) and an adder tree over 12 bytes.
 
 The output is combinational from the state registers through a balanced tree of 11 adders (widths
@@ -32,7 +32,7 @@ def clt_sample(state):
 
 class GaussianArray(ConfigComponent):
     """``config.lanes`` generators. Ports: ``en`` (leap), ``save`` / ``restore`` (with ``config.rewind``),
-    ``lanes`` (signed 12-bit z per generator, z / 256 ~ N(0, 1)). Semantics: ``golden.grng``."""
+    ``lanes`` (signed 12-bit z per generator, z / 256 ~ N(0, 1)). Semantics: ``golden.rng.grng``."""
 
     class Signature(ConfigSignature):
         def members_for(self, config):

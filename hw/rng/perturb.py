@@ -1,4 +1,4 @@
-"""The perturbation stream unit (twin of ``golden.perturb``): one interface over otf, pregen, gaussian.
+"""The perturbation stream unit (twin of ``golden.rng.perturb``): one interface over otf, pregen, gaussian.
 
 The source (URNG array + scale LUT, banked pool, or CLT array) keeps its outputs in registers or BRAM
 output registers; scaling by 2^a with round-half-up, and the sign, are combinational behind them, so a
@@ -16,10 +16,13 @@ from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import STREAM_BITS, scale_shift, stream_lanes
 from pezo.golden.rng.scale import SCALE_SHIFTS, check_scalable
 from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.rng.scale import ScaleLUT
+from pezo.hw.rng.urng import to_twos_complement
+from pezo.hw.strategies import strategy
 
 
 def scale_round(x, a: int):
-    """R(x, a) of ``golden.perturb``: x << a, or (x + 2^(-a-1)) >> -a (arithmetic, round half up)."""
+    """R(x, a) of ``golden.rng.perturb``: x << a, or (x + 2^(-a-1)) >> -a (arithmetic, round half up)."""
     if a >= 0:
         return x.as_signed() << a
     return (x.as_signed() + (1 << (-a - 1))) >> -a
@@ -32,7 +35,7 @@ def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
 class PerturbationStream(ConfigComponent):
     """Ports: ``en`` (consume the vector on ``lanes``), ``next`` (begin the next perturbation), ``rewind``
     (back to the current one's start), ``sign`` (sampled on next/rewind: 1 = -epsilon), ``valid``,
-    ``lanes`` (``stream_lanes`` signed 16-bit values). Cycle semantics: ``golden.perturb``."""
+    ``lanes`` (``stream_lanes`` signed 16-bit values). Cycle semantics: ``golden.rng.perturb``."""
 
     class Signature(ConfigSignature):
         def members_for(self, config):
@@ -51,19 +54,13 @@ class PerturbationStream(ConfigComponent):
         consume = self.en & valid & ~self.next & ~self.rewind
         restore = self.rewind & ~self.next
 
-        if cfg.strategy == "otf":
+        if cfg.strategy == "otf":  # the scale LUT picks a shift per rotation: align to its start
             values, shifts, shift_index = self._otf(m, valid, consume, restore)
-        elif cfg.strategy == "pregen":
-            from pezo.hw.rng.pool import PoolReader
-            m.submodules.source = source = PoolReader(cfg)
+        else:  # a constant shift: the source's values are valid from the first cycle
+            chosen = strategy(cfg.strategy)
+            m.submodules.source = source = chosen.stream_source(cfg)
             m.d.comb += [source.en.eq(consume), source.restore.eq(restore),
-                         source.next_perturbation.eq(self.next)]
-            m.d.sync += valid.eq(1)
-            values, shifts, shift_index = list(source.lanes), [scale_shift(cfg)], 0
-        else:
-            from pezo.hw.rng.grng import GaussianArray
-            m.submodules.source = source = GaussianArray(cfg.replace(rewind=True))
-            m.d.comb += [source.en.eq(consume), source.save.eq(self.next), source.restore.eq(restore)]
+                         getattr(source, chosen.start_input).eq(self.next)]
             m.d.sync += valid.eq(1)
             values, shifts, shift_index = list(source.lanes), [scale_shift(cfg)], 0
 
@@ -81,12 +78,9 @@ class PerturbationStream(ConfigComponent):
         return m
 
     def _otf(self, m, valid, consume, restore):
-        """URNG array with rewind + scale LUT + the aligning controller (see ``golden.perturb``)."""
-        from pezo.hw.rng.scale import ScaleLUT
-        from pezo.hw.rng.urng import URNGArray, to_twos_complement
-
+        """URNG array with rewind + scale LUT + the aligning controller (see ``golden.rng.perturb``)."""
         cfg = self.config
-        m.submodules.urng = urng = URNGArray(cfg.replace(rewind=True))
+        m.submodules.urng = urng = strategy(cfg.strategy).stream_source(cfg)
         m.submodules.scale = lut = ScaleLUT(cfg)
         aligning = Signal(init=1)
         at_rotation_start = urng.pointer == 0

@@ -1,4 +1,4 @@
-"""The pre-generated pool in BRAM, banked, with leftover-shift addressing (twin of ``golden.pool``).
+"""The pre-generated pool in BRAM, banked, with leftover-shift addressing (twin of ``golden.rng.pool``).
 
 The pool is split over ``banks`` ROMs (``lib.memory.Memory``, ``rom_style = "block"``, synchronous
 non-transparent read ports) holding interleaved positions: bank b entry e = pool[(e*banks + b) mod N],
@@ -25,7 +25,7 @@ class PoolReader(ConfigComponent):
     """Ports: ``en`` (next window), ``restore`` (back to the perturbation's start), ``next_perturbation``
     (start <- (start + d) mod N), ``lanes`` (``lanes`` signed ``pool_bits`` values: the window at the
     current address, read by the BRAMs one edge earlier at the then-next address). Cycle semantics:
-    ``golden.pool.PoolReader``."""
+    ``golden.rng.pool.PoolReader``."""
 
     class Signature(ConfigSignature):
         def members_for(self, config):

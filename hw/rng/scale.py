@@ -1,4 +1,4 @@
-"""The scale LUT of the on-the-fly strategy (twin of ``golden.scale``): 2^b two-bit shifts in a ROM.
+"""The scale LUT of the on-the-fly strategy (twin of ``golden.rng.scale``): 2^b two-bit shifts in a ROM.
 
 One synchronous read port with a read enable: ``shift`` is the entry at the ``state`` presented on the
 last edge with ``read`` high, and holds until the next read (the BRAM output register is the

@@ -1,4 +1,4 @@
-"""The rotating LFSR URNG array as an Amaranth component (twin of ``golden.urng``).
+"""The rotating LFSR URNG array as an Amaranth component (twin of ``golden.rng.urng``).
 
 Rotation costs wiring only: position p's register loads the *next state of position p+1*, so every
 position's input is its neighbour's bits shifted by one plus one feedback bit (one LUT per RNG).
@@ -33,7 +33,7 @@ def to_twos_complement(lane, bits: int):
 
 
 def lfsr_next(state, bits: int):
-    """Next state of a Fibonacci LFSR held in ``state`` (contract: ``golden.lfsr``)."""
+    """Next state of a Fibonacci LFSR held in ``state`` (contract: ``golden.rng.lfsr``)."""
     feedback = state[0]
     for k in feedback_bits(bits)[1:]:
         feedback = feedback ^ state[k]
@@ -47,7 +47,7 @@ class URNGArray(ConfigComponent):
     honoured only when ``pointer == 0``), ``pointer``
     (index of the RNG in position 0, ``ceil(log2 n)`` bits), ``lanes`` (``lane_layout(config)``).
     Reset (the sync domain's) loads the seeded phases. All outputs come straight from registers.
-    Cycle semantics are exactly ``golden.urng.URNGArray.step``.
+    Cycle semantics are exactly ``golden.rng.urng.URNGArray.step``.
     """
 
     class Signature(ConfigSignature):

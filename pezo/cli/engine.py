@@ -8,8 +8,10 @@ import hashlib
 import json
 import sys
 
-from pezo.cli.main import CLIError, _num, _raw
+from pezo.cli.args import CLIError, num, raw
+from pezo.golden.config import cache_dir
 from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule, train_int8
 
 MAX_SIM_STEPS = 10_000
 
@@ -17,29 +19,26 @@ MAX_SIM_STEPS = 10_000
 def add_engine_args(p: argparse.ArgumentParser) -> None:
     d, t = EngineConfig(), _train_defaults()
     p.add_argument("--strategy", default=d.strategy, help="perturbation stream: otf or pregen (default otf)")
-    p.add_argument("--rows", type=_raw, help=f"R: examples in parallel, 1..64, dividing --batch (default {d.rows})")
-    p.add_argument("--cols", type=_raw, help=f"C: weights (stream lanes) per cycle, 1..64, dividing 384 "
+    p.add_argument("--rows", type=raw, help=f"R: examples in parallel, 1..64, dividing --batch (default {d.rows})")
+    p.add_argument("--cols", type=raw, help=f"C: weights (stream lanes) per cycle, 1..64, dividing 384 "
                    f"(default {d.cols})")
-    p.add_argument("--batch", type=_raw, help=f"B: examples per ZO step (default {d.batch})")
-    p.add_argument("--eps-shift", type=_raw, help=f"epsilon = 2^(12-S) weight LSBs, 0..24 (default {d.eps_shift})")
-    p.add_argument("--stream-seed", type=_raw, help="master seed of the LFSRs / pool (default 1)")
-    p.add_argument("--rng-bits", type=_raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
-    p.add_argument("--pool-size", type=_raw, help=f"pregen: pool values N (default {d.pool_size})")
-    p.add_argument("--shots", type=_raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
-    p.add_argument("--seed", type=_raw, help=f"seed of the split and the batch order (default {t.seed})")
-    p.add_argument("--lr", type=_num, help=f"MeZO learning rate on the real weights (default {t.lr:g})")
-    p.add_argument("--weight-exponent", type=_raw, help=f"weight LSB = 2^E (default {t.weight_exponent})")
+    p.add_argument("--batch", type=raw, help=f"B: examples per ZO step (default {d.batch})")
+    p.add_argument("--eps-shift", type=raw, help=f"epsilon = 2^(12-S) weight LSBs, 0..24 (default {d.eps_shift})")
+    p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (default 1)")
+    p.add_argument("--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
+    p.add_argument("--pool-size", type=raw, help=f"pregen: pool values N (default {d.pool_size})")
+    p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
+    p.add_argument("--seed", type=raw, help=f"seed of the split and the batch order (default {t.seed})")
+    p.add_argument("--lr", type=num, help=f"MeZO learning rate on the real weights (default {t.lr:g})")
+    p.add_argument("--weight-exponent", type=raw, help=f"weight LSB = 2^E (default {t.weight_exponent})")
 
 
 def _train_defaults():
-    from pezo.golden.zo.int8_head import Int8TrainConfig
     return Int8TrainConfig()
 
 
 def int8_config(args, steps: int | None = None):
     """The ``Int8TrainConfig`` (with its ``EngineConfig``) of the options; one error line per bad field."""
-    from pezo.golden.zo.int8_head import Int8TrainConfig
-
     engine_fields = {"strategy": args.strategy}
     for option, field in (("rows", "rows"), ("cols", "cols"), ("batch", "batch"), ("eps_shift", "eps_shift"),
                           ("stream_seed", "seed"), ("rng_bits", "rng_bits"), ("pool_size", "pool_size")):
@@ -70,8 +69,6 @@ def _check_steps(steps, hi: int) -> int:
 
 
 def _load_task(train, splits):
-    from pezo.golden.zo.int8_head import Int8Task
-
     try:  # a bad split (k too large for the task) or engine shape raises before any embedding work
         return Int8Task.load(train, splits=splits, progress=True)
     except ValueError as exc:
@@ -80,9 +77,7 @@ def _load_task(train, splits):
 
 def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
     """Co-simulate ``steps`` real ZO steps on ``simulator``; the JSON object of ``pezo sim engine``."""
-    from pezo.golden.config import cache_dir
-    from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.sim.runner import run_engine
+    from pezo.sim.runner import run_engine  # Amaranth: not loaded for pezo --help
 
     task = task or _load_task(train, ("train",))
     engine = train.engine
@@ -111,7 +106,7 @@ def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
 
 
 def cmd_sim_engine(args) -> int:
-    from pezo.sim.runner import available_simulators
+    from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
 
     steps = _check_steps(args.steps, MAX_SIM_STEPS)
     train = int8_config(args)
@@ -137,8 +132,6 @@ def cmd_sim_engine(args) -> int:
 
 
 def cmd_train_int8(args) -> int:
-    from pezo.golden.zo.int8_head import train_int8
-
     train = int8_config(args, steps=_check_steps(args.steps, 10_000_000) if args.steps is not None else None)
     task = _load_task(train, ("train", "val", "test"))
     result = train_int8(train, progress=not args.quiet, task=task)
@@ -155,7 +148,8 @@ def cmd_train_int8(args) -> int:
     return 0
 
 
-def add_engine_parsers(sub) -> None:
+def add_parsers(sub) -> None:
+    """``sim`` (with ``sim engine``) and ``train-int8`` (in this order in ``pezo --help``)."""
     p = sub.add_parser("sim", help="co-simulations on the RTL: 'pezo sim engine'",
                        description="Co-simulations of whole designs on Icarus or Verilator.")
     inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
@@ -166,7 +160,7 @@ def add_engine_parsers(sub) -> None:
                          "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
                          "writes it and runs the in-place update; it compares every logit of every pass and the "
                          "final weights with golden.engine.")
-    e.add_argument("--steps", type=_raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
+    e.add_argument("--steps", type=raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
     e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
     add_engine_args(e)
     e.add_argument("--json", action="store_true", help="print one JSON object (keys match, steps, cycles_per_step, "
@@ -178,8 +172,8 @@ def add_engine_parsers(sub) -> None:
                        description="Trains the int8 384 -> 2 head on frozen MiniLM embeddings of Rotten Tomatoes "
                        "with the engine's integer ZO step (golden.engine) and reports test accuracy next to the "
                        "float linear probe on the same shots.")
-    t.add_argument("--steps", type=_raw, help=f"ZO steps (default {_train_defaults().steps})")
-    t.add_argument("--eval-every", type=_raw, help="validation every N steps (default 200)")
+    t.add_argument("--steps", type=raw, help=f"ZO steps (default {_train_defaults().steps})")
+    t.add_argument("--eval-every", type=raw, help="validation every N steps (default 200)")
     add_engine_args(t)
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress bar")

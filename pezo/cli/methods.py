@@ -1,6 +1,9 @@
 """``pezo train --method ...`` and ``pezo sweep --methods ...``: the seed methods of ``golden.methods``.
 
-``pezo train --method mezo`` on a text task is the golden trainer (``golden.zo_trainer``) exactly, its
+No parsers of its own: ``training`` adds these options to ``pezo train`` / ``pezo sweep`` and hands over
+to ``cmd_train_method`` / ``cmd_sweep_methods`` when they apply.
+
+``pezo train --method mezo`` on a text task is the golden trainer (``golden.zo.trainer``) exactly, its
 JSON plus ``"method": "mezo"``; every other method, and any method on a vision task, runs
 ``golden.methods.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
 """
@@ -11,6 +14,12 @@ import argparse
 import json
 from pathlib import Path
 
+from pezo.cli.args import CLIError, int_list, num, raw
+from pezo.cli.output import staged_output
+from pezo.golden.methods.base import (BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig,
+                                      train_method)
+from pezo.golden.methods.tasks import VISION_TASKS, all_tasks
+
 METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
                  "perturbation", "block", "weight_bits", "act_bits", "z_scale", "hidden", "lr_schedule")
 """Options only the seed methods take (``MethodConfig`` fields)."""
@@ -18,9 +27,7 @@ TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
 """Options only the golden MeZO trainer (text tasks) takes."""
 
 
-def add_method_args(p: argparse.ArgumentParser, raw, num) -> None:
-    from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
-
+def add_method_args(p: argparse.ArgumentParser) -> None:
     d = MethodConfig()
     g = p.add_argument_group("seed methods (--method other than mezo, or a digits task)")
     g.add_argument("--split", type=raw, help=f"ElasticZO's C: 0..L or {', '.join(SPLITS)} (default {d.split})")
@@ -49,23 +56,16 @@ def _hidden(text):
     try:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        from pezo.cli.main import CLIError
-
         raise CLIError(f"hidden must be comma-separated integers (e.g. 32,32), got {text!r}") from None
 
 
 def uses_methods(args) -> bool:
     """True when ``pezo train`` runs ``golden.methods`` rather than the golden MeZO trainer."""
-    from pezo.golden.methods.tasks import VISION_TASKS
-
     return (args.method or "mezo") != "mezo" or (args.task in VISION_TASKS) or any(
         getattr(args, f, None) is not None for f in METHOD_FIELDS)
 
 
 def method_config(args, **overrides):
-    from pezo.cli.main import CLIError
-    from pezo.golden.methods.base import MethodConfig
-
     for name in TRAINER_ONLY:
         if getattr(args, name, None) is not None:
             raise CLIError(f"--{name.replace('_', '-')} applies to the golden MeZO trainer (--method mezo on a text "
@@ -94,9 +94,6 @@ def method_config(args, **overrides):
 
 
 def cmd_train_method(args) -> int:
-    from pezo.cli.main import CLIError
-    from pezo.golden.methods.base import train_method
-
     config = method_config(args)
     try:
         result = train_method(config, progress=not args.quiet)
@@ -122,11 +119,8 @@ def cmd_train_method(args) -> int:
 
 
 def cmd_sweep_methods(args) -> int:
-    from pezo.cli.main import CLIError, _int_list
-    from pezo.cli.output import OutputDirError, commit_output, prepare_output
+    # the sweep runner pulls statistics / random / decimal: ~10 ms every pezo start-up, so only here
     from pezo.golden.methods.sweep import run_methods, write_outputs
-    from pezo.golden.methods.base import METHODS
-    from pezo.golden.methods.tasks import all_tasks
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
@@ -136,29 +130,20 @@ def cmd_sweep_methods(args) -> int:
     for t in tasks:
         if t not in all_tasks():
             raise CLIError(f"tasks must be a comma-separated subset of {', '.join(all_tasks())}, got {t!r}")
-    seeds = _int_list(args.seeds)
+    seeds = int_list(args.seeds)
     if not seeds:
         raise CLIError("seeds must list at least one integer (e.g. --seeds 1,2,3)")
     if not isinstance(args.jobs, int) or not 1 <= args.jobs <= 64:
         raise CLIError(f"jobs must be an integer in 1..64, got {args.jobs!r}")
-    shots = _int_list(args.shots)[0] if args.shots else 16
+    shots = int_list(args.shots)[0] if args.shots else 16
     base = method_config(args, method="mezo", task=tasks[0], shots=shots)
     for seed in seeds:
         method_config(args, method="mezo", task=tasks[0], seed=seed, shots=shots)
     out = args.out if args.out != Path("build/sweep") else Path("build/methods")
-    try:
-        staging, _ = prepare_output(out, force=args.force)
-    except OutputDirError as exc:
-        raise CLIError(str(exc)) from None
-    try:
+    with staged_output(out, args.force, {"command": "pezo sweep --methods", "methods": methods,
+                                         "tasks": tasks}) as staging:
         results = run_methods(base, methods, tasks, seeds, jobs=args.jobs, progress=not args.quiet)
-        written = write_outputs(results, base, staging)
-        commit_output(staging, out, {"command": "pezo sweep --methods", "methods": methods, "tasks": tasks})
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        written = write_outputs(results, base, staging.path)
     print((out / "methods.md").read_text())
     for path in written:
         print(f"wrote {out / path.name}")

@@ -1,8 +1,9 @@
 """Output directories that are never overwritten silently and never left half-written.
 
-``prepare_output(path)`` refuses an existing non-empty directory unless pezo wrote it (it holds the
-marker file) or ``force`` is set; ``commit_output`` renames a fully written staging directory into
-place, so an interrupted run leaves the previous output intact.
+Every command that writes a directory does it through ``staged_output``: it refuses an existing non-empty
+directory unless pezo wrote it (it holds the marker file) or ``force`` is set (``prepare_output``), hands
+out a staging directory next to the target, and on success renames it into place (``commit_output``); on
+any failure or interrupt the staging directory is removed and the previous output stays intact.
 """
 
 from __future__ import annotations
@@ -11,13 +12,41 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 MARKER = ".pezo-output"
 
 
 class OutputDirError(ValueError):
-    pass
+    """The output directory is refused (not empty, not a directory, not writable): a user error."""
+
+
+@dataclass(frozen=True)
+class Staging:
+    """Where a command writes (``path``, the staging directory) and what it replaces on success."""
+
+    path: Path
+    target: Path
+    replacing: bool
+    """``target`` holds a previous output that the commit replaces."""
+
+
+@contextmanager
+def staged_output(target: Path, force: bool = False, what: dict | None = None, *,
+                  strict: bool = False) -> Iterator[Staging]:
+    """Check ``target`` (``prepare_output``: OutputDirError if refused), yield a ``Staging`` to write into;
+    when the block ends normally, mark it with ``what`` and move it to ``target``; on any exception
+    (KeyboardInterrupt included) remove the staging directory and leave ``target`` as it was."""
+    staging, replacing = prepare_output(target, force, strict=strict)
+    try:
+        yield Staging(staging, Path(target), replacing)
+        commit_output(staging, target, what or {})
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def prepare_output(path: Path, force: bool = False, strict: bool = False) -> tuple[Path, bool]:

@@ -1,0 +1,43 @@
+"""What every command family shares: the user error, the parser class and the argument types.
+
+Bad input -> ``CLIError`` -> one line ``pezo: error: ...`` (``main`` prints it, exit status 2). The
+argument types hand integers over as ints and leave anything else unchanged, so the config that receives
+the value names the field and its range (``n_rngs must be an integer in 1..1024, got '2.5'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (no usage dump) pointing at the command's --help."""
+
+    def error(self, message):
+        raise CLIError(f"{message} (see pezo {self.prog.split(' ', 1)[1] + ' ' if ' ' in self.prog else ''}--help)")
+
+
+def raw(text: str):
+    """Integers as ints; anything else unchanged, so the config names the field and its range."""
+    return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
+
+
+def num(text: str):
+    """Integers as ints, decimals as floats, anything else unchanged (the config names the field)."""
+    text = text.strip()
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def int_list(text: str) -> list:
+    """A comma-separated list, each part as ``raw`` gives it (the caller checks that parts are integers)."""
+    return [raw(part) for part in text.split(",") if part.strip()]

@@ -1,0 +1,73 @@
+"""pezo.cli.output.staged_output (the one staging path of every command's --out) and the CLI's layout."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pezo.cli
+from pezo.cli.output import MARKER, OutputDirError, staged_output
+
+
+def test_commit_marks_and_moves_into_place(tmp_path):
+    out = tmp_path / "out"
+    with staged_output(out, what={"command": "test"}) as staging:
+        assert not staging.replacing and staging.target == out and staging.path.parent == tmp_path
+        (staging.path / "a.txt").write_text("1")
+        assert not out.exists()
+    assert (out / "a.txt").read_text() == "1" and '"command": "test"' in (out / MARKER).read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    with staged_output(out) as staging:  # pezo's own output is replaced
+        assert staging.replacing
+        (staging.path / "b.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "b.txt"]
+
+
+def test_failure_removes_staging_and_keeps_previous_output(tmp_path):
+    out = tmp_path / "out"
+    with staged_output(out) as staging:
+        (staging.path / "a.txt").write_text("old")
+    for exc in (RuntimeError("boom"), KeyboardInterrupt()):
+        with pytest.raises(type(exc)):
+            with staged_output(out) as staging:
+                (staging.path / "a.txt").write_text("new")
+                raise exc
+        assert (out / "a.txt").read_text() == "old"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_refusals(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep")
+    with pytest.raises(OutputDirError, match="was not written by pezo"):
+        with staged_output(user):
+            pass
+    mine = tmp_path / "mine"
+    with staged_output(mine):
+        pass
+    with pytest.raises(OutputDirError, match="is not empty"):  # strict (pezo build): even pezo's own output
+        with staged_output(mine, strict=True):
+            pass
+    with staged_output(user, force=True):
+        pass
+    assert not (user / "notes.txt").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputDirError, match="is not a directory"):
+        with staged_output(tmp_path / "file"):
+            pass
+
+
+def test_command_families_import_only_args_output_and_methods():
+    """No import cycle: main imports the families; the families import args / output (training: methods)."""
+    allowed = {"main": None, "training": {"args", "output", "methods"}}
+    for path in Path(pezo.cli.__file__).parent.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pezo.cli"):
+                names = [node.module.split(".")[2]] if node.module != "pezo.cli" else [a.name for a in node.names]
+                imported.update(names)
+        if allowed.get(path.stem, ...) is None:
+            continue
+        assert "main" not in imported, path.name
+        assert imported <= allowed.get(path.stem, {"args", "output"}), (path.name, imported)
