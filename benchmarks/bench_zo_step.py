@@ -214,7 +214,8 @@ class NumpyWorkload:
         return l2_normalize(model.forward_from(self.first, hidden, self.mask, params))
 
     def loss(self, params) -> float:
-        from pezo.golden.zo.trainer import HEAD_BIAS, HEAD_WEIGHT, cross_entropy
+        from pezo.golden.losses import cross_entropy
+        from pezo.golden.zo.trainer import HEAD_BIAS, HEAD_WEIGHT
 
         x = self.embeddings(params)
         logits = np.float32(HEAD_SCALE) * (x @ params[HEAD_WEIGHT].T + params[HEAD_BIAS])

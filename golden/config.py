@@ -66,7 +66,7 @@ class PerturbConfig:
                  strategy ``pregen``).
     perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
     eps_shift -- epsilon as a right shift s, 0..24: the perturbation stream emits round(z * 2^(12 - s)),
-                 i.e. epsilon = 2^(12 - s) output LSBs (``golden.perturb``); the default 12 gives round(z).
+                 i.e. epsilon = 2^(12 - s) output LSBs (``pezo.golden.rng.perturb``); the default 12 gives round(z).
     """
 
     strategy: str = "otf"

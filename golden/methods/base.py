@@ -1,49 +1,35 @@
-"""The other seed methods behind one optimiser interface, any perturbation family plugged in.
+"""The seed methods' shared interface: one run's configuration and what every method returns.
 
-=================  ===================================================================================
-method             what a step does (module)
-=================  ===================================================================================
-mezo               MeZO (``golden.mezo``): +-eps z, g = (l+ - l-)/(2 eps), theta -= lr g z, q queries
-elasticzo          ElasticZO (``golden.elasticzo``): layers 1..C by MeZO-style ZO with g clipped to
-                   +-g_clip and the merged restore+update, layers C+1..L by backprop + SGD on the
-                   activations of the -eps pass (no third pass)
-elasticzo-int8     ElasticZO-INT8 (``golden.elasticzo``): NITI int8 weights, sparse uniform integer z
-                   with the p_zero schedule, g = sign(l+ - l-) (float CE, or the integer CE sign of
-                   Eq. 12 with ``loss_sign="integer"``), PSR(g z, b_ZO) updates, NITI integer BP tail
-poormans           Poor Man's (``golden.poormans``): real-quantised int8 net, layer-wise forward
-                   differences with mu = 1 LSB Rademacher (XORShift32), weight or node perturbation
-                   per layer (d_w < d_a), Eq. 11 update with NQ/(NQ+d-1) and 1/s^2, block selection
-sign-m-spsa        Stepping Forward (``golden.stepping_forward``): 16w8a fixed point, m perturbations
-                   per step (each on its own batch), sign(l+ - l-) z_q accumulated, multiply-shift update
-=================  ===================================================================================
+``MethodConfig`` is one run (every field validated on construction; ``lr`` / ``eps`` / ``queries`` of
+``None`` take the method's default), ``StepStats`` what one step cost, ``FloatMLPMethod`` the
+evaluation and checkpoints of a method training the float MLP in place, ``accuracy`` and
+``batch_stream`` the evaluation and mini-batch helpers. The methods (``elasticzo``, ``poormans``,
+``stepping_forward``) build on this module; ``pezo.golden.methods.registry`` (``make_method``,
+``train_method``, ``MeZOMethod``) sits above them.
 
-Interface: ``make_method(config, task)`` returns an object with ``step(step, next_batch) ->
-StepStats`` (``next_batch()`` yields (x, y); a method may take several batches per step),
-``logits(x)`` (float, for evaluation), ``state()`` / ``load_state(s)`` (checkpoints),
-``trainable_params`` and ``describe()``. ``family=None`` is the method's own generator (Gaussian for
-mezo/elasticzo/sign-m-spsa, sparse uniform integers for elasticzo-int8, XORShift32 Rademacher for
-poormans); any ``golden.families`` family (e.g. ``pezo-otf``) replaces it, mapped to the method's
-integer format as each module documents.
+Interface: a method object has ``step(step, next_batch) -> StepStats`` (``next_batch()`` yields (x, y);
+a method may take several batches per step), ``logits(x)`` (float, for evaluation), ``state()`` /
+``load_state(s)`` (checkpoints), ``trainable_params`` and ``describe()``. ``family=None`` is the
+method's own generator (Gaussian for mezo/elasticzo/sign-m-spsa, sparse uniform integers for
+elasticzo-int8, XORShift32 Rademacher for poormans); any ``pezo.golden.zo.families`` family (e.g.
+``pezo-otf``) replaces it, mapped to the method's integer format as each module documents.
 
-``train_method`` runs a config: mini-batches from an epoch-wise shuffle, validation every
-``eval_every`` steps, the reported ``test_accuracy`` is the best-validation checkpoint's (as the
-golden trainer). Its summary has the golden trainer's keys plus ``method``, ``split``, ``memory_bytes``
-(the paper calculators, ``golden.zo_memory``) and ``forward_equivalents`` (MACs / full-forward MACs).
 Schedules given in the papers' epochs (p_zero 0.33/0.5/0.9 and b_BP 5/4/3 at epochs 0/20/50 of 100)
-are scaled to the run: they switch at 20 % and 50 % of ``steps``.
+are scaled to the run: ``MethodConfig.phase`` switches at 20 % and 50 % of ``steps``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from pezo.golden.config import check_int
+from pezo.golden.methods.nets import forward
+from pezo.golden.methods.tasks import all_tasks
+from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS, make_sampler
 
 METHODS = ("mezo", "elasticzo", "elasticzo-int8", "poormans", "sign-m-spsa")
 SPLITS = ("full-zo", "cls2", "cls1", "full-bp")
@@ -107,9 +93,6 @@ class MethodConfig:
     z_scale: str = "pow2"
 
     def __post_init__(self):
-        from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS
-        from pezo.golden.methods.tasks import all_tasks
-
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.task not in all_tasks():
@@ -217,11 +200,9 @@ class MethodConfig:
         return out
 
     def sampler(self, dim: int, salt: int = 0):
-        """The plugged-in ``golden.families`` sampler of dimension ``dim`` (None: the method's own)."""
+        """The plugged-in ``pezo.golden.zo.families`` sampler of dimension ``dim`` (None: the method's own)."""
         if self.family is None:
             return None
-        from pezo.golden.zo.families import make_sampler
-
         return make_sampler(self.family, dim, seed=self.seed * 7919 + salt + 1, **dict(self.family_options))
 
 
@@ -240,8 +221,6 @@ class FloatMLPMethod:
     params: dict
 
     def logits(self, x):
-        from pezo.golden.methods.nets import forward
-
         return forward(self.params, x)[0]
 
     def state(self):
@@ -250,61 +229,6 @@ class FloatMLPMethod:
     def load_state(self, state):
         for k, v in state.items():
             self.params[k][...] = v
-
-
-class MeZOMethod(FloatMLPMethod):
-    """MeZO on the float MLP (``golden.mezo.MeZO``, stream mode: the FPGA's read-only perturbation)."""
-
-    def __init__(self, config: MethodConfig, task):
-        from pezo.golden.zo.families import make_sampler
-        from pezo.golden.zo.mezo import MeZO, MeZOConfig
-        from pezo.golden.methods.nets import layers_of, weight_name
-
-        self.config, self.task = config, task
-        self.params = task.start
-        names = [weight_name(i) for i in range(layers_of(self.params))]
-        dim = sum(self.params[n].size for n in names)
-        sampler = config.sampler(dim) or make_sampler("gaussian", dim, seed=config.seed + 1)
-        self.sampler = sampler
-        self.mezo_config = MeZOConfig(lr=config.learning_rate, eps=config.epsilon, queries=config.n_queries,
-                                      mode="stream")
-        self.optimiser = MeZO(self.params, names, sampler, self.mezo_config)
-        self.trainable_params = dim
-
-    def step(self, step, next_batch):
-        from dataclasses import replace as dc_replace
-
-        from pezo.golden.methods.nets import forward, forward_macs
-        from pezo.golden.zo.trainer import cross_entropy
-
-        x, y = next_batch()
-        self.optimiser.config = dc_replace(self.mezo_config, lr=self.config.lr_at(step))
-        record = self.optimiser.step(step, lambda p: cross_entropy(forward(p, x)[0], y))
-        q = self.config.n_queries
-        return StepStats(record.loss, 2 * q, 2 * q * forward_macs(self.task.sizes, len(y)))
-
-    def describe(self):
-        return {"sampler": self.sampler.describe(), "eps": self.config.epsilon, "queries": self.config.n_queries}
-
-
-def make_method(config: MethodConfig, task):
-    if config.method == "mezo":
-        return MeZOMethod(config, task)
-    if config.method == "elasticzo":
-        from pezo.golden.methods.elasticzo import ElasticZO
-
-        return ElasticZO(config, task)
-    if config.method == "elasticzo-int8":
-        from pezo.golden.methods.elasticzo import ElasticZOInt8
-
-        return ElasticZOInt8(config, task)
-    if config.method == "poormans":
-        from pezo.golden.methods.poormans import PoorMans
-
-        return PoorMans(config, task)
-    from pezo.golden.methods.stepping_forward import SignMSPSA
-
-    return SignMSPSA(config, task)
 
 
 def accuracy(method, x, y, batch: int = 512) -> float:
@@ -321,71 +245,3 @@ def batch_stream(n: int, batch: int, rng: np.random.Generator):
         order = rng.permutation(n)
         for s in range(0, n - size + 1, size):
             yield order[s:s + size]
-
-
-def train_method(config: MethodConfig, progress: bool = False, task=None) -> dict:
-    """Run ``config``; the summary (module docstring). ``task`` overrides ``golden.zo_tasks.load``."""
-    from pezo.golden.methods.nets import forward_macs
-    from pezo.golden.methods.memory import method_memory
-    from pezo.golden.methods.tasks import load
-
-    task = task or load(config.task, config.seed, hidden=config.hidden, shots=config.shots, progress=progress)
-    method = make_method(config, task)
-    start_accuracy = accuracy(method, task.x_test, task.y_test)
-    best_val = start_val = accuracy(method, task.x_val, task.y_val)
-    best_step, best = 0, method.state()
-    rng = np.random.default_rng([config.seed, 0xBA7C])
-    indices = batch_stream(len(task.y_train), config.batch_size, rng)
-
-    def next_batch():
-        idx = next(indices)
-        return task.x_train[idx], task.y_train[idx]
-
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=config.steps, desc=f"{config.method} {config.task}", unit="step", file=sys.stderr)
-    losses, val_history, passes, macs, seconds = [], [(0, best_val)], 0, 0, 0.0
-    for step in range(config.steps):
-        t0 = time.perf_counter()
-        stats = method.step(step, next_batch)
-        seconds += time.perf_counter() - t0
-        if not math.isfinite(stats.loss):
-            raise FloatingPointError(f"loss is not finite at step {step} (lr={config.learning_rate})")
-        losses.append(stats.loss)
-        passes += stats.forward_passes
-        macs += stats.forward_macs
-        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-            val = accuracy(method, task.x_val, task.y_val)
-            val_history.append((step + 1, val))
-            if val > best_val:
-                best_val, best_step, best = val, step + 1, method.state()
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=f"{val_history[-1][1]:.3f}")
-    if bar is not None:
-        bar.close()
-    final_test = accuracy(method, task.x_test, task.y_test)
-    if best_step != config.steps:
-        method.load_state(best)
-    test_accuracy = accuracy(method, task.x_test, task.y_test)
-    full = forward_macs(task.sizes, config.batch_size)
-    summary = {
-        "method": config.method, "family": config.family or "native", "task": config.task,
-        "shots": config.shots if config.task not in ("digits", "digits-rot30", "digits-rot45") else len(task.y_train),
-        "steps": config.steps, "seed": config.seed, "test_accuracy": test_accuracy,
-        "start_accuracy": start_accuracy, "seconds_per_step": seconds / config.steps,
-        "final_test_accuracy": final_test, "best_step": best_step, "best_val_accuracy": best_val,
-        "start_val_accuracy": start_val, "val_history": val_history,
-        "train_loss_start": float(np.mean(losses[:20])), "train_loss_end": float(np.mean(losses[-20:])),
-        "trainable": "all layers" if config.method != "poormans" else f"block {config.block}",
-        "trainable_params": int(method.trainable_params), "forward_passes": int(passes),
-        "forward_equivalents": macs / full if full else 0.0,
-        "train_size": int(len(task.y_train)), "val_size": int(len(task.y_val)), "test_size": int(len(task.y_test)),
-        "split": config.split if config.method.startswith("elasticzo") else None,
-        "sizes": list(task.sizes), "memory_bytes": method_memory(config, task.sizes),
-        "method_details": method.describe(), "task_info": task.info, "config": config.to_dict(),
-    }
-    summary["sampler"] = summary["method_details"].get("sampler", {"family": summary["family"]})
-    return summary

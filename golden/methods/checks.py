@@ -27,8 +27,8 @@ E[sign(grad . z) z] = sqrt(2/pi) grad / ||grad|| (norm 0.7979). For other famili
 not exact; for large d the central limit theorem gives about sqrt(2/pi * E z^2) (``clt_norm``), which is
 reported next to the measured value.
 
-Perturbations come from a ``golden.families`` sampler (any of ``FAMILIES``, with its options) or from
-``golden.xorshift.XorShiftRademacherSampler`` (family ``"xorshift-rademacher"``, no options), keyed by
+Perturbations come from a ``pezo.golden.zo.families`` sampler (any of ``FAMILIES``, with its options) or from
+``pezo.golden.methods.xorshift.XorShiftRademacherSampler`` (family ``"xorshift-rademacher"``, no options), keyed by
 the same ``seed``; g is drawn from ``SeedSequence([seed, 0x20C4EC5])`` so it does not share a stream
 with the perturbations.
 """

@@ -13,7 +13,7 @@ FP32 (Algorithm 1). One direction per step (q = 1), index = step:
 
 C = L is Full ZO, C = 0 Full BP (one forward + backprop, plain SGD). z: the plugged family or Gaussian.
 
-INT8 (Algorithm 2; NITI format, ``golden.niti``). Weights int8 in [-127, 127] at a fixed per-tensor
+INT8 (Algorithm 2; NITI format, ``pezo.golden.methods.niti``). Weights int8 in [-127, 127] at a fixed per-tensor
 exponent (NITI's initialisation: s = ceil(log2 max|w|) - 7, w = round-half-up(w * 127 / max|w|)), no
 biases; forward: input quantised per batch, int8 x int8 -> int32, per-tensor requantisation, ReLU.
 
@@ -36,10 +36,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.engine.int8 import round_half_up
+from pezo.golden.engine.int8 import exponent_for, round_half_up
+from pezo.golden.losses import cross_entropy
 from pezo.golden.methods.base import FloatMLPMethod, StepStats
 from pezo.golden.methods.nets import backward, forward, forward_macs, layers_of, softmax_grad, weight_name
-from pezo.golden.zo.trainer import cross_entropy
+from pezo.golden.methods.niti import (cross_entropy_int8, fc_backward_int8, float_ce_sign, integer_ce_sign,
+                                     loss_gradient_int8, pseudo_stochastic_round, quantize_tensor,
+                                     relu_backward, requantize_tensor)
+from pezo.golden.zo.families import make_sampler
+from pezo.golden.zo.mezo import MeZO, MeZOConfig
 
 P_ZERO_SCHEDULE = (0.33, 0.5, 0.9)
 B_BP_SCHEDULE = (5, 4, 3)
@@ -49,9 +54,6 @@ class ElasticZO(FloatMLPMethod):
     """FP32 ElasticZO (module docstring) on the float MLP ``task.start`` (updated in place)."""
 
     def __init__(self, config, task):
-        from pezo.golden.zo.families import make_sampler
-        from pezo.golden.zo.mezo import MeZO, MeZOConfig
-
         self.config, self.task = config, task
         self.params = task.start
         self.layers = layers_of(self.params)
@@ -99,8 +101,6 @@ class ElasticZO(FloatMLPMethod):
 
 def niti_weights(w: np.ndarray) -> tuple[np.ndarray, int]:
     """NITI's weight quantisation: (round-half-up(w * 127 / max|w|), ceil(log2 max|w|) - 7)."""
-    from pezo.golden.engine.int8 import exponent_for
-
     peak = float(np.max(np.abs(w)))
     q = round_half_up(np.asarray(w, dtype=np.float64) * (127.0 / peak))
     return np.clip(q, -127, 127), exponent_for(w)
@@ -108,8 +108,6 @@ def niti_weights(w: np.ndarray) -> tuple[np.ndarray, int]:
 
 def int8_forward(weights, exponents, x) -> tuple[np.ndarray, int, list[np.ndarray]]:
     """(int8 logits, their exponent, per-layer int8 inputs) of the NITI net on float inputs ``x``."""
-    from pezo.golden.methods.niti import quantize_tensor, requantize_tensor
-
     a, s = quantize_tensor(x)
     inputs = []
     for layer, (w, sw) in enumerate(zip(weights, exponents)):
@@ -158,9 +156,6 @@ class ElasticZOInt8:
             self.weights[layer] = np.clip(self.weights[layer] + k * z, -127, 127)
 
     def step(self, step, next_batch):
-        from pezo.golden.methods.niti import (cross_entropy_int8, fc_backward_int8, float_ce_sign, integer_ce_sign,
-                           loss_gradient_int8, pseudo_stochastic_round, relu_backward)
-
         x, y = next_batch()
         cfg = self.config
         macs = forward_macs(self.task.sizes, len(y))

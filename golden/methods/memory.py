@@ -261,7 +261,7 @@ def mlp_specs(sizes: Sequence[int], relu: bool = True, bias: bool = True) -> tup
 
 
 def method_memory(config, sizes: Sequence[int]) -> dict:
-    """Training memory in bytes of one ``golden.methods.MethodConfig`` run on the bias-free MLP ``sizes``
+    """Training memory in bytes of one ``pezo.golden.methods.base.MethodConfig`` run on the bias-free MLP ``sizes``
     (batch = ``config.batch_size``), by the calculator that fits the method:
 
     * mezo: Eq. 3 (Full ZO, fp32); elasticzo: Eq. 4 at its C; elasticzo-int8: Eq. 15 at its C (C = 0 is

@@ -1,10 +1,10 @@
-"""The float32 MLP every ZO method of ``golden.methods`` trains, with NumPy backprop for any tail.
+"""The float32 MLP every ZO method of ``pezo.golden.methods`` trains, with NumPy backprop for any tail.
 
 A net of sizes ``[n_0, n_1, ..., n_L]`` has L fully connected layers ``fc1..fcL`` (``fc{i}.weight`` of
 shape [n_i, n_{i-1}], no biases: NITI's INT8 nets have none, and one function class for every method
 keeps the comparison fair) with a ReLU after every layer but the last. Layer l (0-based) maps its
 input ``inputs[l]`` to ``pre[l] = inputs[l] @ W_l^T``; ``inputs[l+1] = relu(pre[l])``; logits =
-``pre[L-1]``. Loss: mean softmax cross-entropy (float64 log-softmax, ``golden.zo_trainer``).
+``pre[L-1]``. Loss: mean softmax cross-entropy (float64 log-softmax, ``pezo.golden.losses``).
 
 ``backward(params, inputs, dlogits, first)`` returns the gradients of layers ``first..L-1`` only, from
 the cached ``inputs`` of one forward pass: ElasticZO's BP tail (first = C) and Full BP (first = 0).

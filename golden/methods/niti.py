@@ -1,7 +1,7 @@
 """Integer primitives of ElasticZO-INT8 (the NITI format): requantisation, rounding, the integer CE sign
 and the INT8 back-propagation head, bit for bit.
 
-Format (``golden.int8``): a tensor is an int64 array of int8 values plus one Python-int exponent for the
+Format (``pezo.golden.engine.int8``): a tensor is an int64 array of int8 values plus one Python-int exponent for the
 whole (batch) tensor, value = q * 2^e. Weights and requantised tensors saturate to [-127, 127]; inputs
 use [-128, 127]. Accumulators are exact int32 sums (held in int64; |acc| <= 2^31 is enforced).
 
@@ -11,7 +11,7 @@ Rounding rules, one per operation:
   tensor). NITI-REF uses ceil(log2(max|x|)), one less when max|x| is an exact power of two (trap: the
   paper/clz form is the one implemented; it keeps 64 -> 7 bits and 1 -> 1 bit).
 * ``requantize_tensor``: b = bitwidth(acc); if b > 7, shift = b - 7, out = sat(round_shift(acc, shift),
-  -127, 127) with round half up (``golden.int8.round_shift``: floor((x + 2^(shift-1)) / 2^shift)) and the
+  -127, 127) with round half up (``pezo.golden.engine.int8.round_shift``: floor((x + 2^(shift-1)) / 2^shift)) and the
   exponent grows by shift; otherwise the tensor is returned unchanged.
 * ``quantize_tensor``: NITI's input quantiser, e = ceil(log2(max|x|)) - 7, q = sat(floor(x*2^-e + 1/2),
   -128, 127).

@@ -21,7 +21,7 @@ input and output kept), then for each trained layer i in order:
 * **Eq. 11 update**: W_q <- clip(W_q - round(lr * GNS * g_W / s_w[c]^2), -127, 127) (QAS: 1/s^2).
 
 Later layers use the clean activations of the old weights (global synchronisation, line 35).
-Perturbations: XORShift32 Rademacher (``golden.xorshift``), one stream per (step, layer), drawn per
+Perturbations: XORShift32 Rademacher (``pezo.golden.methods.xorshift``), one stream per (step, layer), drawn per
 query, then per sample, then per element; a plugged family gives xi = +1 where z >= 0 else -1.
 
 Block selection (``block``): ``all`` trains every layer; an index trains that layer; ``adaptive``
@@ -34,10 +34,11 @@ from __future__ import annotations
 import numpy as np
 
 from pezo.golden.engine.int8 import round_half_up as _round
-from pezo.golden.methods.base import StepStats
+from pezo.golden.losses import example_cross_entropy as per_sample_ce
+from pezo.golden.methods.base import StepStats, accuracy
 from pezo.golden.methods.nets import forward as float_forward
 from pezo.golden.methods.nets import forward_macs, layers_of, weight_name
-from pezo.golden.zo.trainer import example_cross_entropy as per_sample_ce
+from pezo.golden.methods.xorshift import XorShiftRademacherSampler
 
 SELECTION_INDEX = 1 << 40
 """Perturbation indices of the block-selection trial epochs (disjoint from the training steps)."""
@@ -108,8 +109,6 @@ class PoorMans:
         if key not in self.samplers:
             sampler = self.config.sampler(size, salt=layer)
             if sampler is None:
-                from pezo.golden.methods.xorshift import XorShiftRademacherSampler
-
                 sampler = XorShiftRademacherSampler(size, seed=(self.config.seed * 64 + layer) % (2**32 - 1) + 1)
             self.samplers[key] = sampler
         z = self.samplers[key].segment(step, 0, size)
@@ -165,8 +164,6 @@ class PoorMans:
 
     def _select_block(self, next_batch) -> StepStats:
         """Sec. 3.3: one epoch of steps per candidate layer, keep the best validation gain."""
-        from pezo.golden.methods.base import accuracy
-
         start = self.state()
         base = accuracy(self, self.task.x_val, self.task.y_val)
         epoch = max(1, len(self.task.y_train) // self.config.batch_size)

@@ -24,7 +24,7 @@ l+ = l-, the sign is 0 and nothing trains. A tensor whose eps_q rounds to 0 is o
 naming eps, the tensor, Delta_w and the smallest eps that works.
 
 Under a locally linear loss and Gaussian z, E[sign(grad . z) z] = sqrt(2/pi) grad / ||grad|| (0.798
-times the unit gradient; ``golden.zo_checks.sign_spsa_expectation``).
+times the unit gradient; ``pezo.golden.methods.checks.sign_spsa_expectation``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import numpy as np
 
 from pezo.golden.engine.int8 import round_half_up as _round
 from pezo.golden.engine.int8 import round_shift
+from pezo.golden.losses import cross_entropy
 from pezo.golden.methods.base import StepStats
 from pezo.golden.methods.nets import forward_macs, layers_of, weight_name
-from pezo.golden.zo.trainer import cross_entropy
+from pezo.golden.zo.families import make_sampler
 
 Z_BITS = 8
 Z_MAX_Q = (1 << (Z_BITS - 1)) - 1
@@ -61,8 +62,6 @@ class SignMSPSA:
     """QZO-FF on the MLP ``task.start`` (module docstring); ``self.wq`` are the integer weights."""
 
     def __init__(self, config, task):
-        from pezo.golden.zo.families import make_sampler
-
         self.config, self.task = config, task
         self.layers = layers_of(task.start)
         bits = config.weight_bits

@@ -2,7 +2,7 @@
 
 Rows: ``mezo``, ``poormans`` and ``sign-m-spsa`` once each; ``elasticzo`` and ``elasticzo-int8`` once
 per split -- Full ZO (C = L), Cls2 (C = L-1), Cls1 (C = L-2), Full BP (C = 0), ElasticZO's Table 1/2
-rows (splits a net is too shallow for are left out). Every run is ``golden.methods.train_method`` with
+rows (splits a net is too shallow for are left out). Every run is ``pezo.golden.methods.registry.train_method`` with
 the sweep's base ``MethodConfig`` (steps, batch, hidden widths, family) and its own method, split,
 task and seed; method-specific defaults (lr, eps, queries) apply unless the base sets them.
 
@@ -19,6 +19,9 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+
+from pezo.golden.methods.registry import train_method
+from pezo.golden.zo.sweeps import map_runs
 
 ELASTIC_SPLITS = ("full-zo", "cls2", "cls1", "full-bp")
 SPLIT_LABELS = {"full-zo": "Full ZO", "cls2": "ZO-Feat-Cls2", "cls1": "ZO-Feat-Cls1", "full-bp": "Full BP"}
@@ -57,8 +60,6 @@ def jobs_for(methods, tasks, seeds, layers: int) -> list[MethodJob]:
 
 def _run(args) -> dict:
     base, job = args
-    from pezo.golden.methods.base import train_method
-
     config = base.replace(method=job.method, task=job.task, seed=job.seed, split=job.split)
     try:
         summary = train_method(config)
@@ -69,8 +70,6 @@ def _run(args) -> dict:
 
 
 def run_methods(base, methods, tasks, seeds, jobs: int = 1, progress: bool = True) -> list[dict]:
-    from pezo.golden.zo.sweeps import map_runs
-
     todo = jobs_for(methods, tasks, seeds, len(base.hidden) + 1)
     return map_runs(_run, [(base, j) for j in todo], jobs, progress, "methods")
 

@@ -1,16 +1,16 @@
-"""The tasks ``golden.methods`` trains on: real labelled data, split and seeded.
+"""The tasks ``pezo.golden.methods`` trains on: real labelled data, split and seeded.
 
 Vision (scikit-learn's bundled 8x8 handwritten digits, 1 797 images of 10 classes, UCI; no download):
 
 * ``digits`` -- training from scratch. A seeded permutation gives 1 000 train, 300 validation and 497
-  test images; pixels 0..16 map to ``x / 8 - 1`` in [-1, 1]. Start: ``golden.nets.init_mlp``.
+  test images; pixels 0..16 map to ``x / 8 - 1`` in [-1, 1]. Start: ``pezo.golden.methods.nets.init_mlp``.
 * ``digits-rot30`` / ``digits-rot45`` -- ElasticZO's rotated-data fine-tuning (Table 2) in spirit: the
   MLP is pre-trained by backprop (Adam 1e-3, batch 32, ``PRETRAIN_EPOCHS`` epochs; the paper pre-trains
   one Adam epoch on 60 000 MNIST images) on the *upright* train split, then fine-tuned and tested on the
   same splits rotated by 30 or 45 degrees (``scipy.ndimage.rotate``, bilinear, zero fill, same size).
 
-Text (``golden.data``'s labelled text, e.g. ``rotten_tomatoes``): the golden trainer's head task -- frozen
-all-MiniLM-L6-v2 sentence embeddings (``golden.int8_head.sentence_embeddings``, cached on disk) times
+Text (``pezo.golden.lm.data``'s labelled text, e.g. ``rotten_tomatoes``): the golden trainer's head task -- frozen
+all-MiniLM-L6-v2 sentence embeddings (``pezo.golden.zo.int8_head.sentence_embeddings``, cached on disk) times
 ``HEAD_SCALE``, a linear 384 -> classes head trained from a seeded Xavier start; k shots per class for
 train and validation and 1 000 test examples (``few_shot_split``).
 """
@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.methods.nets import Adam, backward, forward, init_mlp, softmax_grad
+from pezo.golden.zo.int8_head import sentence_embeddings
 
 VISION_TASKS = ("digits", "digits-rot30", "digits-rot45")
 ROTATIONS = {"digits": 0, "digits-rot30": 30, "digits-rot45": 45}
@@ -32,8 +34,6 @@ HEAD_SCALE = 20.0
 
 
 def all_tasks() -> tuple[str, ...]:
-    from pezo.golden.lm.data import TASKS
-
     return VISION_TASKS + tuple(TASKS)
 
 
@@ -119,9 +119,6 @@ def _vision(name: str, seed: int, hidden: tuple) -> Task:
 
 @functools.lru_cache(maxsize=4)
 def _text(name: str, seed: int, shots: int, progress: bool) -> Task:
-    from pezo.golden.lm.data import few_shot_split, load_task
-    from pezo.golden.zo.int8_head import sentence_embeddings
-
     data = load_task(name)
     split = few_shot_split(data, shots, seed, test_size=1000)
 

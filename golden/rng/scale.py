@@ -11,7 +11,7 @@ cyclic correlation of the squared sequence values with the histogram of those of
 the integer sums stay below 2^53 for b <= 16 and d < 2^31 up to a relative error of ~1e-12).
 
 Real values: a lane value v (``state - 2^(b-1)``) means ``v / 2^(b-1)`` in (-1, 1). The exact factor
-is ``E||z_d|| / ||u||`` (``golden.pool.gaussian_expected_norm``). The LUT stores the power of two
+is ``E||z_d|| / ||u||`` (``pezo.golden.rng.pool.gaussian_expected_norm``). The LUT stores the power of two
 nearest in the log domain, ``k = floor(log2(factor) + 1/2)``, clipped to ``SCALE_SHIFTS``; entry 0
 (the LFSR never holds state 0) stores the most common k.
 """
@@ -23,9 +23,9 @@ import math
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_next, offset_to_signed
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next, offset_to_signed
 from pezo.golden.rng.pool import gaussian_expected_norm
-from pezo.golden.rng.urng import rng_phases
+from pezo.golden.rng.urng import URNGArray, URNGSnapshot, rng_phases
 
 SCALE_SHIFTS = (0, 3)
 """Range of the stored shift k (2-bit LUT entries): the perturbation is u * 2^k."""
@@ -112,9 +112,6 @@ def lut_statistics(config: PerturbConfig) -> dict:
 def direct_squared_norm(config: PerturbConfig, start_index: int) -> int:
     """``||u||^2`` of the perturbation whose RNG 0 starts at m-sequence index ``start_index``, by running
     the golden URNG array (the slow independent check of ``squared_norms``)."""
-    from pezo.golden.rng.lfsr import lfsr_jump
-    from pezo.golden.rng.urng import URNGArray, URNGSnapshot
-
     n, d = config.n_rngs, config.perturb_dim
     state0 = lfsr_jump(config.seed, config.rng_bits, start_index)
     states = tuple(lfsr_jump(state0, config.rng_bits, phase) for phase in rng_phases(config))

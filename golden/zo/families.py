@@ -8,7 +8,7 @@ mutable member is a cache of scaled tables), so the +eps pass, the -eps pass and
 regenerate the same z. A segment materialises its ``size`` float32 values and bounded scratch (the
 PeZO families: none beyond their tables of O(2^b + N + 2^16) entries; rademacher: one byte per value
 while unpacking bits), never a d-length array, so ZO training stays within a few percent of inference
-memory. (Building a pezo-otf sampler with scaling ``lut`` or ``exact`` runs ``golden.scale``'s FFT,
+memory. (Building a pezo-otf sampler with scaling ``lut`` or ``exact`` runs ``pezo.golden.rng.scale``'s FFT,
 which holds d int64 offsets for a moment; that is construction, not training.)
 
 =============  ==========================================================================================
@@ -17,11 +17,11 @@ family         element j of perturbation t
 gaussian       MeZO: N(0, 1), ``Generator(PCG64(SeedSequence([seed, t, offset]))).standard_normal``
 rademacher     +-1 with probability 1/2, same keying (random bytes, unpacked bits)
 uniform        PeZO Table 3 "naive uniform": U(-1, 1), same keying, no modulus scaling
-pezo-pregen    PeZO pre-generation: ``pool[(t*d + j) mod N]``, the BRAM pool ``golden.pool.pool_values``
+pezo-pregen    PeZO pre-generation: ``pool[(t*d + j) mod N]``, the BRAM pool ``pezo.golden.rng.pool.pool_values``
                in real units ``q / 2^(pool_bits-2)`` (pre-scaled to E||z|| of a d-dim Gaussian)
 pezo-otf       PeZO on-the-fly: lane ``j mod n`` of relative cycle ``j // n`` of the rotating URNG array
-               (``golden.urng``) started at perturbation t's aligned cycle, ``v / 2^(b-1)``, times the
-               adaptive modulus scale (``golden.scale``): 2^k from the LUT (default), Eq. 3's exact
+               (``pezo.golden.rng.urng``) started at perturbation t's aligned cycle, ``v / 2^(b-1)``, times the
+               adaptive modulus scale (``pezo.golden.rng.scale``): 2^k from the LUT (default), Eq. 3's exact
                factor, or 1
 =============  ==========================================================================================
 
@@ -33,9 +33,9 @@ exactly MeZO's behaviour, whose per-parameter ``torch.normal`` calls also depend
 ``uniform`` has E z_j^2 = 1/3, so its norm is about sqrt(d/3), a factor sqrt(3) below Gaussian's
 E||z|| ~ sqrt(d): the un-scaled baseline PeZO's Table 3 shows failing.
 
-The PeZO families reproduce the hardware stream (``golden.perturb.PerturbationStream``) value for
+The PeZO families reproduce the hardware stream (``pezo.golden.rng.perturb.PerturbationStream``) value for
 value: the stream's integer for element j of perturbation t is ``z * 2^(12 - eps_shift)`` (rounded
-half up by ``golden.perturb.scale_round`` when the stream's shift is negative), for a consumer that
+half up by ``pezo.golden.rng.perturb.scale_round`` when the stream's shift is negative), for a consumer that
 takes each perturbation's d values (``en`` on every valid cycle) and then pulses ``next``.
 
 * pezo-pregen: leftover-shift reuse, ``start_t = t*d mod N`` (``PoolReader``: next perturbation
@@ -50,7 +50,7 @@ takes each perturbation's d values (``en`` on every valid cycle) and then pulses
       e_t = t * n * ceil(d / n^2)  mod  (2^b - 1)
 
   Element j is the signed m-sequence value at ``(e_t + element_offsets[j]) mod (2^b - 1)``
-  (``golden.scale.element_offsets``), and the LUT shift is ``scale_lut[msequence[e_t]]`` (RNG 0's
+  (``pezo.golden.rng.scale.element_offsets``), and the LUT shift is ``scale_lut[msequence[e_t]]`` (RNG 0's
   state at the start, the LUT address of the hardware).
 
 Parameter policy (bad input raises one ``ValueError`` naming the parameter and its allowed range):
@@ -74,6 +74,9 @@ import numpy as np
 
 from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
 from pezo.golden.rng.lfsr import offset_to_signed
+from pezo.golden.rng.pool import pool_values
+from pezo.golden.rng.scale import exact_factors, msequence, scale_lut
+from pezo.golden.rng.urng import rng_phases
 
 FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
@@ -81,7 +84,7 @@ SCALINGS = ("lut", "exact", "none")
 
 MAX_SEED = (1 << 64) - 1
 MAX_INDEX = (1 << 63) - 1
-OTF_MAX_RNG_BITS = 16  # = golden.scale.MAX_SCALE_RNG_BITS; also bounds the 2^b-entry value table
+OTF_MAX_RNG_BITS = 16  # = pezo.golden.rng.scale.MAX_SCALE_RNG_BITS; also bounds the 2^b-entry value table
 OTF_CHUNK = 1 << 16
 """Target elements per precomputed otf offset chunk (rounded to a multiple of n^2, at most d)."""
 
@@ -187,8 +190,6 @@ class PregenSampler(Sampler):
 
     def __init__(self, dim: int, seed: int = 1, pool_size: int = 4095, pool_bits: int = 12):
         super().__init__(dim, seed)
-        from pezo.golden.rng.pool import pool_values
-
         self.config = PerturbConfig(strategy="pregen", pool_size=pool_size, pool_bits=pool_bits, seed=seed,
                                     perturb_dim=dim, lanes=1, banks=1)
         if dim % pool_size == 0:
@@ -240,9 +241,6 @@ class OtfSampler(Sampler):
 
     def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut"):
         super().__init__(dim, seed)
-        from pezo.golden.rng.scale import msequence
-        from pezo.golden.rng.urng import rng_phases
-
         self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim)
         check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)
         if scaling not in SCALINGS:
@@ -271,10 +269,8 @@ class OtfSampler(Sampler):
         self._base = signed[np.arange(length) % period]
         self._lut = self._factors = None
         if scaling == "lut":
-            from pezo.golden.rng.scale import scale_lut
             self._lut = scale_lut(self.config)
         elif scaling == "exact":
-            from pezo.golden.rng.scale import exact_factors
             self._factors = exact_factors(self.config)
         self._tables: dict[float, np.ndarray] = {}  # scaled copies of _base (a cache, not state)
 

@@ -1,9 +1,9 @@
 """The engine's real task: an INT8 linear head (384 -> classes) on frozen all-MiniLM-L6-v2 sentence
-embeddings, trained by the integer ZO step of ``golden.engine``; and the host's side of that step.
+embeddings, trained by the integer ZO step of ``pezo.golden.engine.zo_engine``; and the host's side of that step.
 
-Data: the few-shot split of ``golden.data`` (k shots per class for training and validation, 1 000 test
+Data: the few-shot split of ``pezo.golden.lm.data`` (k shots per class for training and validation, 1 000 test
 examples, all fixed by ``seed``). Embeddings: MiniLM's L2-normalised mean-pooled output (float32,
-``golden.minilm``), cached per example on disk (``cache_dir()/embeddings``). Quantisation (NITI): one
+``pezo.golden.lm.minilm``), cached per example on disk (``cache_dir()/embeddings``). Quantisation (NITI): one
 activation exponent s_x = ``exponent_for`` (the training embeddings), x_q = sat(round-half-up(x * 2^-s_x),
 -128, 127) for every split.
 
@@ -13,7 +13,7 @@ exponents fixed), starting from zero. A logit is worth ``acc * 2^(s_w + s_x)``.
 Host (``update_scale``): from the engine's int32 logits of the +epsilon and -epsilon passes, the mean
 cross-entropies l+ and l- (float64), the projected gradient g = (l+ - l-) / (2 epsilon_real) with
 epsilon_real = epsilon_LSB * 2^s_w, and the value written to the engine's G register:
-G = lr * g / (epsilon_LSB * 2^s_w) in Q8.16 (``golden.engine.g_to_fixed``: round half up, saturated),
+G = lr * g / (epsilon_LSB * 2^s_w) in Q8.16 (``pezo.golden.engine.zo_engine.g_to_fixed``: round half up, saturated),
 so the engine's ``w -= round(G * p)`` is MeZO's ``W -= lr * g * z`` in weight LSBs (p = epsilon_LSB * z).
 """
 
@@ -31,16 +31,17 @@ from pathlib import Path
 import numpy as np
 
 from pezo.golden.config import cache_dir, check_int
-from pezo.golden.engine.zo_engine import G_MAX, G_MIN, EngineConfig, ZOEngine, g_to_fixed
 from pezo.golden.engine.int8 import exponent_for, matmul, quantize
-from pezo.golden.zo.trainer import cross_entropy
+from pezo.golden.engine.zo_engine import G_MAX, G_MIN, EngineConfig, ZOEngine, g_to_fixed
+from pezo.golden.lm.data import few_shot_split, load_task
+from pezo.golden.lm.minilm import load_minilm, model_dir
+from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.losses import cross_entropy
 
 EMBED_MAX_LENGTH = 64
 
 
 def _model_fingerprint() -> str:
-    from pezo.golden.lm.minilm import model_dir
-
     weights = model_dir() / "model.safetensors"
     stat = weights.stat()
     return hashlib.sha256(f"{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
@@ -53,9 +54,6 @@ def embedding_cache_path(task: str, max_length: int = EMBED_MAX_LENGTH) -> Path:
 def sentence_embeddings(task: str, indices, max_length: int = EMBED_MAX_LENGTH, progress: bool = False) -> np.ndarray:
     """float32 [len(indices), 384]: MiniLM embeddings of the task's examples ``indices``, computed once
     per example and kept in ``embedding_cache_path`` (written atomically; a damaged file is recomputed)."""
-    from pezo.golden.lm.data import load_task
-    from pezo.golden.lm.minilm import load_minilm
-
     indices = np.asarray(indices, dtype=np.int64)
     path = embedding_cache_path(task, max_length)
     known: dict[int, np.ndarray] = {}
@@ -144,8 +142,6 @@ class Int8Task:
 
     @classmethod
     def load(cls, config: Int8TrainConfig, splits=("train", "val", "test"), progress: bool = False) -> "Int8Task":
-        from pezo.golden.lm.data import few_shot_split, load_task
-
         data = load_task(config.task)
         if config.engine.outputs != len(data.classes):
             raise ValueError(f"engine outputs must equal the {len(data.classes)} classes of {config.task}, "
@@ -188,8 +184,6 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
                probe: bool = True) -> dict:
     """Golden INT8 ZO training of the head; returns the summary (accuracies at the best-validation
     checkpoint, the float linear probe on the same training shots, losses, weights)."""
-    from pezo.golden.lm.probe import fit_linear_probe
-
     task = task or Int8Task.load(config, progress=progress)
     engine = ZOEngine(config.engine)
     schedule = batch_schedule(len(task.y["train"]), config.engine.batch, config.steps, config.seed)

@@ -4,7 +4,7 @@ Contract
 --------
 * The trainable weights are an ordered list of float32 tensors (``TrainableLayout``); their
   concatenation in that order is the perturbation vector of dimension d, the order the hardware
-  streams weights in. ``sampler.segment(index, offset, size)`` (``golden.families``) gives the slice of
+  streams weights in. ``sampler.segment(index, offset, size)`` (``pezo.golden.zo.families``) gives the slice of
   perturbation number ``index`` that lands on a tensor.
 * A step uses ``queries`` perturbations, numbers ``index = step * queries + i`` (MeZO's per-step
   seed; for the PeZO families it is the hardware's perturbation counter). For each one:

@@ -10,7 +10,7 @@
 A run whose configuration is refused (e.g. a start step that is a multiple of the LFSR period, so
 every perturbation is identical) is kept as a row with its ``error`` and no accuracy.
 
-Every run is ``golden.zo_trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
+Every run is ``pezo.golden.zo.trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
 eps, trainable set for all) and its own family, options, k and seed; a split's frozen prefix is
 computed once per worker (jobs are grouped by split). Outputs: ``sweep.json`` (every run's summary
 + the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` / ``fig3.md`` / ``fig4.md`` (mean
@@ -26,6 +26,9 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from pezo.golden.zo.families import FAMILIES
+from pezo.golden.zo.trainer import train
 
 EXPERIMENTS = ("table3", "fig3", "fig4")
 POOL_EXPONENTS = tuple(range(8, 17))
@@ -45,8 +48,6 @@ class Job:
 
 def jobs_for(experiments, shots, seeds) -> list[Job]:
     """Every run of the experiments, grouped by split (shots, seed) so a worker reuses a prefix."""
-    from pezo.golden.zo.families import FAMILIES
-
     out = []
     for k in shots:
         for seed in seeds:
@@ -70,8 +71,6 @@ def fig4_rngs(bits: int) -> int:
 
 def _run(args) -> dict:
     base, job = args
-    from pezo.golden.zo.trainer import train
-
     config = base.replace(family=job.family, family_options=job.options, shots=job.shots, seed=job.seed)
     try:
         summary = train(config).summary
@@ -164,8 +163,6 @@ def table3_markdown(rows, base) -> str:
              f"trainable {base.trainable}, lr {base.lr:g}, eps {base.eps:g}, batch {base.batch_size}.", "",
              "| family | " + " | ".join(f"k={k}" for k in shots) + " | start (k=" + "/".join(map(str, shots)) + ") |",
              "|---|" + "---|" * (len(shots) + 1)]
-    from pezo.golden.zo.families import FAMILIES
-
     for family in FAMILIES:
         cells, starts = [], []
         for k in shots:
@@ -200,8 +197,6 @@ def _plot(rows, experiment: str, path: Path, base) -> None:
     chosen = [r for r in rows if r["experiment"] == experiment and "error" not in r]
     shots = sorted({r["shots"] for r in chosen})
     if experiment == "table3":
-        from pezo.golden.zo.families import FAMILIES
-
         fig, ax = plt.subplots(figsize=(7, 4))
         width = 0.8 / max(1, len(shots))
         for j, k in enumerate(shots):

@@ -7,7 +7,7 @@ geometry was tuned for.
 
 Head initialisation (``head_init``):
 * ``zeros`` (default): W = 0, b = 0 (start accuracy = the majority class; ZO learns the head).
-* ``probe``: the float linear probe (``golden.probe``: L-BFGS logistic regression, L2 = 1) on
+* ``probe``: the float linear probe (``pezo.golden.lm.probe``: L-BFGS logistic regression, L2 = 1) on
   the k training shots' embeddings under the starting weights -- linear probing then ZO fine-tuning
   (LP-MeZO). It uses only the few-shot training data.
 * ``prototype``: the nearest-class-mean classifier of the k training shots, with no
@@ -19,9 +19,9 @@ Trainable subsets (``trainable``): ``head``; ``lastN`` (N = 1..6: the last N tra
 the head); ``bitfit`` (every bias and LayerNorm tensor + the head); ``all`` (every tensor + the head).
 Frozen layers below the first trainable one are run once and their outputs cached per example
 (exact: ZO never changes them), so a step costs two forward passes of the trainable part only.
-The perturbation stream order is the model's forward order (``golden.minilm``), then the head.
+The perturbation stream order is the model's forward order (``pezo.golden.lm.minilm``), then the head.
 
-Protocol: few-shot split of ``golden.data`` (k shots per class for training and for validation, 1 000
+Protocol: few-shot split of ``pezo.golden.lm.data`` (k shots per class for training and for validation, 1 000
 test examples, all fixed by ``seed``); mini-batches of ``batch_size`` from an epoch-wise shuffle of
 the training set; validation accuracy every ``eval_every`` steps; the reported ``test_accuracy`` is
 that of the best-validation checkpoint (MeZO / LM-BFF practice; ties keep the earlier one), and
@@ -40,13 +40,16 @@ import numpy as np
 
 from pezo.golden.config import check_int
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
+from pezo.golden.lm.minilm import MiniLM, TokenBatch, l2_normalize, load_minilm
+from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS as _OPTIONS_BY_FAMILY, make_sampler
 from pezo.golden.zo.mezo import MeZO, MeZOConfig, no_decay
 
 HEAD_INITS = ("probe", "prototype", "zeros")
 HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
 FAMILY_OPTIONS = tuple(dict.fromkeys(o for options in _OPTIONS_BY_FAMILY.values() for o in options))
-"""Every option some family takes (``golden.families.FAMILY_OPTIONS``); the sampler checks the family."""
+"""Every option some family takes (``pezo.golden.zo.families.FAMILY_OPTIONS``); the sampler checks the family."""
 
 
 def trainable_choices(layers: int = 6) -> tuple[str, ...]:
@@ -57,7 +60,7 @@ def trainable_choices(layers: int = 6) -> tuple[str, ...]:
 class TrainConfig:
     """One ZO fine-tuning run (see the module docstring); every field is validated on use.
 
-    ``family_options``: sorted (name, value) pairs passed to ``golden.families.make_sampler``
+    ``family_options``: sorted (name, value) pairs passed to ``pezo.golden.zo.families.make_sampler``
     (pool_size, pool_bits, n_rngs, rng_bits, scaling).
     """
 
@@ -138,14 +141,10 @@ class PrefixCache:
             for j, i in enumerate(batch.indices):
                 self.rows[int(i)] = np.ascontiguousarray(batch.hidden[j, :lengths[j]])
         if layer == model.config.num_hidden_layers:  # only the head trains: keep the sentence embedding
-            from pezo.golden.lm.minilm import l2_normalize
-
             self.rows = list(l2_normalize(np.stack([r.mean(axis=0) for r in self.rows])))
 
     def embeddings(self, indices, params) -> np.ndarray:
         """L2-normalised sentence embeddings [B, H] of the examples ``indices`` under ``params``."""
-        from pezo.golden.lm.minilm import TokenBatch, l2_normalize
-
         model = self.model
         if self.layer == model.config.num_hidden_layers:
             return np.stack([self.rows[i] for i in indices])
@@ -166,19 +165,6 @@ class PrefixCache:
         return l2_normalize(model.forward_from(self.layer, hidden, mask, params))
 
 
-def example_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per-example cross-entropy (float64 log-softmax of the logits)."""
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return -logp[np.arange(len(labels)), labels]
-
-
-def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
-    """Mean cross-entropy (float64 log-softmax of float32 logits)."""
-    return float(example_cross_entropy(logits, labels).mean())
-
-
 # -- the run ----------------------------------------------------------------------------------------
 
 @dataclass
@@ -194,12 +180,8 @@ class ZOTask:
     """Model + task split + caches + head: everything a run needs except the optimiser."""
 
     def __init__(self, config: TrainConfig, progress: bool = False):
-        from pezo.golden.lm.minilm import load_minilm
-
         self.config = config
         if config.trainable == "all":  # a private model whose weights ZO owns: one copy, as in inference
-            from pezo.golden.lm.minilm import MiniLM
-
             model = self.model = MiniLM()
         else:
             model = self.model = load_minilm()
@@ -238,8 +220,6 @@ class ZOTask:
         self.params[HEAD_WEIGHT] = np.zeros((classes, hidden), dtype=np.float32)
         self.params[HEAD_BIAS] = np.zeros(classes, dtype=np.float32)
         if config.head_init == "probe":
-            from pezo.golden.lm.probe import fit_linear_probe
-
             weight, bias = fit_linear_probe(self.embeddings(split.train, self.params), self.labels[split.train],
                                             classes, scale=config.head_scale)
             self.params[HEAD_WEIGHT][...] = weight

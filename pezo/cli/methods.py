@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pezo.cli.args import CLIError, int_list, num, raw
 from pezo.cli.output import staged_output
-from pezo.golden.methods.base import (BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig,
-                                      train_method)
+from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
+from pezo.golden.methods.registry import train_method
 from pezo.golden.methods.tasks import VISION_TASKS, all_tasks
 
 METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",

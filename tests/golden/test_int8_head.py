@@ -48,13 +48,12 @@ def test_update_scale_is_mezo_in_weight_lsbs_and_saturates():
 
 def test_embeddings_are_cached_per_example(monkeypatch):
     from pezo.golden.zo import int8_head
-    from pezo.golden.lm import minilm
     from pezo.golden.zo.int8_head import sentence_embeddings
 
     first = sentence_embeddings("rotten_tomatoes", [5, 3, 5])
     assert first.shape == (3, 384) and np.array_equal(first[0], first[2])
     assert np.allclose(np.linalg.norm(first, axis=1), 1, atol=1e-5)
-    monkeypatch.setattr(minilm, "load_minilm", lambda: pytest.fail("recomputed a cached embedding"))
+    monkeypatch.setattr(int8_head, "load_minilm", lambda: pytest.fail("recomputed a cached embedding"))
     assert np.array_equal(sentence_embeddings("rotten_tomatoes", [3, 5]), first[1:])
     assert int8_head.embedding_cache_path("rotten_tomatoes").exists()
 

@@ -8,10 +8,11 @@ import warnings
 import numpy as np
 import pytest
 
-from pezo.golden.methods.base import METHODS, MethodConfig, make_method, train_method
+from pezo.golden.losses import cross_entropy
+from pezo.golden.methods.base import METHODS, MethodConfig
 from pezo.golden.methods.nets import backward, forward, softmax_grad, weight_name
+from pezo.golden.methods.registry import make_method, train_method
 from pezo.golden.methods.tasks import load
-from pezo.golden.zo.trainer import cross_entropy
 
 GOLDEN_TRAINER_KEYS = {"family", "task", "shots", "steps", "seed", "test_accuracy", "start_accuracy",
                        "seconds_per_step", "final_test_accuracy", "best_step", "best_val_accuracy",
