@@ -17,7 +17,7 @@ offset  name      kind  meaning
 0x18    COUNT     rw    vectors one RUN consumes
 0x1C    G         rw    projected gradient, signed Q16.16 (consumed by the engine; stored here)
 0x20    STEP      r     ZO steps begun (NEXT commands), wraps at 2^32
-0x24    CYCLES    r     clock cycles the last RUN was busy (COUNT plus otf alignment cycles)
+0x24    CYCLES    r     clock cycles the last RUN was busy (COUNT plus otf alignment or pipeline refill)
 0x28    SUM       r     signed sum (mod 2^32) of every value consumed since the last NEXT/REWIND
 0x40+4i RESULT_i  r     lane i of the last consumed vector, sign-extended (the engine: logit i)
 ======  ========  ====  =================================================================
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
+from pezo.golden.rng.perturb import PerturbationStream, stream_lanes, stream_latency
 
 HOST_ID = 0x50455A4F  # "PEZO"
 HOST_VERSION = 1
@@ -158,6 +158,7 @@ class StreamHost:
             self.done = True
 
     def cycles_bounds(self) -> tuple[int, int]:
-        """CYCLES after the last RUN lies in these bounds (otf: up to n alignment cycles more)."""
-        extra = self.config.n_rngs if self.config.strategy == "otf" else 0
+        """CYCLES after the last RUN lies in these bounds (otf: up to n alignment cycles more; pregen and
+        gaussian: up to ``stream_latency`` more while the stream's pipeline refills after a command)."""
+        extra = self.config.n_rngs if self.config.strategy == "otf" else stream_latency(self.config)
         return self.count, self.count + extra

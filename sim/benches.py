@@ -65,7 +65,8 @@ class URNGBench:
         return hw_urng.URNGArray(self.config)
 
     def expected(self) -> dict[str, int]:
-        return {"lanes": pack(self.model.raw_lanes(), self.config.rng_bits), "pointer": self.model.pointer}
+        return {"lanes": pack(self.model.raw_lanes(), self.config.rng_bits), "pointer": self.model.pointer,
+                "at_start": int(self.model.pointer == 0)}
 
     def decode(self, port: str, word: int):
         return unpack(word, self.config.rng_bits, self.config.n_rngs) if port == "lanes" else None
@@ -101,8 +102,9 @@ class URNGBench:
 
 
 class PoolBench:
-    """Pool reader: en 90 %, restore (rewind) and next_perturbation 2 % each, plus a scripted rewind
-    in the middle of the run."""
+    """Pool reader: en (ready) 90 %, restore (rewind) and next_perturbation 2 % each, plus a scripted
+    rewind in the middle of the run. ``lanes`` is compared on valid cycles (the pipeline refills for
+    ``POOL_STAGES`` cycles after each command)."""
 
     inputs = ("en", "restore", "next_perturbation")
 
@@ -117,10 +119,11 @@ class PoolBench:
         return hw_pool.PoolReader(self.config, values=self.model.values)
 
     def expected(self) -> dict[str, int]:
-        return {"lanes": pack(self.model.lanes(), self.config.pool_bits)}
+        valid = self.model.valid
+        return {"valid": int(valid), "lanes": pack(self.model.lanes(), self.config.pool_bits) if valid else None}
 
     def decode(self, port: str, word: int):
-        return unpack(word, self.config.pool_bits, self.config.lanes, signed=True)
+        return unpack(word, self.config.pool_bits, self.config.lanes, signed=True) if port == "lanes" else [word]
 
     def drive(self, cycle: int) -> dict[str, int]:
         restore = int(self.rng.random() < 0.02 or cycle == self.cycles // 2)

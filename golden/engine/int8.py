@@ -21,32 +21,18 @@ import math
 
 import numpy as np
 
+from pezo.golden.rounding import SHIFT_RANGE, round_half_up, round_shift  # noqa: F401 (part of this API)
+
 WEIGHT_MIN, WEIGHT_MAX = -127, 127
 ACT_MIN, ACT_MAX = -128, 127
 ACC_BITS = 32
 MAX_INPUTS = ((1 << (ACC_BITS - 1)) - 1) // (128 * 127)
 """Largest dot-product length whose int32 accumulator cannot overflow (132 104)."""
-SHIFT_RANGE = (0, 31)
 
 
 def saturate(x, lo: int, hi: int) -> np.ndarray:
     """Clamp an integer array to [lo, hi] (int64)."""
     return np.clip(np.asarray(x, dtype=np.int64), lo, hi)
-
-
-def round_shift(x, shift: int) -> np.ndarray:
-    """floor((x + 2^(shift-1)) / 2^shift): arithmetic right shift, round half up (int64)."""
-    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]:
-        raise ValueError(f"shift must be an integer in {SHIFT_RANGE[0]}..{SHIFT_RANGE[1]}, got {shift!r}")
-    x = np.asarray(x, dtype=np.int64)
-    if shift == 0:
-        return x
-    return (x + (1 << (shift - 1))) >> shift
-
-
-def round_half_up(x) -> np.ndarray:
-    """floor(x + 1/2) of a float array as int64: the project's one float -> integer rounding."""
-    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
 
 
 def requantize(acc, shift: int) -> np.ndarray:

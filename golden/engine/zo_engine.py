@@ -43,6 +43,8 @@ import numpy as np
 
 from pezo.golden.config import EPS_SHIFT_RANGE, POOL_BITS_RANGE, MAX_POOL, PerturbConfig, check_int
 from pezo.golden.engine.int8 import MAX_INPUTS, WEIGHT_MAX, WEIGHT_MIN, check_int8, matmul, round_shift, saturate
+from pezo.golden.rng.perturb import PerturbationStream
+from pezo.golden.rng.scale import check_scalable
 
 ENGINE_STRATEGIES = ("otf", "pregen")
 MAX_ROWS = 64
@@ -108,7 +110,6 @@ class EngineConfig:
         check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
         self.perturb  # the stream's own checks (rng_bits, seed, n_rngs <= 2^b - 1, ...)
         if self.strategy == "otf":
-            from pezo.golden.rng.scale import check_scalable
             check_scalable(self.perturb)
 
     @property
@@ -189,8 +190,6 @@ class ZOEngine:
     """
 
     def __init__(self, config: EngineConfig, weights=None):
-        from pezo.golden.rng.perturb import PerturbationStream
-
         if not isinstance(config, EngineConfig):
             raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
         self.config = config

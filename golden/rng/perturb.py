@@ -20,16 +20,30 @@ overflows 16 bits, so nothing saturates: otf |v| < 2^(b-1) and a <= 16 - b (k <=
 pregen |q| < 2^(pool_bits-1), a <= 14 - pool_bits give < 2^13; gaussian 1530 * 2^4 < 2^15; rounding
 right shifts only shrink magnitudes (``tests/test_perturb.py`` checks the extremes).
 
-Commands (inputs of a clock edge, priority ``next`` > ``rewind`` > ``en``; ``en`` counts only while
-``valid``): ``en`` consumes the vector on the port; ``next`` begins the next perturbation; ``rewind``
-returns to the start of the current one. ``sign`` (0: +epsilon, 1: -epsilon) is sampled on ``next``
-and ``rewind`` edges and holds for the pass (reset: +epsilon).
+Commands (inputs of a clock edge, priority ``next`` > ``rewind`` > ``en``): ``en`` is the consumer's
+demand: the vector on the port is consumed on an edge where ``valid`` and ``en`` are high, and a
+pipelined stream moves only on ``en`` edges (a consumer holds ``en`` high while it wants data, valid or
+not); ``next`` begins the next perturbation; ``rewind`` returns to the start of the current one.
+``sign`` (0: +epsilon, 1: -epsilon) is sampled on ``next`` and ``rewind`` edges and holds for the pass
+(reset: +epsilon).
 
-* pregen: ``golden.pool.PoolReader`` (next: start <- start + d mod N; the next perturbation's
-  start does not depend on how much was consumed). ``valid`` from the first edge on.
-* gaussian: ``golden.grng.GaussianArray``; next saves the states (the vector on the port becomes
-  element 0), rewind restores them. ``valid`` from the first edge on.
-* otf: ``golden.urng.URNGArray`` with rewind. ``next`` enters *aligning*: the array advances
+Pipeline (``output_stages``): for pregen and gaussian the source's vector passes two registers to the
+port (stage 1: R(x, a), the rounding adder; stage 2: the sign, a conditional negation), moved by ``en``
+alone (``golden.rng.pipeline.StallPipeline``); the source is consumed on an ``en`` edge where it is valid,
+so it runs ahead of the port by the vectors in flight. A ``next`` or ``rewind`` empties the pipeline: with
+``en`` held high the first vector of a pass is on the port ``stream_latency`` edges after the command,
+then one vector per cycle. Nothing moves without ``en``, so values depend only on the command and ``en``
+sequence, never on idle cycles. otf has no output stages (its R(x, a) and sign are combinational behind
+the URNG registers): where its next perturbation starts depends on how many vectors were consumed (see
+below), and vectors in flight would move it, which would change the sequence PeZO's trainer models
+(``golden.zo.families``).
+
+* pregen: ``golden.rng.pool.PoolReader`` (pipelined itself, ``POOL_STAGES``; next: start <- start + d
+  mod N, so the next perturbation's start does not depend on how much was consumed).
+* gaussian: ``golden.rng.grng.GaussianArray``; next saves the states (the vector the source holds, i.e.
+  the first not yet in the pipeline, becomes element 0), rewind restores them. The source is valid from
+  the first edge on.
+* otf: ``golden.rng.urng.URNGArray`` with rewind. ``next`` enters *aligning*: the array advances
   (valid = 0) until pointer == 0; on that edge it saves the states and the scale LUT reads
   k = LUT[lane 0 state], and the next cycle is valid with element 0 on the port. So the next
   perturbation starts at the first unconsumed vector, rounded up to the rotation (at most n cycles
@@ -42,10 +56,17 @@ from __future__ import annotations
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.engine.int8 import round_shift
+from pezo.golden.rng.grng import GRNG_FRAC_BITS, GaussianArray
+from pezo.golden.rng.pipeline import StallPipeline
+from pezo.golden.rng.pool import POOL_STAGES, PoolReader
+from pezo.golden.rng.scale import scale_lut
+from pezo.golden.rng.urng import URNGArray
+from pezo.golden.rounding import round_shift
 
 STREAM_BITS = 16
 STREAM_FRAC_BITS = 12
+OUTPUT_STAGES = 2
+"""Stream registers behind a pregen or gaussian source: R(x, a) (the rounding adder), then the sign."""
 
 
 def stream_lanes(config: PerturbConfig) -> int:
@@ -55,13 +76,22 @@ def stream_lanes(config: PerturbConfig) -> int:
 
 def scale_shift(config: PerturbConfig, k: int = 0) -> int:
     """The net left shift a of the module docstring's table (k: the otf scale LUT entry)."""
-    from pezo.golden.rng.grng import GRNG_FRAC_BITS
-
     if config.strategy == "otf":
         return k + STREAM_FRAC_BITS + 1 - config.rng_bits - config.eps_shift
     if config.strategy == "pregen":
         return STREAM_FRAC_BITS + 2 - config.pool_bits - config.eps_shift
     return STREAM_FRAC_BITS - GRNG_FRAC_BITS - config.eps_shift
+
+
+def output_stages(config: PerturbConfig) -> int:
+    """Registers between the source and the port: none for otf, ``OUTPUT_STAGES`` otherwise."""
+    return 0 if config.strategy == "otf" else OUTPUT_STAGES
+
+
+def stream_latency(config: PerturbConfig) -> int:
+    """``en`` edges after a NEXT / REWIND (or reset) until the first vector is on the port, otf
+    alignment not counted: the stream's registers plus the pool reader's (0 for otf)."""
+    return output_stages(config) + (POOL_STAGES if config.strategy == "pregen" else 0)
 
 
 def scale_round(x, a: int):
@@ -78,50 +108,63 @@ def emit(x, a: int, negate: bool) -> np.ndarray:
 
 
 class PerturbationStream:
-    """Cycle model of ``hw.perturb.PerturbationStream`` (see the module docstring)."""
+    """Cycle model of ``hw.rng.perturb.PerturbationStream`` (see the module docstring)."""
 
     def __init__(self, config: PerturbConfig):
         if not isinstance(config, PerturbConfig):
             raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
         self.config = config
-        self.valid = False
         self.negate = False
+        self.pipeline = StallPipeline(OUTPUT_STAGES) if output_stages(config) else None
+        self.source_valid = False  # otf and gaussian sources (registers); pregen has its own valid
         if config.strategy == "otf":
-            from pezo.golden.rng.scale import scale_lut
-            from pezo.golden.rng.urng import URNGArray
             self.source = URNGArray(config.replace(rewind=True))
             self.lut = scale_lut(config)
             self.aligning = True
             self.k = 0  # the LUT's read register (undefined in RTL before the first read; valid = 0 then)
         elif config.strategy == "pregen":
-            from pezo.golden.rng.pool import PoolReader
             self.source = PoolReader(config)
         else:
-            from pezo.golden.rng.grng import GaussianArray
             self.source = GaussianArray(config)
+
+    @property
+    def valid(self) -> bool:
+        return self.pipeline.valid if self.pipeline else self.source_valid
 
     def shift(self) -> int:
         return scale_shift(self.config, self.k if self.config.strategy == "otf" else 0)
 
-    def lanes(self) -> np.ndarray:
-        """The values on the port this cycle (meaningful while ``valid``)."""
-        return emit(self.source.lanes(), self.shift(), self.negate)
+    def lanes(self) -> np.ndarray | None:
+        """The values on the port this cycle (None while not valid)."""
+        if self.pipeline:
+            return self.pipeline.output()
+        return emit(self.source.lanes(), self.shift(), self.negate) if self.source_valid else None
+
+    def _source(self) -> np.ndarray | None:
+        """The raw vector the source holds this cycle (None: not valid)."""
+        if self.config.strategy == "pregen":
+            return self.source.lanes()
+        return self.source.lanes() if self.source_valid else None
 
     def step(self, en: bool = False, next: bool = False, rewind: bool = False, sign: bool = False) -> None:
         """One clock edge with the given inputs."""
-        if next or rewind:
-            self.negate = bool(sign)
-        consume = bool(en) and self.valid and not (next or rewind)
+        command = bool(next or rewind)
         restore = bool(rewind) and not next
+        x = self._source()
+        entry = None if x is None else emit(x, self.shift(), self.negate)
+        consume = bool(en) and x is not None and not command  # the source's vector leaves it
+        if command:
+            self.negate = bool(sign)
         strategy = self.config.strategy
         if strategy == "pregen":
-            self.source.step(en=consume, restore=restore, next_perturbation=bool(next))
-            self.valid = True
+            self.source.step(en=bool(en), restore=restore, next_perturbation=bool(next))
         elif strategy == "gaussian":
             self.source.step(en=consume, save=bool(next), restore=restore)
-            self.valid = True
+            self.source_valid = True
         else:
             self._step_otf(consume, bool(next), restore)
+        if self.pipeline:
+            self.pipeline.step(entry, en, flush=command)
 
     def _step_otf(self, consume: bool, next: bool, restore: bool) -> None:
         urng = self.source
@@ -131,16 +174,16 @@ class PerturbationStream:
         urng.step(en=consume or (self.aligning and urng.pointer != 0 and not (next or restore)),
                   save=start_now, restore=restore)
         if next:
-            self.aligning, self.valid = True, False
+            self.aligning, self.source_valid = True, False
         elif restore:
-            self.aligning, self.valid = False, True
+            self.aligning, self.source_valid = False, True
         elif self.aligning:
             self.aligning = not start_now
-            self.valid = start_now
+            self.source_valid = start_now
 
     def perturbation(self, count: int | None = None) -> np.ndarray:
         """Consume the current perturbation's first ``count`` values (default d) from the current
-        position, as a consumer asserting ``en`` every valid cycle would (the sampler view)."""
+        position, as a consumer holding ``en`` high would (the sampler view)."""
         count = self.config.perturb_dim if count is None else count
         out = []
         got = 0

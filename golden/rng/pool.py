@@ -9,12 +9,16 @@ to +-(2^(pool_bits-1) - 1). Real value = q / 2^(pool_bits - 2).
 Addressing (leftover shift): element j of perturbation t is ``pool[(start_t + j) mod N]`` and
 ``start_(t+1) = (start_t + d) mod N``; the stream reads ``lanes`` consecutive elements per cycle.
 
-Cycle model (``PoolReader``, twin of ``hw.pool.PoolReader``): a read pointer ``a`` (the window on the
-``lanes`` port) and the current perturbation's ``start``. Each clock edge, by priority:
-``next_perturbation``: start <- a <- (start + d) mod N; ``restore``: a <- start (rewind);
-``en``: a <- (a + lanes) mod N. The ``lanes`` output in cycle t is the window at a(t), with no bubble:
-the synchronous BRAM read is addressed by the *next* value of a. Before the first clock edge (a reset
-edge counts) the output is undefined; after it, the window at 0.
+Cycle model (``PoolReader``, twin of ``hw.rng.pool.PoolReader``): a read pointer ``a`` (the next window
+to issue) and the current perturbation's ``start``, then ``POOL_STAGES`` pipeline registers
+(``golden.rng.pipeline.StallPipeline``: bank row addresses, the BRAM read, the BRAM output register, the
+barrel rotation) to the ``lanes`` port with its ``valid``; ``en`` is the consumer's ready. Each clock edge,
+by priority: ``next_perturbation``: start <- a <- (start + d) mod N and the pipeline empties;
+``restore``: a <- start (rewind) and the pipeline empties; otherwise, when the pipeline advances (port not
+valid, or ``en``), the window at a enters it and a <- (a + lanes) mod N. So after reset or a command the
+first window is on the port ``POOL_STAGES`` edges later, and with ``en`` held high one window follows
+per cycle. Every addition is a single adder (mod N by two parallel adders and a select), and nothing but a
+register sits behind a BRAM output.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ import math
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.pipeline import StallPipeline
 from pezo.golden.rng.urng import splitmix64
+
+POOL_STAGES = 4
+"""Registers from the read pointer to the port: row addresses, BRAM read, BRAM output register, rotation."""
 
 
 def gaussian_expected_norm(d: int) -> float:
@@ -82,20 +90,25 @@ def bank_contents(config: PerturbConfig, values: np.ndarray | None = None) -> li
 
 
 class PoolReader:
-    """Cycle model of the banked pool reader (see the module docstring)."""
+    """Cycle model of the banked, pipelined pool reader (see the module docstring)."""
 
     def __init__(self, config: PerturbConfig, values: np.ndarray | None = None):
         self.config = config
         self.values = pool_values(config) if values is None else values
         self.start = 0
         self.address = 0
+        self.pipeline = StallPipeline(POOL_STAGES)
 
     def window(self, address: int) -> np.ndarray:
         return perturbation(self.values, address, self.config.lanes)
 
-    def lanes(self) -> np.ndarray:
-        """Values on the ``lanes`` port this cycle (signed)."""
-        return self.window(self.address)
+    @property
+    def valid(self) -> bool:
+        return self.pipeline.valid
+
+    def lanes(self) -> np.ndarray | None:
+        """Values on the ``lanes`` port this cycle (signed; None while not valid)."""
+        return self.pipeline.output()
 
     def step(self, en: bool = True, restore: bool = False, next_perturbation: bool = False) -> None:
         cfg = self.config
@@ -103,5 +116,7 @@ class PoolReader:
             self.start = self.address = (self.start + cfg.perturb_dim) % cfg.pool_size
         elif restore:
             self.address = self.start
-        elif en:
+        if next_perturbation or restore:
+            self.pipeline.step(None, en, flush=True)
+        elif self.pipeline.step(self.window(self.address), en):
             self.address = (self.address + cfg.lanes) % cfg.pool_size

@@ -85,7 +85,7 @@ class ZOEngine(ConfigComponent):
         word, j, o = Signal(range(cfg.weight_words)), Signal(range(J)), Signal(range(O))
         drain = Signal(range(max(FORWARD_LATENCY, UPDATE_LATENCY) + 1))
         perturbing, updating = op != OP_INFER, op == OP_UPDATE
-        issue = Signal()
+        issue, wanting = Signal(), Signal()
         last_word = word == cfg.weight_words - 1
 
         with m.If(self.busy):
@@ -103,8 +103,8 @@ class ZOEngine(ConfigComponent):
                 first_pass = (op == OP_FORWARD_ZO) & (sign == 0) & (tile == 0)
                 m.d.comb += [stream.next.eq(first_pass), stream.rewind.eq(~first_pass), stream.sign.eq(sign)]
                 m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += issue.eq(~perturbing | stream.valid)
+            with m.State("RUN"):  # the stream's en is held while a pass wants words (it fills after a command)
+                m.d.comb += [issue.eq(~perturbing | stream.valid), wanting.eq(perturbing)]
                 with m.If(issue):
                     m.d.sync += [word.eq(word + 1), j.eq(Mux(j == J - 1, 0, j + 1))]
                     with m.If(j == J - 1):
@@ -131,7 +131,7 @@ class ZOEngine(ConfigComponent):
                     m.d.sync += [self.busy.eq(0), self.done.eq(1)]
                     m.next = "IDLE"
 
-        m.d.comb += [stream.en.eq(issue & perturbing),
+        m.d.comb += [stream.en.eq(wanting),
                      w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
                      x_read.addr.eq(tile * J + j)]
 

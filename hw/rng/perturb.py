@@ -1,9 +1,16 @@
 """The perturbation stream unit (twin of ``golden.rng.perturb``): one interface over otf, pregen, gaussian.
 
-The source (URNG array + scale LUT, banked pool, or CLT array) keeps its outputs in registers or BRAM
-output registers; scaling by 2^a with round-half-up, and the sign, are combinational behind them, so a
-value is on ``lanes`` in the cycle its source holds it. For otf the shift varies with the LUT's k (a
-4-way mux of constant shifts per lane); for pregen and gaussian it is a constant wiring shift.
+pregen and gaussian: the source (the pipelined pool reader, or the CLT array) hands a vector to two
+registers (``OUTPUT_STAGES``): stage 1 holds R(x, a), the scaling by a constant wiring shift and the
+round-half-up adder, stage 2 the sign (a conditional negation). ``en`` alone moves both stages and
+consumes the source; ``next`` / ``rewind`` empty them. So every output is a register, and no path holds
+more than one adder after the source.
+
+otf: R(x, a) (a 4-way mux of constant shifts by the scale LUT's k, then the rounding adder) and the sign
+are combinational behind the URNG registers, so a value is on ``lanes`` in the cycle the array holds it
+(output registers would let the array run ahead of the consumer and move where the next perturbation
+aligns; see ``golden.rng.perturb``). Its controller starts from registers only (the array's
+``at_start`` flag), so the array's clock enables are one LUT from a flip-flop.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
 
 
 class PerturbationStream(ConfigComponent):
-    """Ports: ``en`` (consume the vector on ``lanes``), ``next`` (begin the next perturbation), ``rewind``
+    """Ports: ``en`` (demand: the vector on ``lanes`` is consumed if ``valid``; the pipeline moves), ``next`` (begin the next perturbation), ``rewind``
     (back to the current one's start), ``sign`` (sampled on next/rewind: 1 = -epsilon), ``valid``,
     ``lanes`` (``stream_lanes`` signed 16-bit values). Cycle semantics: ``golden.rng.perturb``."""
 
@@ -47,43 +54,55 @@ class PerturbationStream(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        valid = Signal()
         negate = Signal()
-        with m.If(self.next | self.rewind):
+        command = self.next | self.rewind
+        with m.If(command):
             m.d.sync += negate.eq(self.sign)
-        consume = self.en & valid & ~self.next & ~self.rewind
+        source_valid = Signal()
+        consume = self.en & source_valid & ~command  # the source's vector leaves it
         restore = self.rewind & ~self.next
 
         if cfg.strategy == "otf":  # the scale LUT picks a shift per rotation: align to its start
-            values, shifts, shift_index = self._otf(m, valid, consume, restore)
-        else:  # a constant shift: the source's values are valid from the first cycle
-            chosen = strategy(cfg.strategy)
-            m.submodules.source = source = chosen.stream_source(cfg)
-            m.d.comb += [source.en.eq(consume), source.restore.eq(restore),
-                         getattr(source, chosen.start_input).eq(self.next)]
-            m.d.sync += valid.eq(1)
-            values, shifts, shift_index = list(source.lanes), [scale_shift(cfg)], 0
-
-        for lane, x in zip(self.lanes, values):
-            scaled = Signal(signed(STREAM_BITS))
-            if len(shifts) == 1:
-                m.d.comb += scaled.eq(scale_round(x, shifts[0]))
-            else:
+            values, shifts, shift_index = self._otf(m, source_valid, consume, restore)
+            for lane, x in zip(self.lanes, values):
+                scaled = Signal(signed(STREAM_BITS))
                 with m.Switch(shift_index):
                     for k, a in enumerate(shifts):
                         with m.Case(k):
                             m.d.comb += scaled.eq(scale_round(x, a))
-            m.d.comb += lane.eq(Mux(negate, -scaled, scaled))
+                m.d.comb += lane.eq(Mux(negate, -scaled, scaled))
+            m.d.comb += self.valid.eq(source_valid)
+            return m
+
+        chosen = strategy(cfg.strategy)
+        m.submodules.source = source = chosen.stream_source(cfg)
+        m.d.comb += [source.restore.eq(restore), getattr(source, chosen.start_input).eq(self.next)]
+        if "valid" in source.signature.members:  # a pipelined source (the pool reader) moves on en too
+            m.d.comb += [source.en.eq(self.en), source_valid.eq(source.valid)]
+        else:  # registers: valid from the first edge on
+            m.d.comb += source.en.eq(consume)
+            m.d.sync += source_valid.eq(1)
+        shift = scale_shift(cfg)
+        scaled_valid, valid = Signal(), Signal()  # stage 1 and stage 2 (the port) hold a vector
+        with m.If(command):
+            m.d.sync += [scaled_valid.eq(0), valid.eq(0)]
+        with m.Elif(self.en):
+            m.d.sync += [scaled_valid.eq(source_valid), valid.eq(scaled_valid)]
+        for lane, x in zip(self.lanes, source.lanes):
+            scaled, signed_value = Signal(signed(STREAM_BITS)), Signal(signed(STREAM_BITS))
+            with m.If(self.en):
+                m.d.sync += [scaled.eq(scale_round(x, shift)), signed_value.eq(Mux(negate, -scaled, scaled))]
+            m.d.comb += lane.eq(signed_value)
         m.d.comb += self.valid.eq(valid)
         return m
 
-    def _otf(self, m, valid, consume, restore):
+    def _otf(self, m, source_valid, consume, restore):
         """URNG array with rewind + scale LUT + the aligning controller (see ``golden.rng.perturb``)."""
         cfg = self.config
         m.submodules.urng = urng = strategy(cfg.strategy).stream_source(cfg)
         m.submodules.scale = lut = ScaleLUT(cfg)
         aligning = Signal(init=1)
-        at_rotation_start = urng.pointer == 0
+        at_rotation_start = urng.at_start
         command = self.next | self.rewind
         start_now = aligning & at_rotation_start & ~command
         m.d.comb += [
@@ -92,11 +111,11 @@ class PerturbationStream(ConfigComponent):
             lut.state.eq(urng.lanes[0]), lut.read.eq(start_now),
         ]
         with m.If(self.next):
-            m.d.sync += [aligning.eq(1), valid.eq(0)]
+            m.d.sync += [aligning.eq(1), source_valid.eq(0)]
         with m.Elif(restore):
-            m.d.sync += [aligning.eq(0), valid.eq(1)]
+            m.d.sync += [aligning.eq(0), source_valid.eq(1)]
         with m.Elif(aligning):
-            m.d.sync += [aligning.eq(~start_now), valid.eq(start_now)]
+            m.d.sync += [aligning.eq(~start_now), source_valid.eq(start_now)]
         values = [to_twos_complement(lane, cfg.rng_bits) for lane in urng.lanes]
         shifts = [scale_shift(cfg, k) for k in range(SCALE_SHIFTS[0], SCALE_SHIFTS[1] + 1)]
         return values, shifts, lut.shift - SCALE_SHIFTS[0]

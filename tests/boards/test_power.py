@@ -278,7 +278,7 @@ def test_stream_run_per_strategy(name, require_simulator, tmp_path, private_cach
     assert result["activity_per_value"] == pytest.approx(per_value)
     reads = result["bram"]["mean_read_enable"]
     if name == "pregen":
-        assert reads == 1.0  # the pool's ports read every cycle
+        assert 0.9 < reads < 1.0  # the pool's ports read on en (every cycle of a pass, not between passes)
     elif name == "otf-block-rom":
         assert 0 < reads < 0.5  # the scale LUT reads once per perturbation start
 

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 import pytest
+
+from pezo.golden.rng.perturb import stream_latency
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
@@ -42,7 +44,8 @@ def test_engine_matches_golden_on_the_amaranth_simulator(fields):
     w0, result = random_run(cfg, steps=3 if cfg.weights < 100 else 2)
     assert result["match"], result["mismatches"]
     assert result["final_weight_range"] != [0, 0]
-    assert result["cycles_per_step"] <= cfg.cycle_bound() + 2 * cfg.tiles + 1 + cfg.cols
+    commands = 2 * cfg.tiles + 1  # NEXT, then a REWIND per later pass; each refills the stream's pipeline
+    assert result["cycles_per_step"] <= cfg.cycle_bound() + commands * (1 + stream_latency(cfg.perturb)) + cfg.cols
 
 
 def test_requantisation_unit_matches_golden_at_the_edges():
@@ -94,7 +97,9 @@ def test_twenty_real_zo_steps_on_the_rtl_equal_golden(strategy, simulator, requi
     assert result["steps"] == 20 and result["simulator"] == simulator
     assert result["final_weights_nonzero"] > 100  # the steps really moved the weights
     assert result["cycle_bound"] == train.engine.cycle_bound() <= result["cycles_per_step"]
-    assert result["cycle_ratio"] <= 1.05
+    commands = 2 * train.engine.tiles + 1
+    overhead = commands * (1 + stream_latency(train.engine.perturb)) + train.engine.cols
+    assert result["cycles_per_step"] <= train.engine.cycle_bound() + overhead
     assert result["loss_last"] < result["loss_first"] + 0.05
 
 

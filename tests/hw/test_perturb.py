@@ -212,3 +212,34 @@ def test_otf_stream_rejects_rng_bits_without_a_lut():
 ], ids=["scale", "gaussian", "stream-otf-5x6", "stream-otf-32x14", "stream-pregen", "stream-gaussian"])
 def test_hw_matches_golden_quick(bench, cfg):
     check_against_golden(bench, cfg, cycles=2000)
+
+
+@pytest.mark.parametrize("cfg", [
+    PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50),
+    PerturbConfig(strategy="gaussian", lanes=4),
+], ids=["pregen", "gaussian"])
+def test_stream_latency_and_no_bubble_after_a_stall(cfg):
+    from pezo.golden.rng.perturb import stream_latency
+    stream = PerturbationStream(cfg)
+    stream.step(next=True)
+    edges = 0
+    while not stream.valid:
+        stream.step(en=True)
+        edges += 1
+    assert edges == stream_latency(cfg)  # edges after the NEXT edge
+    first = stream.lanes().copy()
+    for _ in range(3):
+        stream.step(en=False)  # held: nothing moves
+        assert stream.lanes().tolist() == first.tolist()
+    vectors = [first]
+    for _ in range(4):
+        stream.step(en=True)
+        assert stream.valid  # one vector per cycle once full, also right after the stall
+        vectors.append(stream.lanes().copy())
+    stream.step(rewind=True)
+    replay = []
+    while len(replay) < len(vectors):
+        if stream.valid:
+            replay.append(stream.lanes().copy())
+        stream.step(en=True)
+    assert [v.tolist() for v in replay] == [v.tolist() for v in vectors]

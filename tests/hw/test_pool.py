@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.pool import (PoolReader as GoldenPool, bank_contents, gaussian_expected_norm, perturbation,
+from pezo.golden.rng.pool import (POOL_STAGES, PoolReader as GoldenPool, bank_contents, gaussian_expected_norm, perturbation,
                          pool_values)
 from pezo.sim.amaranth_sim import check_against_golden
 
@@ -42,7 +42,11 @@ def test_leftover_shift_addressing():
     pool = GoldenPool(cfg, values=np.arange(15))
     seen = []
     for perturbation_index in range(3):
+        for edges in range(POOL_STAGES):  # the pipeline refills after reset and after every command
+            assert not pool.valid
+            pool.step(en=True)
         for _ in range(2):  # 2 cycles x 4 lanes cover d = 6 (the last 2 lanes are beyond d)
+            assert pool.valid
             seen.append(pool.lanes().tolist())  # the window on the port now; en consumes it
             pool.step(en=True)
         pool.step(next_perturbation=True)
@@ -50,6 +54,22 @@ def test_leftover_shift_addressing():
     assert pool.start == 3
     assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [6, 7, 8, 9], [10, 11, 12, 13], [12, 13, 14, 0], [1, 2, 3, 4]]
     assert cfg.pool_distinct_perturbations == 5  # gcd(15, 6) = 3
+
+
+def test_pool_reader_holds_its_window_while_not_ready():
+    cfg = PerturbConfig(pool_size=15, lanes=4, banks=2, perturb_dim=6)
+    pool = GoldenPool(cfg, values=np.arange(15))
+    for _ in range(5):
+        pool.step(en=False)  # nothing moves without en, not even into an empty pipeline
+    assert not pool.valid
+    for _ in range(POOL_STAGES):
+        pool.step(en=True)
+    assert pool.lanes().tolist() == [0, 1, 2, 3]
+    for _ in range(3):
+        pool.step(en=False)  # valid and not ready: nothing moves
+        assert pool.lanes().tolist() == [0, 1, 2, 3]
+    pool.step(en=True)
+    assert pool.lanes().tolist() == [4, 5, 6, 7]  # no bubble after a stall
 
 
 def test_pool_distinct_perturbations_warns_of_shared_factors():
