@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pezo.boards.power import power_proxy
 from pezo.boards.report import PEZO_TABLE6, TOOL, engine_report, grng_lut_estimate, pool_bram18_minimum, report
+from pezo.boards.timing import ECP5_TARGET, SEEDS, TIMING_KEYS, read_vivado_timing, unit_timing, values_per_cycle
 from pezo.boards.vivado import VivadoReportError, read_vivado_run
 from pezo.boards.zcu102 import ZCU102_CAPACITY
 from pezo.golden.config import PerturbConfig
@@ -25,7 +26,8 @@ ZCU102 = ZCU102_CAPACITY
 COLUMNS = ("design", "strategy", "unit", "source", "n_rngs", "rng_bits", "rewind", "LUT", "LUT_pct", "FF",
            "FF_pct", "CARRY", "BRAM", "RAMB18", "RAMB36", "BRAM36", "BRAM_pct", "DSP", "DSP_pct", "LUTRAM",
            "analytical_LUT", "analytical_FF", "analytical_BRAM36", "paper_LUT", "paper_FF", "paper_BRAM",
-           "activity", "activity_per_value", "activity_rtl", "budget", "within_budget", "pezo_table6", "extrapolated")
+           "activity", "activity_per_value", "activity_rtl", "budget", "within_budget", "pezo_table6", "extrapolated",
+           *TIMING_KEYS)
 
 
 @dataclass(frozen=True)
@@ -166,22 +168,33 @@ def _paper_text(paper: dict | None) -> str:
     return " / ".join(p for p in parts if p)
 
 
-def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict]:
+def add_timing(row: dict, design: Design, timing: bool) -> dict:
+    """``row`` with the timing columns (``boards.timing.TIMING_KEYS``): measured when ``timing``
+    (nextpnr-ecp5 place and route, cached), else None."""
+    if not timing:
+        return {**row, **{k: None for k in TIMING_KEYS}}
+    t = unit_timing(design.config, design.unit, luts=row["LUT"])
+    return {**row, **{k: t[k] for k in TIMING_KEYS}}
+
+
+def comparison_rows(designs, progress=None, activity: bool = False, timing: bool = False) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
     after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
-    proxy of ``boards.power`` (a relative figure per cycle, not watts)."""
+    proxy of ``boards.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
+    Fmax (``boards.timing``: ECP5 place and route, median of the seeds), xcup logic levels and throughput
+    (the timing keys are None otherwise)."""
     rows = []
     for design in designs:
         if isinstance(design, PerturbConfig):
             design = Design(design)
         c = design.config
         if design.unit == "engine":
-            rows.append(engine_row(design))
+            rows.append(add_timing(engine_row(design), design, timing))
             if progress is not None:
                 progress.update(1)
             continue
         r = report(c, unit=design.unit)
-        row = _row(design, r, "yosys")
+        row = add_timing(_row(design, r, "yosys"), design, timing)
         if activity and design.unit == "stream":
             proxy = stream_activity(c)
             row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
@@ -198,7 +211,8 @@ def comparison_rows(designs, progress=None, activity: bool = False) -> list[dict
                    "pezo_table6": _paper_text(PEZO_TABLE6[0]), "extrapolated": True,
                    "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
                    "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
-                   "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None}
+                   "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None,
+                   **{k: None for k in TIMING_KEYS}}
             ext.update(_percentages(ext))
             rows.append(ext)
         if progress is not None:
@@ -226,6 +240,15 @@ def vivado_row(run_dir: Path) -> dict:
     r = {k: vivado[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")}
     row = _row(Design(config, "host"), {**r, "rewind": True}, "vivado")
     row["design"] = f"{Design(config, 'host').name} [ZCU102 top, {vivado['tool']}]"
+    row.update({k: None for k in TIMING_KEYS})
+    timing = read_vivado_timing(run_dir)  # WNS -> Fmax, when Vivado wrote a timing summary
+    if timing is not None:
+        per_cycle = values_per_cycle(config, "host")
+        throughput = per_cycle * timing["fmax_mhz"] * 1e6
+        row.update(fmax_mhz=timing["fmax_mhz"], fmax_source="vivado", fmax_target="ZCU102 xczu9eg (Vivado)",
+                   logic_levels=timing.get("logic_levels"), values_per_cycle=per_cycle,
+                   throughput_values_per_s=throughput, throughput_per_lut=round(throughput / row["LUT"], 1),
+                   critical_path_ends=timing.get("report", ""))
     return row
 
 
@@ -297,9 +320,30 @@ def format_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_timing(rows: list[dict]) -> str:
+    """The timing table (rows with a measured Fmax), or '' when none has one."""
+    timed = [r for r in rows if r.get("fmax_mhz") is not None]
+    if not timed:
+        return ""
+    lines = [f"Timing - Fmax after place and route on {ECP5_TARGET} (nextpnr-ecp5, every path register to "
+             f"register, median of seeds {', '.join(map(str, SEEDS))}); logic levels after Yosys synth_xilinx "
+             "-family xcup; throughput = values per cycle x Fmax.", "",
+             "| design | unit | Fmax MHz | xcup logic levels | values / cycle | Mvalues/s | values/s per LUT "
+             "| critical path |", "|" + "---|" * 8]
+    for r in timed:
+        throughput = r["throughput_values_per_s"]
+        lines.append(f"| {r['design']} | {r['unit']} | {r['fmax_mhz']:.1f} | {_num(r['logic_levels'])} | "
+                     f"{_num(r['values_per_cycle'])} | {_num(throughput and throughput / 1e6, 0)} | "
+                     f"{_num(r['throughput_per_lut'], 0)} | `{r['critical_path_ends']}` |")
+    return "\n".join(lines)
+
+
 def format_table(rows: list[dict]) -> str:
     """``format_markdown`` plus the three-way summary at default sizes."""
-    lines = [format_markdown(rows), "", "Three strategies at default sizes, beside PeZO Table 6:", ""]
+    lines = [format_markdown(rows), ""]
+    if format_timing(rows):
+        lines += [format_timing(rows), ""]
+    lines += ["Three strategies at default sizes, beside PeZO Table 6:", ""]
     head = f"{'design':<38}{'LUT':>8}{'LUT %':>8}{'FF':>8}{'FF %':>8}{'BRAM':>6}   {'PeZO Table 6'}"
     lines += [head, "-" * len(head)]
     for row in three_way(rows):

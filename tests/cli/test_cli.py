@@ -87,7 +87,7 @@ def test_verilog_writes_and_protects_directories(tmp_path, capsys):
 
 @pytest.mark.synth
 def test_report_json_contract_and_cache(capsys):
-    argv = ["report", "--strategy", "otf", "--n-rngs", "32", "--rng-bits", "14", "--json"]
+    argv = ["report", "--strategy", "otf", "--n-rngs", "32", "--rng-bits", "14", "--json", "--no-timing"]
     code, out, _ = run(argv, capsys)
     assert code == 0
     first = json.loads(out)
@@ -102,11 +102,11 @@ def test_report_json_contract_and_cache(capsys):
 
 @pytest.mark.synth
 def test_report_rewind_shows_overhead(capsys):
-    code, out, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind", "--json"], capsys)
+    code, out, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind", "--json", "--no-timing"], capsys)
     r = json.loads(out)
     assert code == 0 and r["rewind"] is True
     assert r["overhead"]["FF"] == r["FF"] - r["bare"]["FF"]
-    code, text, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind"], capsys)
+    code, text, _ = run(["report", "--n-rngs", "32", "--rng-bits", "8", "--rewind", "--no-timing"], capsys)
     assert "rewind overhead" in text and "within budget: yes" in text
 
 
@@ -115,7 +115,7 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     """`pezo report` without generator options: every strategy, Table-6 shape, JSON list, CSV, PNG, --out."""
     out = tmp_path / "report"
     csv_path, png = tmp_path / "t.csv", tmp_path / "t.png"
-    code, text, err = run(["report", "--out", str(out), "--csv", str(csv_path), "--plot", str(png), "--quiet"],
+    code, text, err = run(["report", "--out", str(out), "--csv", str(csv_path), "--plot", str(png), "--quiet", "--no-timing"],
                           capsys)
     assert code == 0, err
     assert "| otf 32 x 14 |" in text and "PeZO Table 6" in text and "% of ZCU102" in text
@@ -145,7 +145,7 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     assert png.read_bytes()[:4] == b"\x89PNG" and (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "resources.md").read_text().startswith("Resources - ")
     # --json: a list of objects with the foundation keys plus strategy
-    code, text, _ = run(["report", "--json", "--no-activity"], capsys)
+    code, text, _ = run(["report", "--json", "--no-activity", "--no-timing"], capsys)
     listing = json.loads(text)
     assert isinstance(listing, list) and len(listing) == 19
     for row in listing:
@@ -163,13 +163,20 @@ def test_report_table_with_a_vivado_run(tmp_path, capsys):
     assert code == 0, err
     fixture = Path(__file__).parents[1] / "fixtures" / "vivado" / "xczu48dr_design_1_wrapper_utilization_placed.rpt"
     (run_dir / "top_utilization_place.rpt").write_text(fixture.read_text())
-    code, text, err = run(["report", "--vivado", str(run_dir), "--json", "--no-activity"], capsys)
+    code, text, err = run(["report", "--vivado", str(run_dir), "--json", "--no-activity", "--no-timing"], capsys)
     assert code == 0, err
     row = json.loads(text)[-1]
     assert row["source"] == "vivado" and row["LUT"] == 29992 and row["BRAM"] == 67 and row["strategy"] == "otf"
+    assert row["fmax_mhz"] is None  # no timing summary yet
+    timing = Path(__file__).parents[1] / "fixtures" / "vivado" / "xczu3eg_lpm_timing_summary_place.rpt"
+    (run_dir / "top_timing.rpt").write_text(timing.read_text())
+    code, text, err = run(["report", "--vivado", str(run_dir), "--json", "--no-activity", "--no-timing"], capsys)
+    row = json.loads(text)[-1]
+    assert code == 0 and row["fmax_source"] == "vivado" and row["fmax_mhz"] == 223.26 and row["logic_levels"] == 15
+    assert row["throughput_values_per_s"] == pytest.approx(32 * 223.26e6)
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, text, err = run(["report", "--vivado", str(empty), "--no-activity"], capsys)
+    code, text, err = run(["report", "--vivado", str(empty), "--no-activity", "--no-timing"], capsys)
     assert code == 2 and text == "" and "no Vivado utilization report" in err and err.count("\n") == 1
 
 
@@ -197,7 +204,7 @@ def test_simulate_reports_speed(simulators, require_simulator, capsys):
 
 @pytest.mark.synth
 def test_report_gaussian_json_contract(capsys):
-    code, out, _ = run(["report", "--strategy", "gaussian", "--lanes", "2", "--json"], capsys)
+    code, out, _ = run(["report", "--strategy", "gaussian", "--lanes", "2", "--json", "--no-timing"], capsys)
     assert code == 0
     r = json.loads(out)
     for key in ("LUT", "FF", "BRAM", "DSP"):
