@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
@@ -28,6 +31,7 @@ from pezo.boards.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.rng.perturb import PerturbationStream
+from pezo.sim.runner import cache_dir
 
 BOARD = "ulx3s-85f"
 CLOCK_HZ = 25_000_000
@@ -44,9 +48,12 @@ class ULX3SStreamTop(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.stream = stream = self.stream
-        leds = [platform.request("led", i) for i in range(8)]
-        rewind_button = platform.request("button_fire", 0)
-        sign_button = platform.request("button_fire", 1)
+        leds = []
+        for i in range(8):
+            m.submodules[f"led{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+            leds.append(led)
+        m.submodules.rewind_button = rewind_button = io.Buffer("i", platform.request("button_fire", 0, dir="-"))
+        m.submodules.sign_button = sign_button = io.Buffer("i", platform.request("button_fire", 1, dir="-"))
 
         def edge(button, name):
             level, last = Signal(name=f"{name}_level"), Signal(name=f"{name}_last")
@@ -105,6 +112,18 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
     Returns ``bitstream`` (path of ``top.bit``), ``bytes``, ``fmax_mhz`` of the placed design (nextpnr's
     final figure for the 25 MHz domain: the margin the board has), ``critical_path``, ``files``."""
     directory = Path(directory)
+    if str(directory.resolve()).startswith("/tmp/"):  # yowasp tools see a /tmp of their own: build beside the cache
+        work = Path(tempfile.mkdtemp(prefix="ulx3s-", dir=cache_dir()))
+        try:
+            result = build_bitstream(config, work)
+            directory.mkdir(parents=True, exist_ok=True)
+            for file in work.iterdir():
+                if file.is_file():
+                    shutil.copy2(file, directory / file.name)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return {**result, "bitstream": str(directory / "top.bit"),
+                "files": sorted(p.name for p in directory.iterdir())}
     platform = ULX3S_85F_Platform()
     saved = {k: os.environ.get(k) for k in tool_environment()}
     os.environ.update(tool_environment())

@@ -286,8 +286,11 @@ def cmd_build(args) -> int:
     """The ZCU102 design of one strategy: top.v, top.xdc, top.tcl, build_top.sh, config.json, ..."""
     from pezo.boards.zcu102 import BOARDS, write_design
 
-    if args.board not in BOARDS:
-        raise CLIError(f"board must be one of {', '.join(BOARDS)}, got {args.board!r}")
+    boards = (*BOARDS, ULX3S_BOARD)
+    if args.board not in boards:
+        raise CLIError(f"board must be one of {', '.join(boards)}, got {args.board!r}")
+    if args.board == ULX3S_BOARD:
+        return _build_ulx3s(args)
     if args.rewind:
         raise CLIError("--rewind does not apply to pezo build: the board's perturbation stream always rewinds")
     config = _config(args, unit="host")
@@ -314,6 +317,32 @@ def cmd_build(args) -> int:
     result = read_vivado_run(out)
     print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP; "
           f"reports in {out}")
+    return 0
+
+
+ULX3S_BOARD = "ulx3s-85f"
+
+
+def _build_ulx3s(args) -> int:
+    """The open-flow board: the stream top to a bitstream with PyPI tools (Yosys, nextpnr-ecp5, ecppack)."""
+    from pezo.boards import ulx3s
+
+    for option, given in (("--saif", args.saif is not None), ("--no-vivado", args.no_vivado),
+                          ("--rewind", args.rewind)):
+        if given:
+            raise CLIError(f"{option} does not apply to --board {ULX3S_BOARD} (an open-flow bitstream of the "
+                           "stream top, which always rewinds)")
+    config = _config(args, unit="stream")
+    out = args.out or DEFAULT_BUILD_OUT / f"{ULX3S_BOARD}-{config.strategy}"
+    print(f"building the {ULX3S_BOARD} bitstream: Yosys synth_ecp5, nextpnr-ecp5, ecppack (30 s - 2 min) ...",
+          file=sys.stderr)
+    with staged_output(out, args.force, {"command": "build", "board": ULX3S_BOARD, "config": config.to_dict()},
+                       strict=True) as staging:
+        result = ulx3s.build_bitstream(config, staging.path)
+    print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(result['files'])}")
+    print(f"bitstream: {out / 'top.bit'} ({result['bytes']} bytes); the design closes at {result['fmax_mhz']:.0f} MHz "
+          f"against the board's 25 MHz clock")
+    print(f"program it (volatile): openFPGALoader --board ulx3s '{out / 'top.bit'}'")
     return 0
 
 
@@ -406,7 +435,9 @@ def add_parsers(sub) -> None:
                        "config.json, pezo_regs.h; runs Vivado when it is on PATH",
                        description="Write the ZCU102 design (the Zynq PS drives the perturbation stream "
                        "through an AXI4-Lite register file). Default: on-the-fly at PeZO's sizes.")
-    p.add_argument("--board", default="zcu102", help="target board: zcu102 (default)")
+    p.add_argument("--board", default="zcu102", help="target board: zcu102 (default: Verilog + XDC + Vivado Tcl, "
+                   "the reference board) or ulx3s-85f (open flow: the stream top built to a bitstream with PyPI "
+                   "tools only)")
     _add_generator_args(p, unit=False)
     p.add_argument("--saif", type=Path, metavar="FILE", help="switching activity for Vivado's report_power "
                    "(pezo power --saif FILE writes one)")

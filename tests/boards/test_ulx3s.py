@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from pezo.boards import ulx3s
-from pezo.golden.config import PerturbConfig
+from pezo.cli.main import main
 
 
 def test_tools_come_from_this_python():
@@ -15,16 +15,28 @@ def test_tools_come_from_this_python():
     assert all("yowasp" in path for path in env.values())
 
 
+@pytest.mark.parametrize("extra,needle", [
+    (["--saif", "x.saif"], "--saif does not apply to --board ulx3s-85f"),
+    (["--no-vivado"], "--no-vivado does not apply to --board ulx3s-85f"),
+    (["--rewind"], "--rewind does not apply to --board ulx3s-85f"),
+])
+def test_vivado_options_do_not_apply_to_the_open_flow_board(extra, needle, tmp_path, capsys):
+    assert main(["build", "--board", "ulx3s-85f", "--out", str(tmp_path / "x"), *extra]) == 2
+    assert needle in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 @pytest.mark.synth
 @pytest.mark.slow
-def test_stream_top_builds_to_a_bitstream(sim_build):
+def test_pezo_build_writes_the_ulx3s_bitstream(sim_build, capsys):
     # yowasp tools see their own /tmp, so the build lives under the checkout's build/ (relative paths)
     out = sim_build.parent / "test-ulx3s"
     shutil.rmtree(out, ignore_errors=True)
-    result = ulx3s.build_bitstream(PerturbConfig(strategy="pregen"), out)
+    assert main(["build", "--board", "ulx3s-85f", "--strategy", "pregen", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
     bitstream = out / "top.bit"
-    assert result["bitstream"] == str(bitstream) and result["bytes"] == bitstream.stat().st_size > 100_000
+    assert f"bitstream: {bitstream} ({bitstream.stat().st_size} bytes)" in printed
+    assert bitstream.stat().st_size > 100_000
     assert b"\xbd\xb3" in bitstream.read_bytes()[:4096]  # the ECP5 bitstream preamble
-    assert result["fmax_mhz"] > ulx3s.CLOCK_HZ / 1e6  # meets the board's 25 MHz
-    assert json.loads((out / "config.json").read_text())["config"]["strategy"] == "pregen"
-    assert "top.lpf" in result["files"]
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["config"]["strategy"] == "pregen" and meta["fmax_mhz"] > ulx3s.CLOCK_HZ / 1e6  # meets 25 MHz
+    assert (out / "top.lpf").exists()
