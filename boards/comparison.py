@@ -252,6 +252,13 @@ def vivado_row(run_dir: Path) -> dict:
     return row
 
 
+TOOL_LIMITS = ("*Where the tool is the limit: Yosys's xcup netlist counts CARRY4 cells, which UltraScale+ does not "
+               "have (its CARRY8 takes 8 bits, so Vivado needs about half as many carry cells); and Yosys packs no "
+               "pipeline register into a DSP48E2 (AREG = BREG = MREG = PREG = 0), so the flip-flops in front of and "
+               "behind the engine's multipliers count as FFs here where Vivado would absorb them into the DSPs: "
+               "the engine's FF figure is an upper bound.")
+
+
 def _pct(value: float, total: int) -> str:
     return f"{100 * value / total:.2f}%"
 
@@ -293,7 +300,7 @@ def format_markdown(rows: list[dict]) -> str:
              f"{ZCU102['BRAM36']} BRAM36, {ZCU102['DSP']} DSP).",
              "Yosys counts compare designs with each other; they are not Vivado utilisation "
              "(rows marked [vivado] are).", ""]
-    head = ("| design | LUT | LUT % | FF | FF % | BRAM (36Kb tiles) | BRAM % | DSP | CARRY | estimate LUT / FF / BRAM36 "
+    head = ("| design | LUT | LUT % | FF | FF % | BRAM (36Kb tiles) | BRAM % | DSP | CARRY4* | estimate LUT / FF / BRAM36 "
             "| PeZO Table 6 LUT / FF / BRAM | activity / cycle | activity / value |")
     for unit, title in SECTIONS:
         section = [r for r in rows if r["unit"] == unit]
@@ -311,6 +318,7 @@ def format_markdown(rows: list[dict]) -> str:
                          f"{paper if r['paper_LUT'] is not None else '-'} | {_num(r['activity'], 1)} | "
                          f"{_num(r['activity_per_value'], 1)} |")
         lines.append("")
+    lines.append(TOOL_LIMITS)
     if any(r["activity"] is not None for r in rows):
         lines.append("activity: switching-activity proxy of the stream unit over two MeZO steps (+eps, -eps, "
                      f"update replay; d = {ACTIVITY_DIM}): toggles per net from an Icarus VCD, weighted per "
