@@ -8,9 +8,9 @@ venv, never the project's); without torch it prints one line saying so and exits
 
 Workload (the same for both sides)
 * Batch: the first ``--batch`` texts of ``np.random.default_rng(--seed).permutation`` over the
-  ``rotten_tomatoes`` task (``golden.data.load_task``), tokenised by ``MiniLM.tokenize`` (truncation
+  ``rotten_tomatoes`` task (``golden.lm.data.load_task``), tokenised by ``MiniLM.tokenize`` (truncation
   ``--max-length``, default 64 as ``TrainConfig``), padded to the longest row.
-* Loss (as ``golden.zo_trainer``): mean-pooled final hidden state, L2-normalised, head
+* Loss (as ``golden.zo.trainer``): mean-pooled final hidden state, L2-normalised, head
   ``20 * (x W^T + b)``, mean cross-entropy. The head (2 x 384) is the trainer's ``prototype`` init on
   this batch (a zero head would make the loss ln 2 whatever the encoder does, so the loss check
   would be vacuous).
@@ -19,7 +19,7 @@ Workload (the same for both sides)
   its output, the padded [B, T, 384] input of the first trainable layer, is fed to both sides (the
   trainer's ``PrefixCache`` idea): a step runs only the trainable layers, twice. For ``all`` both
   sides run the embedding from the token ids each pass (no cache).
-* NumPy step: ``golden.mezo.MeZO(params, names, sampler, MeZOConfig(lr, eps))`` in ``inplace`` mode,
+* NumPy step: ``golden.zo.mezo.MeZO(params, names, sampler, MeZOConfig(lr, eps))`` in ``inplace`` mode,
   ``.step(step, loss_fn)`` with ``loss_fn`` built from ``MiniLM.embed`` / ``MiniLM.forward_from``
   (the trainer's code path); the trainable tensors are writeable copies, as ``ZOTask`` makes them.
 * PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
@@ -185,7 +185,7 @@ class NumpyWorkload:
         if copy_trainable and not own_weights:  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
             for name in names:
                 self.params[name] = model.params[name].copy()
-        # prototype head on this batch (golden.zo_trainer's "prototype" init)
+        # prototype head on this batch (golden.zo.trainer's "prototype" init)
         classes = int(self.labels.max()) + 1
         hsize = model.config.hidden_size
         weight = np.zeros((max(classes, 2), hsize), dtype=np.float32)

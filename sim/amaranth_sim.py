@@ -5,6 +5,7 @@ from __future__ import annotations
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
+from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.sim.benches import make_bench
 
 
@@ -63,10 +64,8 @@ class AmaranthIO:
 
 
 def run_engine_host(config, host):
-    """Run ``await host(io)`` against ``hw.engine.ZOEngine(config)`` on Amaranth's simulator (after one
-    edge in reset) and return its result."""
-    from pezo.hw.engine.zo_engine import ZOEngine
-
+    """Run ``await host(io)`` against ``hw.engine.zo_engine.ZOEngine(config)`` on Amaranth's simulator (after
+    one edge in reset) and return its result."""
     dut = ZOEngine(config)
     top = Module()
     top.submodules.dut = dut

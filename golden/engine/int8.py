@@ -1,4 +1,4 @@
-"""INT8 arithmetic of the PE array (twin of ``hw.pe_array``): the NITI number format.
+"""INT8 arithmetic of the PE array (twin of ``hw.engine.pe_array``): the NITI number format.
 
 A tensor is an integer array plus one power-of-two exponent per tensor: value = q * 2^e (NITI,
 ElasticZO-INT8). Rules, one per operation, used by the hardware bit for bit:

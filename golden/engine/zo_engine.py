@@ -1,12 +1,12 @@
 """The on-chip ZO step of the INT8 PE array (twin of ``hw.engine``): configuration, arithmetic, cycles.
 
 Layer: ``logits[b, o] = sum_k x[b, k] * w[o, k]`` with int8 activations x [batch, inputs], int8 weights
-w [outputs, inputs] in [-127, 127] and exact int32 accumulators (``golden.int8``). No bias: the head
+w [outputs, inputs] in [-127, 127] and exact int32 accumulators (``golden.engine.int8``). No bias: the head
 is a bias-free linear map (L2-normalised sentence embeddings carry a common component that plays
 that role).
 
 Weight memory: ``outputs * inputs / cols`` words of ``cols`` int8 weights; word ``o * J + j``
-(J = inputs / cols) holds w[o, j*cols : (j+1)*cols]. The perturbation stream (``golden.perturb``,
+(J = inputs / cols) holds w[o, j*cols : (j+1)*cols]. The perturbation stream (``golden.rng.perturb``,
 ``cols`` lanes per cycle) is consumed in word order, so stream element ``i`` perturbs the flat
 row-major weight ``w.flat[i]`` (d = outputs * inputs, the perturbation order). The engine never pads:
 ``inputs`` must be a multiple of ``cols`` and ``batch`` a multiple of ``rows`` (one clear error).
@@ -22,7 +22,7 @@ One ZO step = two engine operations with the host in between:
   the whole update scale lr * projected gradient / (epsilon-LSB * weight LSB); ``g_to_fixed`` rounds
   half up and **saturates** to [-2^23, 2^23 - 1] (|g| < 128).
 * ``update(g)`` -- REWIND(+epsilon) replays the perturbation once more and rewrites every weight in
-  place: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (round half up, ``golden.int8``).
+  place: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (round half up, ``golden.engine.int8``).
 
 ``infer(x)`` is plain inference (no perturbation, stream untouched).
 
@@ -76,7 +76,7 @@ class EngineConfig:
     batch     -- B, examples per ZO step, a multiple of rows, up to 4096.
     rng_bits, seed -- otf: LFSR width (3..16 for the scale LUT) and master seed.
     pool_size, pool_bits -- pregen: pool values N and bits per value.
-    eps_shift -- epsilon = 2^(12 - eps_shift) weight LSBs (``golden.perturb``), 0..24.
+    eps_shift -- epsilon = 2^(12 - eps_shift) weight LSBs (``golden.rng.perturb``), 0..24.
     """
 
     strategy: str = "otf"
@@ -182,7 +182,7 @@ def updated_weights(w, p, g: int) -> np.ndarray:
 
 
 class ZOEngine:
-    """Operation-level model of ``hw.engine.ZOEngine``: weights, stream and the three operations.
+    """Operation-level model of ``hw.engine.zo_engine.ZOEngine``: weights, stream and the three operations.
 
     The stream is the golden ``PerturbationStream``; a REWIND replays the current perturbation, so the
     model draws each perturbation once (after NEXT) and reuses it for every later pass of that step --

@@ -123,7 +123,7 @@ def direct_squared_norm(config: PerturbConfig, start_index: int) -> int:
 
 
 class ScaleLUTReader:
-    """Cycle model of ``hw.scale.ScaleLUT``: ``shift`` is the entry read on the last edge with ``read``
+    """Cycle model of ``hw.rng.scale.ScaleLUT``: ``shift`` is the entry read on the last edge with ``read``
     (None before the first read: a BRAM output register has no defined reset value)."""
 
     def __init__(self, config: PerturbConfig, lut: np.ndarray | None = None):

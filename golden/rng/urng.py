@@ -1,6 +1,6 @@
 """The URNG array: n maximal-length LFSRs with PeZO's shift rotation, cycle by cycle.
 
-Contract (``hw.urng.URNGArray`` matches it bit for bit)
+Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
 ------------------------------------------------------
 * All n LFSRs use the same polynomial (``pezo.golden.rng.lfsr``), so they run along one m-sequence at n
   phases (``rng_phases``): a jittered grid. With spacing ``S = floor((2^b-1)/n)``, slot j = 1..n-1 is
