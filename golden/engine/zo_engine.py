@@ -56,12 +56,12 @@ G_FRAC_BITS = 16
 """g is signed Q8.16 in 24 bits (|g| < 128): one DSP48E2 (27 x 18) per lane for g * p. A larger |g| would
 saturate every weight it touches anyway (|p| >= 1 and |w| <= 127)."""
 G_MIN, G_MAX = -(1 << (G_BITS - 1)), (1 << (G_BITS - 1)) - 1
-FORWARD_LATENCY = 4
+FORWARD_LATENCY = 5
 """Cycles after the last weight word's issue until its logits are in the logit memory: weight and
-activation memory read, perturb + multiply, adder tree, accumulate (+ logit write)."""
-UPDATE_LATENCY = 2
+activation memory read + perturb, input register, multiply, adder tree, accumulate (+ logit write)."""
+UPDATE_LATENCY = 3
 """Cycles after the last weight word's read is issued until its new value is written back: memory read
-+ g * p, round + saturate + write."""
++ g * p, round, saturating subtract + write."""
 
 
 @dataclass(frozen=True)

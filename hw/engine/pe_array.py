@@ -5,7 +5,9 @@ lane by lane with its own C int8 activations (R * C int8 x int8 products), sums 
 an adder tree and accumulates the sum in an int32 register. A dot product of J words arrives as J
 consecutive valid words, the first flagged ``first`` (the accumulator restarts) and the last
 ``last`` (the R results leave on ``sums`` with ``out_valid`` and the word's ``tag``). Pipeline:
-products register -> adder-tree register -> accumulator, so results leave ``PE_LATENCY`` cycles after
+input register (the perturbed weights and the activations: nothing but wiring between the weight memory's
+read, the saturating perturbation add and the multipliers) -> products register -> adder-tree register ->
+accumulator, so results leave ``PE_LATENCY`` cycles after
 their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
 
 ``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift.
@@ -21,8 +23,8 @@ from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
 from pezo.hw.component import ConfigComponent, ConfigSignature
 
-PE_LATENCY = 3
-"""Cycles from a word on the inputs to its accumulator: products, adder tree, accumulate."""
+PE_LATENCY = 4
+"""Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
 
 
 def int8_lanes(count: int) -> data.ArrayLayout:
@@ -74,13 +76,19 @@ class PEArray(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        # stage 0: the inputs in registers
+        weights = Signal.like(self.weights, name="weights_q")
+        acts = Signal.like(self.acts, name="acts_q")
+        v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
+        m.d.sync += [weights.eq(self.weights), acts.eq(self.acts),
+                     v0.eq(self.valid), f0.eq(self.first), l0.eq(self.last), t0.eq(self.tag)]
         # stage 1: R x C products (int16)
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
-                m.d.sync += products[r][c].eq(self.weights[c] * self.acts[r][c])
+                m.d.sync += products[r][c].eq(weights[c] * acts[r][c])
         v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
-        m.d.sync += [v1.eq(self.valid), f1.eq(self.first), l1.eq(self.last), t1.eq(self.tag)]
+        m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
         # stage 2: one adder tree per row
         width = 16 + max(1, (cfg.cols - 1).bit_length())
         row_sums = [Signal(signed(width), name=f"row_sum_{r}") for r in range(cfg.rows)]

@@ -5,10 +5,12 @@ Datapath, one weight word (C weights) per cycle:
 
 * issue (S0): the controller reads weight word ``o * J + j`` and activation word ``tile * J + j`` (all
   R rows at once) and, in a perturbed pass, consumes one stream vector into a register;
-* S1: forward -- each weight becomes ``sat(w + p, -127, 127)`` on its way into the ``PEArray`` (p = 0 in
-  plain inference; the stream negates p in the -epsilon pass); update -- ``g * p`` (g: Q8.16);
+* S1: forward -- each weight becomes ``sat(w + p, -127, 127)`` on its way into the ``PEArray``'s input
+  register (p = 0 in plain inference; the stream negates p in the -epsilon pass); update -- ``g * p``
+  (g: Q8.16) into a register (the DSP's product);
 * forward results leave the array ``PE_LATENCY`` cycles later and are written to the logit memory;
-  update: ``w - round_shift(g * p, 16)`` saturated is written back to the same word in S2.
+  update: S2 rounds (``round_shift(g * p, 16)`` into a register), S3 writes ``sat(w - step)`` back to the
+  same word.
 
 Operations (``op`` sampled with ``start`` while idle; ``busy`` until the operation is complete, then
 ``done`` until the next ``start``; ``cycles`` counts the busy cycles of the last operation):
@@ -150,21 +152,24 @@ class ZOEngine(ConfigComponent):
         for c in range(C):
             m.d.comb += pe.weights[c].eq(perturbed[c])
 
-        # -- update: S1 g * p, S2 round + saturate + write back -----------------------------------
+        # -- update: S1 g * p, S2 round, S3 saturating subtract + write back -------------------------
         product_bits = G_BITS + STREAM_BITS
         products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
-        old = Signal(int8_lanes(C))
-        valid2, addr2 = Signal(), Signal.like(word)
-        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old.eq(weights)]
+        old2, old3 = Signal(int8_lanes(C)), Signal(int8_lanes(C))
+        valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
+        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old2.eq(weights),
+                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(old2)]
         for c in range(C):
             m.d.sync += products[c].eq(g * p[c])
+        steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
+        for c in range(C):  # round_shift(g * p, 16): round half up
+            m.d.sync += steps[c].eq(scale_round(products[c], -G_FRAC_BITS))
         new = Signal(int8_lanes(C))
         for c in range(C):
-            step = scale_round(products[c], -G_FRAC_BITS)  # round_shift(g * p, 16): round half up
-            m.d.comb += new[c].eq(saturate(old[c] - step, WEIGHT_MIN, WEIGHT_MAX))
+            m.d.comb += new[c].eq(saturate(old3[c] - steps[c], WEIGHT_MIN, WEIGHT_MAX))
         host_write = self.w_we & ~self.busy
-        m.d.comb += [w_write.addr.eq(Mux(valid2, addr2, self.w_addr)), w_write.data.eq(Mux(valid2, new, self.w_wdata)),
-                     w_write.en.eq(valid2 | host_write)]
+        m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
+                     w_write.en.eq(valid3 | host_write)]
 
         # -- activations (host writes) and logits (array writes, host reads) ----------------------
         m.d.comb += [x_write.addr.eq((self.x_example // R) * J + self.x_word),
