@@ -31,7 +31,7 @@ from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
-from pezo.boards.report import ENGINE_TOP, design_key, engine_key, generator_verilog
+from pezo.boards.report import ENGINE_TOP, generator_verilog
 from pezo.boards.synth import SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
@@ -280,12 +280,13 @@ TIMING_KEYS = ("fmax_mhz", "fmax_source", "fmax_target", "logic_levels", "values
 
 def unit_verilog(config, unit: str) -> tuple[str, str, str]:
     """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
-    ``EngineConfig``)."""
+    ``EngineConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
+    circuit re-times that circuit only."""
     if unit == "engine":
-        text = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False)
-        return text, ENGINE_TOP, engine_key(config)
-    text, top = generator_verilog(config, unit)
-    return text, top, design_key(config, unit)
+        text, top = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), ENGINE_TOP
+    else:
+        text, top = generator_verilog(config, unit)
+    return text, top, hashlib.sha256(f"{top}\n{text}".encode()).hexdigest()
 
 
 def values_per_cycle(config, unit: str) -> int | None:
