@@ -9,8 +9,8 @@ more than one adder after the source.
 otf: R(x, a) (a 4-way mux of constant shifts by the scale LUT's k, then the rounding adder) and the sign
 are combinational behind the URNG registers, so a value is on ``lanes`` in the cycle the array holds it
 (output registers would let the array run ahead of the consumer and move where the next perturbation
-aligns; see ``golden.rng.perturb``). Its controller starts from registers only (the array's
-``at_start`` flag), so the array's clock enables are one LUT from a flip-flop.
+aligns; see ``golden.rng.perturb``). Its controller starts from registers only (a register mirrors
+``pointer == 0``), so the array's clock enables are one LUT from a flip-flop.
 """
 
 from __future__ import annotations
@@ -102,7 +102,13 @@ class PerturbationStream(ConfigComponent):
         m.submodules.urng = urng = strategy(cfg.strategy).stream_source(cfg)
         m.submodules.scale = lut = ScaleLUT(cfg)
         aligning = Signal(init=1)
-        at_rotation_start = urng.at_start
+        # pointer == 0 kept in a register of its own (reset 1; a restore reloads pointer 0; an advance from
+        # n - 1 wraps to 0), so the array's clock enables are one LUT from a flip-flop, not from a comparator
+        at_rotation_start = Signal(init=1)
+        with m.If(urng.restore):
+            m.d.sync += at_rotation_start.eq(1)
+        with m.Elif(urng.en):
+            m.d.sync += at_rotation_start.eq(urng.pointer == cfg.n_rngs - 1)
         command = self.next | self.rewind
         start_now = aligning & at_rotation_start & ~command
         m.d.comb += [

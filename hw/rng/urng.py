@@ -45,9 +45,7 @@ class URNGArray(ConfigComponent):
 
     Ports: ``en`` (advance one step), ``save`` / ``restore`` (only with ``config.rewind``; ``save`` is
     honoured only when ``pointer == 0``), ``pointer``
-    (index of the RNG in position 0, ``ceil(log2 n)`` bits), ``at_start`` (``pointer == 0``, kept in its
-    own register so that the enables it gates start from a flip-flop, not from a comparator),
-    ``lanes`` (``lane_layout(config)``).
+    (index of the RNG in position 0, ``ceil(log2 n)`` bits), ``lanes`` (``lane_layout(config)``).
     Reset (the sync domain's) loads the seeded phases. All outputs come straight from registers.
     Cycle semantics are exactly ``golden.rng.urng.URNGArray.step``.
     """
@@ -59,7 +57,6 @@ class URNGArray(ConfigComponent):
             members = {
                 "en": In(1),
                 "pointer": Out(unsigned(config.pointer_bits)),
-                "at_start": Out(1),
                 "lanes": Out(lane_layout(config)),
             }
             if config.rewind:
@@ -73,13 +70,11 @@ class URNGArray(ConfigComponent):
         reset = initial_states(cfg)
         position = [Signal(bits, name=f"position{p}", init=reset[p]) for p in range(n)]
         pointer = Signal(cfg.pointer_bits, init=0)
-        at_start = Signal(init=1)  # == (pointer == 0), registered
 
         next_position = [lfsr_next(position[(p + 1) % n], bits) for p in range(n)]
 
         def advance():
             m.d.sync += [reg.eq(nxt) for reg, nxt in zip(position, next_position)]
-            m.d.sync += at_start.eq(pointer == n - 1)
             if n == 1 << cfg.pointer_bits:
                 m.d.sync += pointer.eq(pointer + 1)  # wraps by itself
             elif n > 1:
@@ -92,16 +87,16 @@ class URNGArray(ConfigComponent):
             # The shadow holds states only: saves are honoured at pointer == 0 (perturbation starts are
             # aligned to the rotation), so the saved pointer is always 0 and costs no flip-flops.
             shadow = [Signal(bits, name=f"shadow{p}", init=reset[p]) for p in range(n)]
-            with m.If(self.save & at_start):
+            with m.If(self.save & (pointer == 0)):
                 m.d.sync += [s.eq(reg) for s, reg in zip(shadow, position)]
             with m.If(self.restore):
                 m.d.sync += [reg.eq(s) for reg, s in zip(position, shadow)]
-                m.d.sync += [pointer.eq(0), at_start.eq(1)]
+                m.d.sync += pointer.eq(0)
             with m.Elif(self.en):
                 advance()
         else:
             with m.If(self.en):
                 advance()
 
-        m.d.comb += [self.lanes.eq(Cat(*position)), self.pointer.eq(pointer), self.at_start.eq(at_start)]
+        m.d.comb += [self.lanes.eq(Cat(*position)), self.pointer.eq(pointer)]
         return m

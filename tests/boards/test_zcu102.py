@@ -134,7 +134,7 @@ def test_pezo_build_without_vivado_prints_what_to_run(tmp_path, capsys, monkeypa
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["build", "--board", "zcu104"], "board must be one of zcu102, got 'zcu104'"),
+    (["build", "--board", "zcu104"], "board must be one of zcu102, ulx3s-85f, got 'zcu104'"),
     (["build", "--strategy", "uniform"], "strategy must be one of otf, pregen, gaussian"),
     (["build", "--strategy", "otf", "--pool-size", "1023"], "--pool-size applies to --strategy pregen only, not otf"),
     (["build", "--strategy", "pregen", "--n-rngs", "8"], "--n-rngs applies to --strategy otf only, not pregen"),

@@ -35,11 +35,11 @@ def test_property_random_configs_match_golden(data):
 
 def test_signature_members_follow_config():
     bare = URNGArray(PerturbConfig(n_rngs=31, rng_bits=8))
-    assert set(bare.signature.members) == {"en", "pointer", "at_start", "lanes"}
+    assert set(bare.signature.members) == {"en", "pointer", "lanes"}
     assert bare.signature.members["pointer"].shape.width == 5
     assert bare.signature.members["lanes"].shape.size == 31 * 8
     rewind = URNGArray(PerturbConfig(n_rngs=31, rng_bits=8, rewind=True))
-    assert set(rewind.signature.members) == {"en", "pointer", "at_start", "lanes", "save", "restore"}
+    assert set(rewind.signature.members) == {"en", "pointer", "lanes", "save", "restore"}
     assert rewind.signature.members["save"].flow == wiring.In
     assert rewind.signature == URNGArray.Signature(PerturbConfig(n_rngs=31, rng_bits=8, rewind=True))
     assert rewind.signature != bare.signature
