@@ -4,7 +4,8 @@ Bad input -> one line ``pezo: error: ...`` naming the parameter and its range, e
 nothing written. Failures of external tools -> one line, exit status 1.
 
 One module per command family, each with ``add_parsers(subparsers)`` and its ``cmd_*`` functions:
-``hardware`` (build, report, power, verilog, simulate), ``training`` (train, sweep; the seed methods
+``hardware`` (build, power, verilog, simulate; it registers ``report`` from ``report``, both taking the
+generator options from ``generator``), ``training`` (train, sweep; the seed methods
 of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8). They share
 ``args`` (the user error, parser and argument types) and ``output`` (staged output directories);
 this module only assembles the parser and turns exceptions into exit statuses.

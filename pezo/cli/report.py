@@ -1,0 +1,221 @@
+"""``pezo report``: one design's resources and timing, or every strategy side by side (the main job's table).
+
+``pezo.boards.*`` import Amaranth (about 0.1 s each time a process starts), and tqdm takes 20 ms: they are
+imported inside the commands that use them, so ``pezo --help`` does not pay for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from pezo.boards.vivado import VivadoReportError
+from pezo.cli.args import CLIError
+from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
+from pezo.cli.output import staged_output
+from pezo.golden.engine.zo_engine import EngineConfig
+
+
+def cmd_report(args) -> int:
+    from pezo.boards.report import ENGINE_STRATEGIES, is_report_cached, report
+
+    if not _given(args) and args.unit is None:
+        return _report_table(args)
+    if args.vivado or args.csv or args.plot or args.out:
+        raise CLIError("--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
+                       "generator options); one design's report is printed as text or --json")
+    if args.strategy in ENGINE_STRATEGIES:
+        return _report_engine(args)
+    args.unit = args.unit or "generator"
+    config = _config(args)
+    if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
+        print("synthesizing with Yosys (first run of a config takes 10-60 s) ...", file=sys.stderr)
+    result = report(config, use_cache=not args.no_cache, unit=args.unit)
+    result.update(_timing(config, args.unit, result["LUT"], args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{_design_name(config, args.unit)} - {result['tool']}")
+    for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
+        print(f"  {key:<7}{result[key]:>8}")
+    _print_timing(result, args)
+    if args.unit == "scale":
+        stats = result["lut_statistics"]
+        print(f"  ROM style {result['rom_style']}; shifts k: {stats['shift_histogram']}; applied/exact norm "
+              f"{stats['norm_ratio_min']:.3f}..{stats['norm_ratio_max']:.3f} (mean {stats['norm_ratio_mean']:.3f})")
+    elif config.strategy == "pregen" and args.unit == "generator":
+        print(f"  BRAM18 equivalents {result['BRAM18_equivalent']} (analytical minimum "
+              f"{result['budget']['BRAM18_equivalent']}), LUT-ROM {result['LUTRAM']}")
+    elif config.strategy == "gaussian" and args.unit == "generator":
+        per, ext = result["per_generator"], result["extrapolated_1024"]
+        print(f"  per generator: {per['LUT']:.1f} LUT, {per['FF']:.1f} FF (hand estimate "
+              f"{result['analytical_LUT'] / config.lanes:.0f} LUT, 127 FF)")
+        print(f"  1024 generators (MeZO, extrapolated linearly): {ext['LUT']} LUT, {ext['FF']} FF "
+              f"(PeZO Table 6: 133120 LUT, 69632 FF)")
+    elif config.rewind and args.unit == "generator":
+        o, b = result["overhead"], result["budget"]
+        print(f"  rewind overhead: +{o['LUT']} LUT, +{o['FF']} FF (budget +{b['LUT']} LUT, +{b['FF']} FF)")
+    elif args.unit == "generator":
+        b = result["budget"]
+        print(f"  budget: <= {b['LUT']} LUT, <= {b['FF']} FF")
+    if "within_budget" in result:
+        print(f"  within budget: {'yes' if result['within_budget'] else 'NO'}")
+    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
+          f"{' (cached)' if result.get('cached') else ''}")
+    return 0
+
+
+ENGINE_REPORT_FIELDS = {"seed": "seed", "eps_shift": "eps_shift", "rng_bits": "rng_bits", "pool_size": "pool_size",
+                        "pool_bits": "pool_bits"}
+
+
+def _report_engine(args) -> int:
+    """Resources of the ZO engine (PE array + stream + controller) at its default size."""
+    from pezo.boards.report import ENGINE_STRATEGIES, engine_report
+
+    strategy = ENGINE_STRATEGIES[args.strategy]
+    other = [f for f in _given(args) if f != "strategy" and f not in ENGINE_REPORT_FIELDS]
+    if args.unit is not None or other:
+        bad = "--unit" if args.unit is not None else "--" + other[0].replace("_", "-")
+        raise CLIError(f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "
+                       "--rng-bits (otf), --pool-size and --pool-bits (pregen))")
+    fields = {f: getattr(args, f) for f in ENGINE_REPORT_FIELDS if getattr(args, f, None) is not None}
+    for field, only in (("rng_bits", "otf"), ("pool_size", "pregen"), ("pool_bits", "pregen")):
+        if field in fields and strategy != only:
+            raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
+    try:
+        config = EngineConfig(strategy=strategy, **fields)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if not args.json:
+        print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)
+    result = engine_report(config, use_cache=not args.no_cache)
+    result.update(_timing(config, "engine", result["LUT"], args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"ZO engine {config.rows}x{config.cols} INT8 MAC array + {strategy} stream - {result['tool']}")
+    for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
+        print(f"  {key:<7}{result[key]:>8}")
+    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.macs} MACs + {config.cols} "
+          f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
+    print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
+    _print_timing(result, args)
+    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
+          f"{' (cached)' if result.get('cached') else ''}")
+    return 0
+
+
+def _timing(config, unit: str, luts: int, args) -> dict:
+    """The timing keys of one design (``boards.timing.unit_timing``; None each with --no-timing)."""
+    from pezo.boards.timing import TIMING_KEYS, is_timing_cached, unit_timing, unit_verilog
+
+    if args.no_timing:
+        return {k: None for k in TIMING_KEYS}
+    if not args.json and (args.no_cache or not is_timing_cached(unit_verilog(config, unit)[2])):
+        print("placing and routing on ECP5 with nextpnr, 3 seeds (10 s - 3 min; --no-timing skips it) ...",
+              file=sys.stderr)
+    result = unit_timing(config, unit, luts=luts, use_cache=not args.no_cache)
+    if not args.timing_path:
+        result.pop("critical_path")
+    return result
+
+
+def _print_timing(result: dict, args) -> None:
+    if result.get("fmax_mhz") is None:
+        return
+    throughput = result["throughput_values_per_s"]
+    print(f"  Fmax {result['fmax_mhz']:.1f} MHz ({result['fmax_target']}, nextpnr, median of seeds "
+          f"{', '.join(result['fmax_per_seed'])}: {', '.join(f'{v:.0f}' for v in result['fmax_per_seed'].values())}); "
+          f"xcup logic levels {result['logic_levels']}")
+    if throughput:
+        print(f"  throughput {throughput / 1e6:.0f} Mvalues/s ({result['values_per_cycle']} a cycle), "
+              f"{result['throughput_per_lut']:.0f} values/s per LUT")
+    print(f"  critical path: {result['critical_path_ends']}")
+    if args.timing_path:
+        print("\n".join(f"    {line}" for line in result["critical_path"]))
+
+
+def _report_table(args) -> int:
+    """Every strategy at its defaults: the Table-6-shaped comparison (+ JSON list, CSV, PNG, --out DIR)."""
+    from tqdm import tqdm
+
+    from pezo.boards.comparison import (comparison_designs, comparison_rows, format_table, plot_resources,
+                                        vivado_row, write_csv, write_tables)
+
+    if args.timing_path:
+        raise CLIError("--timing-path prints one design's critical path: give the design (--strategy, --unit, ...)")
+    for option, path in (("--csv", args.csv), ("--plot", args.plot)):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise CLIError(f"{option} {path}: must be a file in an existing directory")
+    if args.plot is not None and args.plot.suffix.lower() != ".png":
+        raise CLIError(f"--plot {args.plot}: the plot is a PNG; name the file *.png")
+    vivado = None
+    if args.vivado is not None:
+        try:
+            vivado = vivado_row(args.vivado)
+        except VivadoReportError as exc:
+            raise CLIError(str(exc)) from None
+    staged = (staged_output(args.out, args.force, {"command": "report"}) if args.out is not None
+              else contextlib.nullcontext())
+    with staged as staging:
+        activity = not args.no_activity
+        if activity and not shutil.which("iverilog"):
+            print("pezo: note: Icarus Verilog is not installed (apt-get install -y iverilog): the table is printed "
+                  "without the switching-activity proxy", file=sys.stderr)
+            activity = False
+        designs = comparison_designs()
+        work = " + ".join(["synthesis (Yosys xcup)", *(["activity"] if activity else []),
+                           *([] if args.no_timing else ["place and route (nextpnr-ecp5)"])])
+        with tqdm(total=len(designs), desc=work, unit="design", file=sys.stderr,
+                  disable=args.quiet or args.json) as bar:
+            rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing)
+        if vivado is not None:
+            rows.append(vivado)
+        if args.csv is not None:
+            write_csv(rows, args.csv)
+        if args.plot is not None:
+            plot_resources(rows, args.plot)
+        if staging is not None:
+            write_tables(rows, staging.path)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(format_table(rows))
+    written = [str(p) for p in (args.csv, args.plot) if p is not None]
+    if args.out is not None:
+        written.append(f"{args.out}/resources.{{md,json,csv,png}}")
+    if written:
+        print(f"\nwrote {', '.join(written)}")
+    return 0
+
+
+# -- pezo verilog, build, simulate, power ---------------------------------------------------------------
+
+
+def add_report_parser(sub) -> None:
+    p = sub.add_parser("report", help="without generator options: every strategy side by side (PeZO Table 6 "
+                       "shape, %% of ZCU102, estimate, paper, activity); with them: one design (Yosys, xcup)",
+                       description="Without generator options, synthesise every strategy (cached) and print "
+                       "the comparison table; with options (--strategy, --n-rngs, ...), report one design.")
+    _add_generator_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
+                   "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
+    p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
+    p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
+    p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
+    p.add_argument("--force", action="store_true", help="table: replace a --out DIR pezo did not write")
+    p.add_argument("--vivado", type=Path, metavar="RUN_DIR", help="table: add the post-place (or post-synthesis) "
+                   "utilisation of a Vivado run of pezo build's files")
+    p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "
+                   "(it needs Icarus)")
+    p.add_argument("--no-timing", action="store_true", help="skip the timing columns (fmax_mhz, logic_levels, "
+                   "throughput_values_per_s: place and route on ECP5-85 -6 with nextpnr-ecp5, 3 seeds, cached)")
+    p.add_argument("--timing-path", action="store_true", help="one design: print its critical path (nextpnr's "
+                   "report of the median seed) and add it to --json as critical_path")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_report)
