@@ -66,7 +66,12 @@ class AmaranthIO:
 def run_engine_host(config, host):
     """Run ``await host(io)`` against ``hw.engine.zo_engine.ZOEngine(config)`` on Amaranth's simulator (after
     one edge in reset) and return its result."""
-    dut = ZOEngine(config)
+    return run_host(ZOEngine(config), host)
+
+
+def run_host(dut, host):
+    """Run ``await host(io)`` against the component ``dut`` on Amaranth's simulator (after one edge in
+    reset) and return its result."""
     top = Module()
     top.submodules.dut = dut
     top.domains.sync = domain = ClockDomain("sync")

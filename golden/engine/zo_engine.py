@@ -115,10 +115,8 @@ class EngineConfig:
     @property
     def perturb(self) -> PerturbConfig:
         """The perturbation stream feeding the array: ``cols`` lanes, d = outputs * inputs."""
-        banks = 1 << min(3, (self.cols & -self.cols).bit_length() - 1)  # largest power of two <= 8 dividing cols
-        return PerturbConfig(strategy=self.strategy, n_rngs=self.cols, rng_bits=self.rng_bits, seed=self.seed,
-                             rewind=True, pool_size=self.pool_size, pool_bits=self.pool_bits, lanes=self.cols,
-                             banks=banks, perturb_dim=self.weights, eps_shift=self.eps_shift)
+        return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
+                             self.weights, self.eps_shift)
 
     @property
     def weights(self) -> int:
@@ -156,6 +154,17 @@ class EngineConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def stream_config(strategy: str, cols: int, rng_bits: int, seed: int, pool_size: int, pool_bits: int,
+                  weights: int, eps_shift: int) -> PerturbConfig:
+    """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf) or a pool read
+    ``cols`` values a cycle from the largest power-of-two bank count <= 8 dividing ``cols`` (pregen),
+    d = ``weights``."""
+    banks = 1 << min(3, (cols & -cols).bit_length() - 1)
+    return PerturbConfig(strategy=strategy, n_rngs=cols, rng_bits=rng_bits, seed=seed, rewind=True,
+                         pool_size=pool_size, pool_bits=pool_bits, lanes=cols, banks=banks, perturb_dim=weights,
+                         eps_shift=eps_shift)
 
 
 def g_to_fixed(value: float) -> int:

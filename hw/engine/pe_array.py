@@ -15,10 +15,13 @@ their last word entered; a new dot product may start in the cycle after a ``last
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
+from pezo.golden.config import check_int
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
 from pezo.hw.component import ConfigComponent, ConfigSignature
@@ -57,21 +60,40 @@ def requantize(m: Module, acc, shift, name: str = "requant"):
     return out
 
 
+@dataclass(frozen=True)
+class ArrayShape:
+    """What the PE array is generated from: ``rows`` R, ``cols`` C, the width of the ``tag`` that rides
+    along with each dot product, and whether a ``bias`` input starts the accumulators."""
+
+    rows: int
+    cols: int
+    tag_bits: int
+    bias: bool = False
+
+    def __post_init__(self):
+        check_int("rows", self.rows, 1, 64)
+        check_int("cols", self.cols, 1, 64)
+        check_int("tag_bits", self.tag_bits, 1, 64)
+
+
 class PEArray(ConfigComponent):
-    """Ports: ``valid``, ``first``, ``last``, ``tag`` (any unsigned width the engine needs: ``tag_bits``),
-    ``weights`` (C x int8), ``acts`` (R x C x int8) in; ``out_valid``, ``out_tag``, ``sums``
-    (R x int32) out. Contract in the module docstring."""
+    """Ports: ``valid``, ``first``, ``last``, ``tag``, ``weights`` (C x int8), ``acts`` (R x C x int8) and,
+    with ``bias``, ``bias`` (int32, taken with a ``first`` word: the accumulators start from it instead
+    of 0) in; ``out_valid``, ``out_tag``, ``sums`` (R x int32) out. Contract in the module docstring."""
 
     class Signature(ConfigSignature):
-        config_type = EngineConfig
+        config_type = ArrayShape
 
         def members_for(self, config):
-            tag = unsigned(tag_bits(config))
-            return {"valid": In(1), "first": In(1), "last": In(1), "tag": In(tag),
-                    "weights": In(int8_lanes(config.cols)),
-                    "acts": In(data.ArrayLayout(int8_lanes(config.cols), config.rows)),
-                    "out_valid": Out(1), "out_tag": Out(tag),
-                    "sums": Out(data.ArrayLayout(signed(ACC_BITS), config.rows))}
+            tag = unsigned(config.tag_bits)
+            members = {"valid": In(1), "first": In(1), "last": In(1), "tag": In(tag),
+                       "weights": In(int8_lanes(config.cols)),
+                       "acts": In(data.ArrayLayout(int8_lanes(config.cols), config.rows)),
+                       "out_valid": Out(1), "out_tag": Out(tag),
+                       "sums": Out(data.ArrayLayout(signed(ACC_BITS), config.rows))}
+            if config.bias:
+                members["bias"] = In(signed(ACC_BITS))
+            return members
 
     def elaborate(self, platform):
         m = Module()
@@ -82,6 +104,11 @@ class PEArray(ConfigComponent):
         v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [weights.eq(self.weights), acts.eq(self.acts),
                      v0.eq(self.valid), f0.eq(self.first), l0.eq(self.last), t0.eq(self.tag)]
+        start = 0  # what a ``first`` word's accumulator starts from
+        if cfg.bias:  # the bias rides along with its word
+            bias = [Signal(signed(ACC_BITS), name=f"bias_{i}") for i in range(3)]
+            m.d.sync += [bias[0].eq(self.bias), bias[1].eq(bias[0]), bias[2].eq(bias[1])]
+            start = bias[2]
         # stage 1: R x C products (int16)
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
@@ -100,7 +127,7 @@ class PEArray(ConfigComponent):
         for r in range(cfg.rows):
             acc = self.sums[r]
             with m.If(v2):
-                m.d.sync += acc.eq(Mux(f2, 0, acc) + row_sums[r])
+                m.d.sync += acc.eq(Mux(f2, start, acc) + row_sums[r])
         m.d.sync += [self.out_valid.eq(v2 & l2), self.out_tag.eq(t2)]
         return m
 

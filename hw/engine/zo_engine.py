@@ -37,7 +37,8 @@ from pezo.golden.engine.zo_engine import G_BITS, G_FRAC_BITS, UPDATE_LATENCY, FO
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, PEArray, int8_lanes, requantize, saturate, tag_bits
+from pezo.hw.engine.pe_array import (PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, requantize, saturate,
+                                     tag_bits)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
@@ -72,7 +73,7 @@ class ZOEngine(ConfigComponent):
         cfg = self.config
         R, C, J, O, T = cfg.rows, cfg.cols, cfg.words_per_output, cfg.outputs, cfg.tiles
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
-        m.submodules.pe = pe = PEArray(cfg)
+        m.submodules.pe = pe = PEArray(ArrayShape(cfg.rows, cfg.cols, tag_bits(cfg)))
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.weight_words, init=[])
         m.submodules.act_mem = act_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=T * J, init=[])
         m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R),

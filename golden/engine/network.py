@@ -1,0 +1,378 @@
+"""A whole INT8 network trained by ZO on the PE array (twin of ``hw.engine.net_engine``).
+
+**Layer program** -- an ordered list of dense layers ``Layer(inputs K_l, outputs N_l, shift s_l, relu,
+bias)``, executed on the R x C array one layer at a time, one batch tile of R examples after another:
+
+* ``acc[b, o] = bias[o] + sum_k h[b, k] * w'[o, k]``: int8 x int8 products summed exactly in int32
+  (``golden.engine.int8``; the config checks ``K_l * 127 * 128 + max|bias| < 2^31``), the bias an
+  optional int32 per output (0 without one) that the accumulator starts from. Biases are constants the
+  host loads; ZO trains the weights.
+* a hidden layer writes ``h = sat(round_shift(acc, s_l), lo, 127)`` (round half up), lo = 0 with ReLU
+  and -127 without, to the on-chip activation buffer (ping-pong between two buffers); the next layer
+  reads it as its input. The network's input is the batch: int8 in [-128, 127].
+* the last layer's int32 accumulators are the logits (no shift, no ReLU): the loss reads them.
+
+**Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
+order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``
+holds global weights ``i*C .. i*C + C-1`` (every ``K_l`` is a multiple of C, so a word never straddles
+two rows), and element ``i`` of the perturbation stream perturbs global weight ``i`` (MeZO's fixed
+parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
+weights exist only between the weight memory and the array. The update replays the stream once over
+every layer: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (``golden.engine.zo_engine``).
+
+**A step** -- NEXT(+), per batch tile (a REWIND(+) before each later tile) the whole network; REWIND(-)
+and the same for -epsilon; the losses L+ and L- and g (``golden.engine.loss``); REWIND(+) and the
+update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g)`` the host-g mode.
+
+**Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
+step needs at least ``cycle_bound`` = 2 * (B / R) * |W| / C (two forward passes) + |W| / C (update)
++ ``FORWARD_LATENCY`` + ``UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
+stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
+activation buffer before the next layer reads them), the loss/g tail and any wait for the batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from pezo.golden.config import EPS_SHIFT_RANGE, MAX_POOL, POOL_BITS_RANGE, PerturbConfig, check_int
+from pezo.golden.engine.int8 import (ACC_BITS, ACT_MAX, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8,
+                                     round_shift, saturate)
+from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
+from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, FORWARD_LATENCY, MAX_BATCH, MAX_COLS, MAX_ROWS,
+                                          UPDATE_LATENCY, perturbed_weights, stream_config, updated_weights)
+from pezo.golden.rng.perturb import PerturbationStream
+from pezo.golden.rng.scale import check_scalable
+
+MAX_LAYERS = 8
+MAX_WIDTH = 4096
+"""Widest layer input or output."""
+MAX_WEIGHT_WORDS = 1 << 20
+LAYER_GAP = FORWARD_LATENCY + 1
+"""Idle issue cycles between two layers of a tile: the last word's outputs leave the array
+``FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the buffer."""
+ACC_MAX = (1 << (ACC_BITS - 1)) - 1
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One dense layer: ``inputs`` -> ``outputs``, requantisation ``shift`` (0..31; hidden layers), ``relu``
+    (hidden layers), ``bias`` (an int32 per output, loaded by the host), ``weight_exponent`` (the power of
+    two one weight LSB is worth: for the host's float view only)."""
+
+    inputs: int
+    outputs: int
+    shift: int = 0
+    relu: bool = False
+    bias: bool = False
+    weight_exponent: int = -7
+
+    def __post_init__(self):
+        check_int("inputs", self.inputs, 1, MAX_WIDTH)
+        check_int("outputs", self.outputs, 1, MAX_WIDTH)
+        check_int("shift", self.shift, *SHIFT_RANGE)
+        if not isinstance(self.relu, bool) or not isinstance(self.bias, bool):
+            raise ValueError("relu and bias must be True or False")
+        check_int("weight_exponent", self.weight_exponent, -64, 64)
+
+    @property
+    def weights(self) -> int:
+        return self.inputs * self.outputs
+
+    def describe(self) -> str:
+        extra = (" + bias" if self.bias else "") + (" relu" if self.relu else "")
+        return f"{self.inputs} -> {self.outputs}{extra}"
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """The engine generated for one network: the layer program, the R x C array, the batch and the
+    perturbation stream (fields as ``golden.engine.zo_engine.EngineConfig``). ``weight_depth``: words of
+    the weight memory, 0 = exactly the network's |W| / C (a larger memory leaves room; a smaller one is
+    an error)."""
+
+    layers: tuple = (Layer(384, 2),)
+    name: str = "custom"
+    strategy: str = "otf"
+    rows: int = 8
+    cols: int = 8
+    batch: int = 16
+    rng_bits: int = 14
+    seed: int = 1
+    pool_size: int = 4095
+    pool_bits: int = 12
+    eps_shift: int = 10
+    weight_depth: int = 0
+
+    def __post_init__(self):
+        layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)
+        object.__setattr__(self, "layers", layers)
+        if self.strategy not in ENGINE_STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(ENGINE_STRATEGIES)}, got {self.strategy!r}")
+        check_int("rows", self.rows, 1, MAX_ROWS)
+        check_int("cols", self.cols, 1, MAX_COLS)
+        check_int("layers", len(layers), 1, MAX_LAYERS)
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, Layer):
+                raise ValueError(f"layer {i} must be a Layer, got {type(layer).__name__}")
+            if i and layer.inputs != layers[i - 1].outputs:
+                raise ValueError(f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
+                                 f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs")
+            if layer.inputs % self.cols:
+                raise ValueError(f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
+                                 f"multiple of cols={self.cols} (the engine does not pad)")
+            peak = layer.inputs * WEIGHT_MAX * -ACT_MIN
+            if peak > ACC_MAX:
+                raise ValueError(f"layer {i} ({layer.describe()}): {layer.inputs} inputs can overflow the int32 "
+                                 f"accumulator (at most {ACC_MAX // (WEIGHT_MAX * -ACT_MIN)})")
+        if layers[-1].relu:
+            raise ValueError(f"the last layer ({layers[-1].describe()}) gives the logits: it has no ReLU")
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        if self.batch % self.rows:
+            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "
+                             "(the array does not pad)")
+        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
+        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
+        check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
+        check_int("weight_depth", self.weight_depth, 0, MAX_WEIGHT_WORDS)
+        if self.weight_words > MAX_WEIGHT_WORDS:
+            raise ValueError(f"the network needs {self.weight_words} weight words of {self.cols}; the engine "
+                             f"holds at most {MAX_WEIGHT_WORDS}")
+        if self.weight_depth and self.weight_depth < self.weight_words:
+            raise ValueError(f"weight_depth={self.weight_depth} words is too small for the network: it needs "
+                             f"{self.weight_words} words of {self.cols} weights ({self.weights} weights)")
+        self.perturb  # the stream's own checks
+        if self.strategy == "otf":
+            check_scalable(self.perturb)
+
+    # -- shapes -------------------------------------------------------------------------------
+    @property
+    def perturb(self) -> PerturbConfig:
+        return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
+                             self.weights, self.eps_shift)
+
+    @property
+    def inputs(self) -> int:
+        return self.layers[0].inputs
+
+    @property
+    def outputs(self) -> int:
+        return self.layers[-1].outputs
+
+    @property
+    def weights(self) -> int:
+        """|W|: every layer's weights."""
+        return sum(l.weights for l in self.layers)
+
+    @property
+    def weight_words(self) -> int:
+        return self.weights // self.cols
+
+    @property
+    def memory_words(self) -> int:
+        return self.weight_depth or self.weight_words
+
+    def layer_words(self, i: int) -> int:
+        return self.layers[i].weights // self.cols
+
+    def layer_offsets(self) -> list[int]:
+        """First global weight of each layer."""
+        return [sum(l.weights for l in self.layers[:i]) for i in range(len(self.layers))]
+
+    @property
+    def hidden_width(self) -> int:
+        """Widest hidden activation (0 for a single layer)."""
+        return max((l.outputs for l in self.layers[:-1]), default=0)
+
+    @property
+    def total_outputs(self) -> int:
+        return sum(l.outputs for l in self.layers)
+
+    @property
+    def tiles(self) -> int:
+        return self.batch // self.rows
+
+    @property
+    def macs(self) -> int:
+        return self.rows * self.cols
+
+    # -- cycles -------------------------------------------------------------------------------
+    def useful_mac_cycles(self) -> int:
+        """Cycles a step keeps the array busy: 2 * (B / R) * |W| / C."""
+        return 2 * self.tiles * self.weight_words
+
+    def cycle_bound(self) -> int:
+        """2 * (B / R) * |W| / C + |W| / C + FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
+
+    def layer_utilisation(self) -> list[dict]:
+        """Per layer: words per tile and the share of the array's MACs its words use. Every word fills
+        all R x C MACs (C inputs of one output for R examples), so a layer is 100 % busy while it runs;
+        what a narrow layer costs is the fixed ``LAYER_GAP`` between layers, not idle lanes."""
+        out = []
+        for i, layer in enumerate(self.layers):
+            words = self.layer_words(i)
+            gap = LAYER_GAP if i < len(self.layers) - 1 else 0
+            out.append({"layer": i, "shape": layer.describe(), "words_per_tile": words,
+                        "mac_utilisation": round(words / (words + gap), 4)})
+        return out
+
+    # -- serialisation ------------------------------------------------------------------------
+    def replace(self, **changes) -> "NetConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NetConfig":
+        data = dict(data)
+        data["layers"] = tuple(Layer(**l) for l in data.get("layers", ()))
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+@dataclass
+class StepRecord:
+    """What one on-chip step produced: both logit sets, both losses and the g the engine formed."""
+
+    logits_plus: np.ndarray
+    logits_minus: np.ndarray
+    loss_plus: int
+    loss_minus: int
+    g: int
+
+
+def forward_network(config: NetConfig, x, weights: list[np.ndarray], biases: list[np.ndarray]) -> np.ndarray:
+    """The logits (int32 accumulators, int64 array [batch, outputs]) of the layer program on ``x``
+    [batch, inputs] int8 with the given (already perturbed) per-layer weights."""
+    h = np.asarray(x, dtype=np.int64)
+    last = len(config.layers) - 1
+    for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
+        acc = h @ np.asarray(w, dtype=np.int64).T + b
+        if i == last:
+            return acc
+        h = saturate(round_shift(acc, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+    raise AssertionError("unreachable")
+
+
+class NetEngine:
+    """Operation-level model of ``hw.engine.net_engine.NetEngine``: the global weight vector, the
+    biases, the stream, and the operations (forward_zo, update, train_step, infer)."""
+
+    def __init__(self, config: NetConfig, weights=None, biases=None):
+        if not isinstance(config, NetConfig):
+            raise ValueError(f"config must be a NetConfig, got {type(config).__name__}")
+        self.config = config
+        self.stream = PerturbationStream(config.perturb)
+        self.flat = np.zeros(config.weights, dtype=np.int64)
+        self.biases = [np.zeros(l.outputs, dtype=np.int64) for l in config.layers]
+        if weights is not None:
+            self.load_weights(weights)
+        if biases is not None:
+            self.load_biases(biases)
+        self.perturbation = None  # the current step's p (+epsilon), global order
+        self.steps = 0
+
+    # -- state --------------------------------------------------------------------------------
+    def _split(self, flat) -> list[np.ndarray]:
+        out, offsets = [], self.config.layer_offsets()
+        for layer, start in zip(self.config.layers, offsets):
+            out.append(flat[start:start + layer.weights].reshape(layer.outputs, layer.inputs))
+        return out
+
+    @property
+    def weights(self) -> list[np.ndarray]:
+        """Per-layer views [outputs, inputs] of the global weight vector."""
+        return self._split(self.flat)
+
+    def load_weights(self, weights) -> None:
+        """Per-layer int8 arrays [outputs, inputs] in [-127, 127], or one flat vector in global order."""
+        if isinstance(weights, (list, tuple)):
+            if len(weights) != len(self.config.layers):
+                raise ValueError(f"weights must hold {len(self.config.layers)} layers, got {len(weights)}")
+            parts = []
+            for i, (layer, w) in enumerate(zip(self.config.layers, weights)):
+                w = check_int8(f"layer {i} weights", w, WEIGHT_MIN, WEIGHT_MAX)
+                if w.shape != (layer.outputs, layer.inputs):
+                    raise ValueError(f"layer {i} weights must have shape {(layer.outputs, layer.inputs)}, got {w.shape}")
+                parts.append(w.ravel())
+            flat = np.concatenate(parts)
+        else:
+            flat = check_int8("weights", weights, WEIGHT_MIN, WEIGHT_MAX).ravel()
+            if flat.size != self.config.weights:
+                raise ValueError(f"weights must hold {self.config.weights} values, got {flat.size}")
+        self.flat = flat.astype(np.int64).copy()
+
+    def load_biases(self, biases) -> None:
+        """Per-layer int32 vectors (None or a layer without ``bias``: zeros)."""
+        if len(biases) != len(self.config.layers):
+            raise ValueError(f"biases must hold {len(self.config.layers)} layers, got {len(biases)}")
+        out = []
+        for i, (layer, b) in enumerate(zip(self.config.layers, biases)):
+            if b is None or not layer.bias:
+                if b is not None and np.any(np.asarray(b)):
+                    raise ValueError(f"layer {i} ({layer.describe()}) has no bias, got a non-zero one")
+                out.append(np.zeros(layer.outputs, dtype=np.int64))
+                continue
+            b = np.asarray(b)
+            if b.dtype.kind not in "iu" or b.shape != (layer.outputs,):
+                raise ValueError(f"layer {i} bias must be {layer.outputs} integers")
+            limit = ACC_MAX - layer.inputs * WEIGHT_MAX * -ACT_MIN
+            if np.abs(b.astype(np.int64)).max(initial=0) > limit:
+                raise ValueError(f"layer {i} bias entries must be in -{limit}..{limit} (int32 accumulation)")
+            out.append(b.astype(np.int64))
+        self.biases = out
+
+    def _check_batch(self, x) -> np.ndarray:
+        x = check_int8("x", x, ACT_MIN, ACT_MAX)
+        want = (self.config.batch, self.config.inputs)
+        if x.shape != want:
+            raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
+        return x
+
+    # -- operations ---------------------------------------------------------------------------
+    def next_perturbation(self) -> np.ndarray:
+        self.stream.step(next=True, sign=False)
+        self.perturbation = self.stream.perturbation(self.config.weights)
+        self.steps += 1
+        return self.perturbation
+
+    def _logits(self, x, flat) -> np.ndarray:
+        return forward_network(self.config, x, self._split(flat), self.biases)
+
+    def forward_zo(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """The +epsilon and -epsilon logits [batch, outputs] of a new perturbation."""
+        x = self._check_batch(x)
+        p = self.next_perturbation()
+        return (self._logits(x, perturbed_weights(self.flat, p)),
+                self._logits(x, perturbed_weights(self.flat, -p)))
+
+    def update(self, g: int) -> list[np.ndarray]:
+        if self.perturbation is None:
+            raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
+        self.flat = updated_weights(self.flat, self.perturbation, g)
+        return self.weights
+
+    def train_step(self, x, labels, loss: LossConfig, g: int | None = None) -> StepRecord:
+        """One complete on-chip step: both passes, the hinge losses, g (``loss.mode``; host mode takes
+        ``g``) and the update."""
+        plus, minus = self.forward_zo(x)
+        l_plus, l_minus = hinge_loss(plus, labels, loss.margin), hinge_loss(minus, labels, loss.margin)
+        if loss.mode == "host":
+            if g is None:
+                raise ValueError("host loss mode: pass the step's g")
+        else:
+            g = onchip_g(l_plus, l_minus, loss)
+        self.update(g)
+        return StepRecord(plus, minus, l_plus, l_minus, int(g))
+
+    def infer(self, x) -> np.ndarray:
+        """Plain inference of the stored weights: logits [batch, outputs]."""
+        return self._logits(self._check_batch(x), self.flat)

@@ -1,0 +1,417 @@
+"""The network engine (twin of ``golden.engine.network``): a whole INT8 network on one R x C MAC array,
+trained by ZO on chip -- weight memory -> perturbation -> ``PEArray`` -> requantisation into the
+activation buffer (hidden layers) or the loss unit (logits), with a double-buffered batch queue.
+
+Datapath, one weight word (C weights of one output) per cycle for R examples:
+
+* issue (S0): the controller reads weight word ``word`` (global order), the layer's activation word
+  (layer 0: the batch bank at the head of the queue; later layers: the hidden buffer the previous layer
+  wrote) and, in a perturbed pass, consumes one stream vector;
+* S1: ``sat(w + p, -127, 127)`` into the array (p = 0 in plain inference, negated by the stream in the
+  -epsilon pass) or, in the update, ``g * p`` (then round, then ``sat(w - step)`` written back);
+* results leave the array ``FORWARD_LATENCY`` cycles after the issue of a row's last word: a hidden
+  layer's R sums are requantised (the layer's shift and ReLU) into a register and written one cycle
+  later to lane ``o % C`` of word ``o // C`` of the layer's hidden buffer (ping-pong: layer l writes
+  buffer l % 2); the last layer's sums go to the logit memory and the loss unit;
+* loss unit (``LOSS_LATENCY``): per row the label's logit and the running maximum of the others, the
+  hinge term after the last output, a tree sum over the rows and an accumulator per pass.
+
+Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, then ``done``):
+
+* ``OP_FORWARD_ZO`` -- take the batch at the head of the queue (wait while it is empty), NEXT(+), per
+  tile the whole network (REWIND(+) before each later tile), REWIND(-), the same for -epsilon; the
+  losses land in ``loss_plus`` / ``loss_minus`` (``margin`` sampled with start); release the batch.
+* ``OP_UPDATE`` -- REWIND(+) and one pass over every weight with the host's ``g`` (Q8.16).
+* ``OP_INFER`` -- plain inference of the batch at the head of the queue (logits of pass 0); releases it.
+* ``OP_TRAIN`` -- ``steps`` complete steps: batch, both passes, losses, g (``g_mode`` sign: +-``g_lr``;
+  scaled: ``sat(round_shift(L+ - L-, g_shift))``; host: ``g``), update. ``step_done`` pulses once per
+  step with ``loss_plus``, ``loss_minus`` and ``g_used`` of that step.
+
+The logits of a forward operation (and of every TRAIN step) go to logit bank ``last_bank`` (it flips
+every forward): the host reads one step's logits while the next step runs.
+
+Batch queue: two banks of inputs and labels. The host writes examples (``x_*``) and labels (``y_*``) into
+bank ``load_bank`` while ``load_ready`` (writes to a full bank are ignored), then pulses ``push``; any
+time, also while busy. The engine releases a bank after the loss of its last pass.
+Host weight and bias ports work while idle. No perturbed weight is ever written to the weight memory.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
+from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NetConfig
+from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY
+from pezo.golden.rng.perturb import STREAM_BITS
+from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, requantize, saturate, tree_sum
+from pezo.hw.rng.perturb import PerturbationStream, scale_round
+
+OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
+LOSS_LATENCY = 4
+"""Cycles from the last logit in the logit memory to the final loss: label read, hinge term, row sum,
+accumulate."""
+STEP_BITS = 16
+assert FORWARD_LATENCY == 1 + PE_LATENCY
+
+
+def _bits(count: int) -> int:
+    return max(1, (count - 1).bit_length())
+
+
+def tag_layout(cfg: NetConfig) -> data.StructLayout:
+    """What rides along with a dot product through the array."""
+    widest = max(l.outputs for l in cfg.layers)
+    return data.StructLayout({"hidden": 1, "layer": _bits(len(cfg.layers)), "o": _bits(widest),
+                              "o_word": _bits(-(-widest // cfg.cols)), "o_lane": _bits(cfg.cols),
+                              "pas": 1, "tile": _bits(cfg.tiles)})
+
+
+class NetEngine(ConfigComponent):
+    """The network engine of ``NetConfig``; ports and semantics in the module docstring."""
+
+    class Signature(ConfigSignature):
+        config_type = NetConfig
+
+        def members_for(self, cfg):
+            members = {
+                "start": In(1), "op": In(2), "steps": In(unsigned(STEP_BITS)), "g": In(signed(G_BITS)),
+                "g_mode": In(2), "margin": In(unsigned(MARGIN_BITS - 1)), "g_lr": In(signed(G_BITS)),
+                "g_shift": In(unsigned(G_SHIFT_RANGE[1].bit_length())),
+                "busy": Out(1), "done": Out(1), "cycles": Out(32), "wait_cycles": Out(32),
+                "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
+                "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
+                "g_used": Out(signed(G_BITS)), "last_bank": Out(1),
+                "w_addr": In(unsigned(_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.cols)),
+                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.cols)),
+                "x_example": In(unsigned(_bits(cfg.batch))), "x_word": In(unsigned(_bits(cfg.inputs // cfg.cols))),
+                "x_wdata": In(int8_lanes(cfg.cols)), "x_we": In(1),
+                "y_example": In(unsigned(_bits(cfg.batch))), "y_label": In(unsigned(_bits(cfg.outputs))),
+                "y_we": In(1), "push": In(1), "load_ready": Out(1), "load_bank": Out(1), "queued": Out(2),
+                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.batch))),
+                "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
+            }
+            if any(l.bias for l in cfg.layers):
+                members.update({"b_addr": In(unsigned(_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
+                                "b_we": In(1)})
+            return members
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        R, C, T, L, O = cfg.rows, cfg.cols, cfg.tiles, len(cfg.layers), cfg.outputs
+        J0 = cfg.inputs // C
+        hidden_words = max(1, -(-cfg.hidden_width // C))
+        has_bias = any(l.bias for l in cfg.layers)
+        tag_shape = tag_layout(cfg)
+
+        m.submodules.stream = stream = PerturbationStream(cfg.perturb)
+        m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_shape.size, bias=has_bias))
+        m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
+        m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0,
+                                                    init=[])
+        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(_bits(O)), R), depth=2 * T,
+                                                    init=[])
+        m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O,
+                                                    init=[])
+        w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
+        x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
+        y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
+        l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
+        if L > 1:
+            m.submodules.hidden_mem = hidden_mem = Memory(shape=data.ArrayLayout(signed(8), R * C),
+                                                          depth=2 * hidden_words, init=[])
+            h_read, h_write = hidden_mem.read_port(), hidden_mem.write_port(granularity=1)
+
+        # -- batch queue ---------------------------------------------------------------------------
+        full = Signal(2)
+        rp, wp = Signal(), Signal()
+        release = Signal()
+        pushing = self.push & ~full.bit_select(wp, 1)
+        with m.If(pushing):
+            m.d.sync += wp.eq(~wp)
+        set_bits = Mux(pushing, Mux(wp, 0b10, 0b01), 0)
+        clear_bits = Mux(release, Mux(rp, 0b10, 0b01), 0)
+        m.d.sync += full.eq((full | set_bits) & ~clear_bits)
+        with m.If(release):
+            m.d.sync += rp.eq(~rp)
+        m.d.comb += [self.load_ready.eq(~full.bit_select(wp, 1)), self.load_bank.eq(wp),
+                     self.queued.eq(full[0] + full[1])]
+        batch_ready = full.bit_select(rp, 1)
+
+        # -- controller (issue stage S0) -------------------------------------------------------------
+        op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2)
+        margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
+        steps_left = Signal(unsigned(STEP_BITS))
+        updating = Signal()  # the update phase of a step (or OP_UPDATE)
+        sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
+        word = Signal(range(max(cfg.weight_words, 2)))
+        j, o = Signal(range(max(l.inputs // C for l in cfg.layers) + 1)), Signal(range(max(l.outputs for l in cfg.layers) + 1))
+        o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
+        drain = Signal(range(FORWARD_LATENCY + LOSS_LATENCY + LAYER_GAP + 1))
+        parity = Signal()
+        perturbing = op != OP_INFER
+        issue, wanting = Signal(), Signal()
+        j_last, o_last, last_layer = Signal(), Signal(), Signal()
+        with m.Switch(layer):
+            for i, lay in enumerate(cfg.layers):
+                with m.Case(i):
+                    m.d.comb += [j_last.eq(j == lay.inputs // C - 1), o_last.eq(o == lay.outputs - 1),
+                                 last_layer.eq(i == L - 1)]
+        row_done = j_last
+        layer_done = j_last & o_last
+        last_word = word == cfg.weight_words - 1
+
+        with m.If(self.busy):
+            m.d.sync += self.cycles.eq(self.cycles + 1)
+        m.d.sync += self.step_done.eq(0)
+        reset_walk = [word.eq(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0)]
+        loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
+        clear_loss = Signal()
+        g_formed = Signal(signed(G_BITS))
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [op.eq(self.op), g.eq(self.g), mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
+                                 margin.eq(self.margin), g_lr.eq(self.g_lr), g_shift.eq(self.g_shift),
+                                 steps_left.eq(self.steps), self.done.eq(0), self.cycles.eq(0),
+                                 self.wait_cycles.eq(0), self.steps_done.eq(0), self.busy.eq(1),
+                                 updating.eq(self.op == OP_UPDATE), sign.eq(0), tile.eq(0), *reset_walk]
+                    with m.If(self.op == OP_UPDATE):
+                        m.next = "COMMAND"
+                    with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
+                        m.next = "FINISH"
+                    with m.Else():
+                        m.next = "BATCH"
+            with m.State("BATCH"):  # a step begins when its batch is in the queue
+                with m.If(batch_ready):
+                    m.d.comb += clear_loss.eq(1)
+                    m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
+                    with m.If(op == OP_INFER):
+                        m.next = "RUN"
+                    with m.Else():
+                        m.next = "COMMAND"
+                with m.Else():
+                    m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
+            with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
+                first_pass = ~updating & (sign == 0) & (tile == 0)
+                m.d.comb += [stream.next.eq(first_pass), stream.rewind.eq(~first_pass), stream.sign.eq(sign)]
+                m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += [issue.eq(~perturbing | stream.valid), wanting.eq(perturbing)]
+                with m.If(issue):
+                    m.d.sync += [word.eq(word + 1), j.eq(Mux(row_done, 0, j + 1))]
+                    with m.If(row_done):
+                        m.d.sync += [o.eq(o + 1), o_lane.eq(Mux(o_lane == C - 1, 0, o_lane + 1))]
+                        with m.If(o_lane == C - 1):
+                            m.d.sync += o_word.eq(o_word + 1)
+                    with m.If(updating):
+                        with m.If(last_word):
+                            m.d.sync += drain.eq(UPDATE_LATENCY - 1)
+                            m.next = "UPDATE_DRAIN"
+                    with m.Elif(layer_done):
+                        m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
+                        with m.If(~last_layer):
+                            m.d.sync += [layer.eq(layer + 1), drain.eq(LAYER_GAP - 1)]
+                            m.next = "GAP"
+                        with m.Else():
+                            m.d.sync += [layer.eq(0), word.eq(0)]
+                            with m.If(tile != T - 1):
+                                m.d.sync += tile.eq(tile + 1)
+                                with m.If(perturbing):
+                                    m.next = "COMMAND"
+                                with m.Else():
+                                    m.next = "RUN"
+                            with m.Elif(perturbing & (sign == 0)):
+                                m.d.sync += [sign.eq(1), tile.eq(0)]
+                                m.next = "COMMAND"
+                            with m.Else():
+                                m.d.sync += drain.eq(FORWARD_LATENCY + LOSS_LATENCY - 1)
+                                m.next = "FORWARD_DRAIN"
+            with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
+                m.d.sync += drain.eq(drain - 1)
+                with m.If(drain == 0):
+                    m.next = "RUN"
+            with m.State("FORWARD_DRAIN"):
+                m.d.sync += drain.eq(drain - 1)
+                with m.If(drain == 0):
+                    m.d.comb += release.eq(1)
+                    m.d.sync += [parity.eq(~parity), self.last_bank.eq(parity), self.loss_plus.eq(loss[0]),
+                                 self.loss_minus.eq(loss[1])]
+                    with m.If(op == OP_TRAIN):
+                        m.d.sync += [g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)), updating.eq(1),
+                                     sign.eq(0), tile.eq(0), *reset_walk]
+                        m.next = "COMMAND"
+                    with m.Else():
+                        m.next = "FINISH"
+            with m.State("UPDATE_DRAIN"):
+                m.d.sync += drain.eq(drain - 1)
+                with m.If(drain == 0):
+                    with m.If(op == OP_TRAIN):
+                        m.d.sync += [self.step_done.eq(1), self.steps_done.eq(self.steps_done + 1),
+                                     self.g_used.eq(g), steps_left.eq(steps_left - 1)]
+                        m.next = "BATCH"
+                        with m.If(steps_left == 1):
+                            m.next = "FINISH"
+                    with m.Else():
+                        m.d.sync += self.g_used.eq(g)
+                        m.next = "FINISH"
+            with m.State("FINISH"):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+                m.next = "IDLE"
+
+        # -- activation reads: layer 0 from the batch bank, later layers from the hidden buffer ---------
+        m.d.comb += [stream.en.eq(wanting), w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
+                     x_read.addr.eq((rp * T + tile) * J0 + j)]
+        if L > 1:
+            m.d.comb += h_read.addr.eq(~layer[0] * hidden_words + j)
+
+        # -- S1: memory data, the captured perturbation and the word's tag ------------------------------
+        p = Signal(data.ArrayLayout(signed(STREAM_BITS), C))
+        valid1, update1, first1, last1, layer0_1 = Signal(), Signal(), Signal(), Signal(), Signal()
+        tag0, tag1 = Signal(tag_shape), Signal(tag_shape)
+        addr1 = Signal.like(word)
+        m.d.comb += [tag0.hidden.eq(~last_layer), tag0.layer.eq(layer), tag0.o.eq(o), tag0.o_word.eq(o_word),
+                     tag0.o_lane.eq(o_lane), tag0.pas.eq(sign), tag0.tile.eq(tile)]
+        m.d.sync += [valid1.eq(issue), update1.eq(updating), first1.eq(j == 0), last1.eq(row_done),
+                     layer0_1.eq(layer == 0), tag1.eq(tag0), addr1.eq(word),
+                     p.eq(Mux(perturbing, stream.lanes.as_value(), 0))]
+        weights = w_read.data
+        m.d.comb += self.w_rdata.eq(weights)
+        acts = x_read.data.as_value()
+        if L > 1:
+            acts = Mux(layer0_1, x_read.data.as_value(), h_read.data.as_value())
+        m.d.comb += [pe.valid.eq(valid1 & ~update1), pe.first.eq(first1), pe.last.eq(last1),
+                     pe.tag.eq(tag1.as_value()), pe.acts.eq(acts)]
+        for c in range(C):
+            m.d.comb += pe.weights[c].eq(saturate(weights[c] + p[c], WEIGHT_MIN, WEIGHT_MAX))
+        if has_bias:
+            self._bias(m, cfg, pe, layer, o)
+
+        # -- update: S1 g * p, S2 round, S3 saturating subtract + write back ----------------------------
+        product_bits = G_BITS + STREAM_BITS
+        products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
+        steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
+        old2, old3 = Signal(int8_lanes(C)), Signal(int8_lanes(C))
+        valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
+        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old2.eq(weights),
+                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(old2)]
+        for c in range(C):
+            m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS))]
+        new = Signal(int8_lanes(C))
+        for c in range(C):
+            m.d.comb += new[c].eq(saturate(old3[c] - steps[c], WEIGHT_MIN, WEIGHT_MAX))
+        host_write = self.w_we & ~self.busy
+        m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
+                     w_write.en.eq(valid3 | host_write)]
+
+        # -- array results: hidden layers -> requantise -> hidden buffer; last layer -> logits + loss -----
+        out_tag = Signal(tag_shape)
+        m.d.comb += out_tag.eq(pe.out_tag)
+        if L > 1:
+            h_valid, h_tag = Signal(), Signal(tag_shape)
+            h_values = Signal(data.ArrayLayout(signed(8), R))
+            m.d.sync += [h_valid.eq(pe.out_valid & out_tag.hidden), h_tag.eq(out_tag)]
+            requantised = []  # per hidden layer: its shift and ReLU on the R sums
+            for i, lay in enumerate(cfg.layers[:-1]):
+                qs = [requantize(m, pe.sums[r], Const(lay.shift, SHIFT_BITS), f"hidden_{i}_{r}") for r in range(R)]
+                requantised.append([Mux(q < 0, 0, q) if lay.relu else q for q in qs])
+            with m.Switch(out_tag.layer):
+                for i, values in enumerate(requantised):
+                    with m.Case(i):
+                        m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
+            m.d.comb += [h_write.addr.eq(h_tag.layer[0] * hidden_words + h_tag.o_word),
+                         h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)]))]
+            with m.If(h_valid):  # lane o % C of every row
+                m.d.comb += h_write.en.eq(Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)]))
+        logit_base = Signal(range(4 * T * O + 1))
+        m.d.comb += logit_base.eq(((parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
+        m.d.comb += [l_write.addr.eq(logit_base), l_write.data.eq(pe.sums),
+                     l_write.en.eq(pe.out_valid & ~out_tag.hidden)]
+        self._loss_unit(m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss)
+
+        # g from the two losses (read in FORWARD_DRAIN's last cycle, when both are final)
+        diff = Signal(signed(LOSS_BITS + 1))
+        m.d.comb += diff.eq(loss[0] - loss[1])
+        half = Signal(unsigned(LOSS_BITS))
+        m.d.comb += half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)
+        scaled = Signal(signed(LOSS_BITS + 2))
+        m.d.comb += scaled.eq((diff + half) >> g_shift)
+        with m.Switch(mode):
+            with m.Case(G_MODE_CODES["sign"]):
+                m.d.comb += g_formed.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))
+            with m.Case(G_MODE_CODES["scaled"]):
+                m.d.comb += g_formed.eq(saturate(scaled, G_MIN, G_MAX))
+
+        # -- host ports: batch writes into the free bank, logit reads ---------------------------------
+        m.d.comb += [x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
+                     x_write.data.eq(self.x_wdata.as_value().replicate(R))]
+        with m.If(self.x_we & self.load_ready):
+            m.d.comb += x_write.en.eq(1 << (self.x_example % R))
+        m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
+                     y_write.data.eq(self.y_label.replicate(R))]
+        with m.If(self.y_we & self.load_ready):
+            m.d.comb += y_write.en.eq(1 << (self.y_example % R))
+        row = Signal(range(R))
+        m.d.sync += row.eq(self.logit_example % R)
+        m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
+                                   + self.logit_output)
+        m.d.comb += self.logit.eq(l_read.data[row])
+        m.d.comb += self.logit_q.eq(requantize(m, self.logit, self.requant_shift, "logit_requant"))
+        return m
+
+    def _bias(self, m, cfg, pe, layer, o):
+        """The bias memory: one int32 per output of every layer (global output order; host writes while
+        idle), read with a row's first word; a layer without ``bias`` adds 0."""
+        offsets = [sum(l.outputs for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
+        m.submodules.bias_mem = bias_mem = Memory(shape=signed(ACC_BITS), depth=cfg.total_outputs, init=[])
+        b_read, b_write = bias_mem.read_port(), bias_mem.write_port()
+        m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata),
+                     b_write.en.eq(self.b_we & ~self.busy)]
+        index, uses = Signal(range(cfg.total_outputs + 1)), Signal()
+        with m.Switch(layer):
+            for i, lay in enumerate(cfg.layers):
+                with m.Case(i):
+                    m.d.comb += [index.eq(offsets[i] + o), uses.eq(lay.bias)]
+        uses1 = Signal()
+        m.d.sync += uses1.eq(uses)
+        m.d.comb += [b_read.addr.eq(index), pe.bias.eq(Mux(uses1, b_read.data, 0))]
+
+    def _loss_unit(self, m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss):
+        """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
+        the array in output order), the hinge term after the last output, the sum over rows, a loss per
+        pass (``golden.engine.loss``)."""
+        R, T, O = cfg.rows, cfg.tiles, cfg.outputs
+        m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
+        v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
+        m.d.sync += [v1.eq(pe.out_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
+        first, last = t1.o == 0, t1.o == O - 1
+        terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
+        v2, pas2 = Signal(), Signal()
+        m.d.sync += [v2.eq(v1 & last), pas2.eq(t1.pas)]
+        for r in range(R):
+            z, is_label = z1[r], t1.o == y_read.data[r]
+            label_logit, best = Signal(signed(ACC_BITS), name=f"label_logit_{r}"), Signal(signed(ACC_BITS), name=f"best_other_{r}")
+            new_label, new_best = Signal.like(label_logit), Signal.like(best)
+            m.d.comb += [new_label.eq(Mux(is_label, z, label_logit)),
+                         new_best.eq(Mux(is_label, Mux(first, -(1 << (ACC_BITS - 1)), best),
+                                         Mux(first | (z > best), z, best)))]
+            with m.If(v1):
+                m.d.sync += [label_logit.eq(new_label), best.eq(new_best)]
+            term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
+            m.d.comb += term.eq(margin + new_best - new_label)
+            m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
+        total, v3, pas3 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
+        m.d.sync += [total.eq(tree_sum(terms)), v3.eq(v2), pas3.eq(pas2)]
+        for s in range(2):
+            with m.If(clear_loss):
+                m.d.sync += loss[s].eq(0)
+            with m.Elif(v3 & (pas3 == s)):
+                m.d.sync += loss[s].eq(loss[s] + total)
+

@@ -1,0 +1,269 @@
+"""The host of the network engine, written once for Amaranth's simulator, cocotb (Icarus, Verilator) and,
+through the same register names, the board.
+
+``NetDriver`` moves one clock at a time over an adapter with ``set(port, int)``, ``get(port) -> int`` and
+``await tick()``. Every cycle it does what a host does alongside the engine: keeps the batch queue
+filled (one input word or label per cycle into ``load_bank`` while ``load_ready``, then ``push``), notes
+each ``step_done`` (the step's losses and g) and reads that step's logits from the logit bank the engine
+just finished with, while the next step runs. ``net_training`` is the co-simulation: S steps of
+``OP_TRAIN`` (on-chip loss and g) or, in host mode, ``OP_FORWARD_ZO`` + the host's g + ``OP_UPDATE``,
+with ``golden.engine.network.NetEngine`` in lockstep: every logit of every pass, every loss and g,
+the final weights and a plain inference must be equal. Mismatches are collected, not raised.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
+from pezo.golden.engine.network import NetConfig, NetEngine
+from pezo.golden.engine.zo_engine import G_BITS
+from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
+from pezo.sim.benches import pack, unpack
+
+MAX_WAIT_CYCLES = 1 << 22
+
+
+def to_signed(value: int, bits: int) -> int:
+    return unpack(value, bits, 1, signed=True)[0]
+
+
+class NetDriver:
+    """Host operations on a ``hw.engine.net_engine.NetEngine`` behind ``io`` (module docstring)."""
+
+    def __init__(self, io, config: NetConfig):
+        self.io, self.config = io, config
+        self.batches: deque = deque()  # (x, labels) still to load
+        self.load_items: list = []  # the batch being loaded: ("x", example, word, data) / ("y", example, label)
+        self.pushes = 0
+        self.steps: list[dict] = []  # per finished step: losses, g, logit bank
+        self.reads: deque = deque()  # (step, pass, example, output) still to read
+        self.pending = None  # the read whose data arrives after this tick
+        self.ticks = 0
+
+    # -- idle-time operations ---------------------------------------------------------------------
+    async def load_weights(self, flat) -> None:
+        cfg, io = self.config, self.io
+        words = np.asarray(flat).reshape(cfg.weight_words, cfg.cols)
+        io.set("w_we", 1)
+        for addr, word in enumerate(words):
+            io.set("w_addr", addr)
+            io.set("w_wdata", pack(word, 8))
+            await self.tick()
+        io.set("w_we", 0)
+
+    async def read_weights(self) -> np.ndarray:
+        cfg, io = self.config, self.io
+        out = []
+        for addr in range(cfg.weight_words):
+            io.set("w_addr", addr)
+            await self.tick()
+            out.append(unpack(io.get("w_rdata"), 8, cfg.cols, signed=True))
+        return np.array(out, dtype=np.int64).ravel()
+
+    async def load_biases(self, biases) -> None:
+        io, index = self.io, 0
+        io.set("b_we", 1)
+        for layer, bias in zip(self.config.layers, biases):
+            for value in np.asarray(bias, dtype=np.int64):
+                io.set("b_addr", index)
+                io.set("b_wdata", int(value) & 0xFFFFFFFF)
+                index += 1
+                await self.tick()
+        io.set("b_we", 0)
+
+    # -- the per-cycle host -------------------------------------------------------------------------
+    def queue_batch(self, x, labels) -> None:
+        self.batches.append((np.asarray(x), np.asarray(labels)))
+
+    def _next_load_items(self) -> None:
+        x, labels = self.batches.popleft()
+        cfg, items = self.config, []
+        for b in range(cfg.batch):
+            for j in range(cfg.inputs // cfg.cols):
+                items.append(("x", b, j, pack(x[b, j * cfg.cols:(j + 1) * cfg.cols], 8)))
+            items.append(("y", b, int(labels[b])))
+        items.append(("push",))
+        self.load_items = items[::-1]
+
+    def _service(self) -> None:
+        """Inputs for this cycle (outputs already sampled after the last edge)."""
+        io = self.io
+        for name in ("x_we", "y_we", "push"):
+            io.set(name, 0)
+        if not self.load_items and self.batches:
+            self._next_load_items()
+        if self.load_items and io.get("load_ready"):
+            item = self.load_items.pop()
+            if item[0] == "x":
+                io.set("x_example", item[1])
+                io.set("x_word", item[2])
+                io.set("x_wdata", item[3])
+                io.set("x_we", 1)
+            elif item[0] == "y":
+                io.set("y_example", item[1])
+                io.set("y_label", item[2])
+                io.set("y_we", 1)
+            else:
+                io.set("push", 1)
+                self.pushes += 1
+        if self.reads:
+            step, s, b, o = self.pending = self.reads.popleft()
+            io.set("logit_bank", self.steps[step]["bank"])
+            io.set("logit_pass", s)
+            io.set("logit_example", b)
+            io.set("logit_output", o)
+        else:
+            self.pending = None
+
+    def _observe(self) -> None:
+        """Outputs after the edge: the data of last cycle's logit read, a finished step."""
+        io = self.io
+        if self.pending is not None:
+            step, s, b, o = self.pending
+            self.steps[step]["logits"][s, b, o] = to_signed(io.get("logit"), 32)
+        if io.get("step_done"):
+            self._step_finished()
+
+    def _step_finished(self) -> None:
+        io, cfg = self.io, self.config
+        self.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"),
+                           "g": to_signed(io.get("g_used"), G_BITS), "bank": io.get("last_bank"),
+                           "logits": np.zeros((2, cfg.batch, cfg.outputs), dtype=np.int64)})
+        step = len(self.steps) - 1
+        self.reads.extend((step, s, b, o) for s in (0, 1) for b in range(cfg.batch) for o in range(cfg.outputs))
+
+    async def tick(self) -> None:
+        self._service()
+        await self.io.tick()
+        self.ticks += 1
+        self._observe()
+
+    async def run(self, op: int, steps: int = 1, g: int = 0, loss: LossConfig | None = None) -> int:
+        """Start ``op``; service the host every cycle until ``done``. Returns the engine's busy cycles."""
+        io, loss = self.io, loss or LossConfig()
+        io.set("op", op)
+        io.set("steps", steps)
+        io.set("g", g & ((1 << G_BITS) - 1))
+        io.set("g_mode", G_MODE_CODES[loss.mode])
+        io.set("margin", loss.margin)
+        io.set("g_lr", loss.g_lr)
+        io.set("g_shift", loss.g_shift)
+        io.set("start", 1)
+        await self.tick()
+        io.set("start", 0)
+        waited = 0
+        while not io.get("done"):
+            await self.tick()
+            waited += 1
+            if waited > MAX_WAIT_CYCLES:
+                raise AssertionError(f"engine op {op} never finished ({MAX_WAIT_CYCLES} cycles)")
+        cycles = io.get("cycles")
+        if cycles != waited:
+            raise AssertionError(f"engine counted {cycles} busy cycles, the host saw {waited}")
+        return cycles
+
+    async def drain_reads(self) -> None:
+        while self.reads or self.pending is not None:
+            await self.tick()
+
+    async def read_logits(self, bank: int, passes=(0, 1)) -> np.ndarray:
+        """int32 logits [len(passes), batch, outputs] of logit bank ``bank`` (while idle)."""
+        cfg, io = self.config, self.io
+        out = np.zeros((len(passes), cfg.batch, cfg.outputs), dtype=np.int64)
+        for i, s in enumerate(passes):
+            for b in range(cfg.batch):
+                for o in range(cfg.outputs):
+                    io.set("logit_bank", bank)
+                    io.set("logit_pass", s)
+                    io.set("logit_example", b)
+                    io.set("logit_output", o)
+                    await self.io.tick()
+                    self.ticks += 1
+                    out[i, b, o] = to_signed(io.get("logit"), 32)
+        return out
+
+
+def host_g(logits_plus, logits_minus, labels, loss: LossConfig) -> int:
+    """The host-mode g of the co-simulation: the host computes from the RTL's logits what the chip's sign
+    mode would (any host g is fine for the bit-exact check: golden is given the same g)."""
+    sign = loss if loss.mode != "host" else LossConfig(mode="sign", margin=loss.margin, g_lr=loss.g_lr)
+    return onchip_g(hinge_loss(logits_plus, labels, loss.margin), hinge_loss(logits_minus, labels, loss.margin), sign)
+
+
+def _compare(mismatches: list, what: str, got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    if not np.array_equal(got, want):
+        bad = tuple(np.argwhere(got != want)[0]) if got.shape == want.shape and got.ndim else ()
+        detail = f"{got[bad]} != golden {want[bad]} at {bad}" if bad else f"{got} != golden {want}"
+        mismatches.append(f"{what}: rtl {detail}")
+
+
+async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weights, biases=None,
+                       overlap: bool = True) -> dict:
+    """The co-simulation host loop over ``len(xs)`` steps (module docstring). ``overlap``: batches are
+    loaded while the engine computes (the double-buffered queue) -- otherwise each batch is loaded after
+    the previous step, with the engine idle. Returns match, mismatches, cycles and step records."""
+    driver = NetDriver(io, config)
+    model = NetEngine(config, weights, biases)
+    await driver.load_weights(model.flat)
+    if biases is not None:
+        await driver.load_biases(model.biases)
+    mismatches, records = [], []
+    steps, train_wait = len(xs), None
+    started = driver.ticks
+    busy = 0
+    if loss.on_chip and overlap:
+        for x, y in zip(xs, labels):
+            driver.queue_batch(x, y)
+        while driver.pushes < 1:  # the first batch, then train while the queue is kept filled
+            await driver.tick()
+        busy = await driver.run(OP_TRAIN, steps=steps, loss=loss)
+        train_wait = io.get("wait_cycles")
+    elif loss.on_chip:
+        for x, y in zip(xs, labels):
+            driver.queue_batch(x, y)
+            while driver.batches or driver.load_items:
+                await driver.tick()
+            busy += await driver.run(OP_TRAIN, steps=1, loss=loss)
+    else:
+        for x, y in zip(xs, labels):
+            driver.queue_batch(x, y)
+            while driver.batches or driver.load_items:
+                await driver.tick()
+            busy += await driver.run(OP_FORWARD_ZO, loss=loss)
+            bank = io.get("last_bank")
+            plus, minus = await driver.read_logits(bank)
+            g = host_g(plus, minus, y, loss)
+            busy += await driver.run(OP_UPDATE, g=g, loss=loss)
+            driver.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"), "g": g,
+                                 "bank": bank, "logits": np.stack([plus, minus])})
+    wall = driver.ticks - started
+    await driver.drain_reads()
+    if len(driver.steps) != steps:
+        mismatches.append(f"the engine reported {len(driver.steps)} finished steps, expected {steps}")
+    for step, (x, y, got) in enumerate(zip(xs, labels, driver.steps)):
+        want = model.train_step(x, y, loss, g=got["g"] if loss.mode == "host" else None)
+        records.append({"loss_plus": got["loss_plus"], "loss_minus": got["loss_minus"], "g": got["g"]})
+        _compare(mismatches, f"step {step} logits+", got["logits"][0], want.logits_plus)
+        _compare(mismatches, f"step {step} logits-", got["logits"][1], want.logits_minus)
+        _compare(mismatches, f"step {step} loss+", got["loss_plus"], want.loss_plus)
+        _compare(mismatches, f"step {step} loss-", got["loss_minus"], want.loss_minus)
+        _compare(mismatches, f"step {step} g", got["g"], want.g)
+    final = await driver.read_weights()
+    _compare(mismatches, "final weights", final, model.flat)
+    # plain inference of the last batch with the trained weights
+    driver.queue_batch(xs[-1], labels[-1])
+    while driver.batches or driver.load_items:
+        await driver.tick()
+    await driver.run(OP_INFER, loss=loss)
+    inferred = (await driver.read_logits(io.get("last_bank"), passes=(0,)))[0]
+    _compare(mismatches, "plain inference logits", inferred, model.infer(xs[-1]))
+    return {"match": not mismatches, "mismatches": mismatches[:10], "mismatch_count": len(mismatches),
+            "steps": steps, "wall_cycles": wall, "busy_cycles": busy, "cycles_per_step": wall / steps,
+            "busy_cycles_per_step": busy / steps, "records": records,
+            "final_weights_nonzero": int(np.count_nonzero(final)),
+            "final_weight_range": [int(final.min()), int(final.max())], "overlap": overlap,
+            "wait_cycles": train_wait, "load_hidden": train_wait == 0}
