@@ -130,8 +130,8 @@ class NetEngine(ConfigComponent):
             h_read, h_write = hidden_mem.read_port(), hidden_mem.write_port(granularity=1)
 
         # -- batch queue ---------------------------------------------------------------------------
-        full = Signal(2)
-        rp, wp = Signal(), Signal()
+        full = Signal(2)  # bank b holds a batch
+        rp, wp = Signal(name="read_bank"), Signal(name="write_bank")
         release = Signal()
         pushing = self.push & ~full.bit_select(wp, 1)
         with m.If(pushing):
@@ -159,11 +159,9 @@ class NetEngine(ConfigComponent):
         perturbing = op != OP_INFER
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
-        with m.Switch(layer):
-            for i, lay in enumerate(cfg.layers):
-                with m.Case(i):
-                    m.d.comb += [j_last.eq(j == lay.inputs // C - 1), o_last.eq(o == lay.outputs - 1),
-                                 last_layer.eq(i == L - 1)]
+        m.d.comb += [j_last.eq(_select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
+                     o_last.eq(_select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
+                     last_layer.eq(layer == L - 1)]
         row_done = j_last
         layer_done = j_last & o_last
         last_word = word == cfg.weight_words - 1
@@ -175,7 +173,7 @@ class NetEngine(ConfigComponent):
         loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
         clear_loss = Signal()
         g_formed = Signal(signed(G_BITS))
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += [op.eq(self.op), g.eq(self.g), mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
@@ -191,7 +189,6 @@ class NetEngine(ConfigComponent):
                         m.next = "BATCH"
             with m.State("BATCH"):  # a step begins when its batch is in the queue
                 with m.If(batch_ready):
-                    m.d.comb += clear_loss.eq(1)
                     m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
                     with m.If(op == OP_INFER):
                         m.next = "RUN"
@@ -200,11 +197,8 @@ class NetEngine(ConfigComponent):
                 with m.Else():
                     m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
-                first_pass = ~updating & (sign == 0) & (tile == 0)
-                m.d.comb += [stream.next.eq(first_pass), stream.rewind.eq(~first_pass), stream.sign.eq(sign)]
                 m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += [issue.eq(~perturbing | stream.valid), wanting.eq(perturbing)]
                 with m.If(issue):
                     m.d.sync += [word.eq(word + 1), j.eq(Mux(row_done, 0, j + 1))]
                     with m.If(row_done):
@@ -241,7 +235,6 @@ class NetEngine(ConfigComponent):
             with m.State("FORWARD_DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
-                    m.d.comb += release.eq(1)
                     m.d.sync += [parity.eq(~parity), self.last_bank.eq(parity), self.loss_plus.eq(loss[0]),
                                  self.loss_minus.eq(loss[1])]
                     with m.If(op == OP_TRAIN):
@@ -265,6 +258,16 @@ class NetEngine(ConfigComponent):
             with m.State("FINISH"):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
                 m.next = "IDLE"
+
+        # Strobes of the controller as plain expressions of its registers (continuous assignments: 4-state
+        # simulators evaluate them from time 0)
+        first_pass = ~updating & (sign == 0) & (tile == 0)
+        commanding, running = fsm.ongoing("COMMAND"), fsm.ongoing("RUN")
+        m.d.comb += [stream.next.eq(commanding & first_pass), stream.rewind.eq(commanding & ~first_pass),
+                     stream.sign.eq(sign), wanting.eq(running & perturbing),
+                     issue.eq(running & (~perturbing | stream.valid)),
+                     release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
+                     clear_loss.eq(fsm.ongoing("BATCH") & batch_ready)]
 
         # -- activation reads: layer 0 from the batch bank, later layers from the hidden buffer ---------
         m.d.comb += [stream.en.eq(wanting), w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
@@ -328,8 +331,8 @@ class NetEngine(ConfigComponent):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
             m.d.comb += [h_write.addr.eq(h_tag.layer[0] * hidden_words + h_tag.o_word),
                          h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)]))]
-            with m.If(h_valid):  # lane o % C of every row
-                m.d.comb += h_write.en.eq(Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)]))
+            lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
+            m.d.comb += h_write.en.eq(Mux(h_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
         m.d.comb += logit_base.eq(((parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
         m.d.comb += [l_write.addr.eq(logit_base), l_write.data.eq(pe.sums),
@@ -343,21 +346,16 @@ class NetEngine(ConfigComponent):
         m.d.comb += half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)
         scaled = Signal(signed(LOSS_BITS + 2))
         m.d.comb += scaled.eq((diff + half) >> g_shift)
-        with m.Switch(mode):
-            with m.Case(G_MODE_CODES["sign"]):
-                m.d.comb += g_formed.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))
-            with m.Case(G_MODE_CODES["scaled"]):
-                m.d.comb += g_formed.eq(saturate(scaled, G_MIN, G_MAX))
+        m.d.comb += g_formed.eq(Mux(mode == G_MODE_CODES["sign"], Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)),
+                                    Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0)))
 
         # -- host ports: batch writes into the free bank, logit reads ---------------------------------
         m.d.comb += [x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
                      x_write.data.eq(self.x_wdata.as_value().replicate(R))]
-        with m.If(self.x_we & self.load_ready):
-            m.d.comb += x_write.en.eq(1 << (self.x_example % R))
+        m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
         m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
                      y_write.data.eq(self.y_label.replicate(R))]
-        with m.If(self.y_we & self.load_ready):
-            m.d.comb += y_write.en.eq(1 << (self.y_example % R))
+        m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
         row = Signal(range(R))
         m.d.sync += row.eq(self.logit_example % R)
         m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
@@ -375,10 +373,8 @@ class NetEngine(ConfigComponent):
         m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata),
                      b_write.en.eq(self.b_we & ~self.busy)]
         index, uses = Signal(range(cfg.total_outputs + 1)), Signal()
-        with m.Switch(layer):
-            for i, lay in enumerate(cfg.layers):
-                with m.Case(i):
-                    m.d.comb += [index.eq(offsets[i] + o), uses.eq(lay.bias)]
+        m.d.comb += [index.eq(_select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
+                     uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers]))]
         uses1 = Signal()
         m.d.sync += uses1.eq(uses)
         m.d.comb += [b_read.addr.eq(index), pe.bias.eq(Mux(uses1, b_read.data, 0))]
@@ -415,3 +411,12 @@ class NetEngine(ConfigComponent):
             with m.Elif(v3 & (pas3 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
 
+
+
+def _select(index, values):
+    """``values[index]`` as one expression (a mux chain; no process, so 4-state simulators evaluate it
+    from time 0); the last value for indices past the end."""
+    out = values[-1]
+    for i in reversed(range(len(values) - 1)):
+        out = Mux(index == i, values[i], out)
+    return out
