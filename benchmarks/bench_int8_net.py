@@ -1,0 +1,242 @@
+"""Whole-network INT8 ZO training (issue 15): accuracy of the golden engine's on-chip-loss ZO against
+golden float MeZO and ElasticZO-INT8 Full ZO at equal forward passes, and the trainer's speed.
+
+    .venv/bin/python benchmarks/bench_int8_net.py [--nets digits-mlp,rt-mlp] [--seeds 1,2,3]
+        [--methods int8,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force]
+        [--out benchmarks/results/engine_net]
+
+Per net and seed (``pezo.golden.zo.int8_net``):
+
+* ``int8``           -- ``train_int8_net(TUNED[net])``: the engine's exact on-chip step (otf stream);
+* ``int8-pregen``    -- the same with the pregen stream (seed 1 only: a spot check);
+* ``int8-host``      -- the same net with the host's float cross-entropy g (seed 1 only);
+* ``float-mezo``     -- ``train_float_mezo(FLOAT_TUNED[net])``: float32 MeZO on the same MLP shape;
+* ``elasticzo-int8`` -- ``golden.methods`` ElasticZO-INT8, split full-zo (every layer by ZO), its own
+  defaults (lr 1, r_max 15, the p_zero schedule, float-CE sign), on the same split and MLP shape
+  (digits: the methods' ``digits`` task, whose split and inputs ``int8_net`` reuses; rt-mlp: the same
+  float embeddings as a methods ``Task`` of sizes 384-64-2 from ``init_mlp``).
+
+Every method gets the same number of steps (two forward passes each) and the same batch. Each run's
+summary is cached in ``--out/runs/`` (``--force`` re-runs). Writes ``accuracy.{md,json,csv}`` (one row per
+run, means per net and method), ``curves-<net>.png`` (validation accuracy against forward passes, mean
+over seeds with the min-max band) and ``speed.{md,json}`` (seconds per step, INT8 engine vs float MeZO).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pezo.golden.methods.base import MethodConfig  # noqa: E402
+from pezo.golden.methods.nets import init_mlp  # noqa: E402
+from pezo.golden.methods.registry import train_method  # noqa: E402
+from pezo.golden.methods.tasks import Task, digits_split  # noqa: E402
+from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, FloatMeZOConfig, NetTrainConfig, float_probe,  # noqa: E402
+                                     load_data, train_float_mezo, train_int8_net)
+from pezo.golden.zo.int8_net import digits_split as net_digits_split  # noqa: E402
+
+METHODS = ("int8", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
+LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-pregen": "INT8 engine, on-chip loss (pregen)",
+          "int8-host": "INT8 engine, host CE g (otf)", "float-mezo": "golden float MeZO (float32)",
+          "elasticzo-int8": "ElasticZO-INT8 Full ZO"}
+SPOT_CHECK = {"int8-pregen", "int8-host"}  # seed 1 only
+COLUMNS = ("net", "method", "seed", "steps", "batch", "forward_passes", "start_accuracy", "test_accuracy",
+           "final_test_accuracy", "best_step", "best_val_accuracy", "float_probe_test_accuracy", "seconds_per_step")
+
+
+def int8_config(net: str, method: str, seed: int, steps: int | None) -> NetTrainConfig:
+    cfg = TUNED[net].replace(seed=seed)
+    if steps:
+        cfg = cfg.replace(steps=steps)
+    if method == "int8-pregen":
+        cfg = cfg.replace(strategy="pregen")
+    if method == "int8-host":
+        cfg = cfg.replace(loss="host")
+    return cfg
+
+
+def elasticzo_run(net: str, seed: int, steps: int, batch: int, eval_every: int) -> dict:
+    """ElasticZO-INT8 Full ZO (``golden.methods``) on the net's MLP shape and data."""
+    if net == "digits-mlp":
+        assert all(np.array_equal(a, b) for a, b in zip(digits_split(seed), net_digits_split(seed)))
+        config = MethodConfig(method="elasticzo-int8", task="digits", seed=seed, steps=steps, batch_size=batch,
+                              split="full-zo", hidden=(32, 32), eval_every=eval_every)
+        return train_method(config)
+    base = TUNED[net].replace(seed=seed)
+    data = load_data(base)
+    sizes = (384, 64, 2) if net == "rt-mlp" else (384, 2)
+    fx = {n: data.float_x[n].astype(np.float32) for n in ("train", "val", "test")}
+    task = Task("rotten_tomatoes", sizes, fx["train"], data.y["train"], fx["val"], data.y["val"], fx["test"],
+                data.y["test"], start=init_mlp(sizes, seed), info={"data": "int8_net rt data (float embeddings)"})
+    config = MethodConfig(method="elasticzo-int8", task="rotten_tomatoes", seed=seed, steps=steps, batch_size=batch,
+                          split="full-zo", hidden=sizes[1:-1], shots=base.shots, eval_every=eval_every)
+    return train_method(config, task=task)
+
+
+def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: bool) -> dict:
+    path = out / "runs" / f"{net}-{method}-s{seed}.json"
+    if path.exists() and not force:
+        return json.loads(path.read_text())
+    t0 = time.perf_counter()
+    cfg = int8_config(net, "int8", seed, steps)
+    if method.startswith("int8"):
+        r = train_int8_net(int8_config(net, method, seed, steps))
+    elif method == "float-mezo":
+        fcfg = FLOAT_TUNED[net]
+        fcfg = FloatMeZOConfig(**{**fcfg.to_dict(), "seed": seed, "steps": cfg.steps, "batch": cfg.batch,
+                                  "eval_every": cfg.eval_every})
+        r = train_float_mezo(fcfg)
+    else:
+        r = elasticzo_run(net, seed, cfg.steps, cfg.batch, cfg.eval_every)
+        r["curve"] = [{"step": s, "forward_passes": 2 * s, "val_accuracy": v} for s, v in r["val_history"]]
+        r["batch"] = cfg.batch
+    r.setdefault("batch", cfg.batch)
+    if net != "digits-mlp":
+        r.setdefault("float_probe_test_accuracy", float_probe(load_data(cfg.replace(seed=seed)))["float_probe_test_accuracy"])
+    r["wall_seconds"] = time.perf_counter() - t0
+    r["method_name"] = method
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(r, indent=1, default=float))
+    return r
+
+
+def row(net: str, method: str, r: dict) -> dict:
+    out = {k: r.get(k) for k in COLUMNS}
+    out.update(net=net, method=method, batch=r.get("batch"))
+    for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "best_val_accuracy",
+              "float_probe_test_accuracy"):
+        if out[k] is not None:
+            out[k] = round(float(out[k]), 4)
+    if out["seconds_per_step"] is not None:
+        out["seconds_per_step"] = round(float(out["seconds_per_step"]), 6)
+    return out
+
+
+def plot(net: str, runs: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for method, rs in runs.items():
+        if not rs:
+            continue
+        xs = [c["forward_passes"] for c in rs[0]["curve"]]
+        ys = np.array([[c["val_accuracy"] for c in r["curve"]][:len(xs)] for r in rs if len(r["curve"]) >= len(xs)])
+        line, = ax.plot(xs, ys.mean(axis=0), label=f"{LABELS[method]} ({len(ys)} seed{'s' * (len(ys) > 1)})")
+        if len(ys) > 1:
+            ax.fill_between(xs, ys.min(axis=0), ys.max(axis=0), color=line.get_color(), alpha=0.15)
+    probe = [r.get("float_probe_test_accuracy") for rs in runs.values() for r in rs]
+    probe = [p for p in probe if p is not None]
+    if probe:
+        ax.axhline(float(np.mean(probe)), color="k", ls=":", label="float linear probe (test, mean)")
+    ax.set_xlabel("forward passes (2 per ZO step)")
+    ax.set_ylabel("validation accuracy")
+    ax.set_title(f"{net}: ZO training at equal forward passes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_table(rows: list[dict], out: Path) -> None:
+    means = []
+    for net in dict.fromkeys(r["net"] for r in rows):
+        for method in dict.fromkeys(r["method"] for r in rows if r["net"] == net):
+            rs = [r for r in rows if r["net"] == net and r["method"] == method]
+            m = {"net": net, "method": method, "seed": "mean", "runs": len(rs)}
+            for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "float_probe_test_accuracy",
+                      "seconds_per_step"):
+                vals = [r[k] for r in rs if r[k] is not None]
+                m[k] = round(float(np.mean(vals)), 6 if k == "seconds_per_step" else 4) if vals else None
+            m["test_accuracy_min"] = min(r["test_accuracy"] for r in rs)
+            means.append(m)
+    (out / "accuracy.json").write_text(json.dumps({"runs": rows, "means": means}, indent=1))
+    with open(out / "accuracy.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["| net | method | seed | steps | batch | forward passes | start | test (best val) | final test | "
+             "float probe | test - probe (points) | s/step |", "|" + "---|" * 12]
+
+    def fmt(x, pct=True):
+        return "" if x is None else (f"{100 * x:.1f}" if pct else f"{x}")
+
+    for r in rows + means:
+        gap = (f"{100 * (r['test_accuracy'] - r['float_probe_test_accuracy']):+.1f}"
+               if r.get("float_probe_test_accuracy") is not None else "")
+        lines.append(f"| {r['net']} | {r['method']} | {r['seed']} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
+                     f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
+                     f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | "
+                     f"{r['seconds_per_step']:.4f} |")
+    (out / "accuracy.md").write_text("Accuracies in %. test = at the best-validation checkpoint.\n\n"
+                                     + "\n".join(lines) + "\n")
+
+
+def write_speed(rows: list[dict], out: Path) -> None:
+    speed = []
+    for net in dict.fromkeys(r["net"] for r in rows):
+        sps = {m: [r["seconds_per_step"] for r in rows if r["net"] == net and r["method"] == m]
+               for m in ("int8", "int8-pregen", "float-mezo", "elasticzo-int8")}
+        entry = {"net": net, **{f"{m}_s_per_step": round(float(np.mean(v)), 6) for m, v in sps.items() if v}}
+        if sps["int8"] and sps["float-mezo"]:
+            entry["int8_over_float_mezo"] = round(float(np.mean(sps["int8"]) / np.mean(sps["float-mezo"])), 2)
+        speed.append(entry)
+    (out / "speed.json").write_text(json.dumps(speed, indent=1))
+    lines = ["| net | INT8 engine otf (s/step) | INT8 engine pregen | float MeZO (float32) | ElasticZO-INT8 | "
+             "INT8 otf / float MeZO |", "|---|---|---|---|---|---|"]
+    for e in speed:
+        lines.append(f"| {e['net']} | {e.get('int8_s_per_step', '')} | {e.get('int8-pregen_s_per_step', '')} | "
+                     f"{e.get('float-mezo_s_per_step', '')} | {e.get('elasticzo-int8_s_per_step', '')} | "
+                     f"{e.get('int8_over_float_mezo', '')} |")
+    (out / "speed.md").write_text("Seconds per training step (mean over the runs; evaluation excluded; one shared "
+                                  "core).\n\n" + "\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nets", default="digits-mlp,rt-mlp")
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--steps", type=int, default=None, help="override every net's step count")
+    ap.add_argument("--force", action="store_true", help="re-run cached runs")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "engine_net")
+    args = ap.parse_args(argv)
+    nets = args.nets.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    methods = args.methods.split(",")
+    for m in methods:
+        if m not in METHODS:
+            ap.error(f"method must be one of {', '.join(METHODS)}, got {m!r}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for net in nets:
+        runs = {}
+        for method in methods:
+            runs[method] = []
+            for seed in seeds:
+                if method in SPOT_CHECK and seed != seeds[0]:
+                    continue
+                r = run(net, method, seed, args.steps, args.out, args.force)
+                print(f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "
+                      f"{r['seconds_per_step'] * 1e3:.2f} ms/step", flush=True)
+                runs[method].append(r)
+                rows.append(row(net, method, r))
+        plot(net, runs, args.out / f"curves-{net}.png")
+    write_table(rows, args.out)
+    write_speed(rows, args.out)
+    print((args.out / "accuracy.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

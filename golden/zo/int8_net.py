@@ -1,0 +1,559 @@
+"""Golden INT8 ZO training of a whole network on the PE array (``pezo.golden.engine.network``), and its
+float reference.
+
+**Nets and data** (``pezo.golden.engine.nets``):
+
+* ``digits-mlp`` (64-32-32-10) -- scikit-learn's bundled 8 x 8 digits (1 797 images, offline). Split as
+  ``golden.methods``' ``digits`` task: a permutation from ``np.random.default_rng([seed, 0xD1])`` gives
+  1 000 train, 300 validation and 497 test images. Inputs: the methods' float pixels ``x / 8 - 1`` in
+  [-1, 1] quantised at the activation exponent s_x = -7, i.e. ``q = sat(16 * pixel - 128, -128, 127)``
+  (pixel 16 -> 128 saturates to 127: one LSB; every other pixel value 0..15 is exact).
+* ``rt-mlp`` (384-64-2), ``rt-head`` (384-2) -- Rotten Tomatoes as ``pezo train-int8``: the int8
+  all-MiniLM-L6-v2 embeddings of ``pezo.golden.zo.int8_head.Int8Task`` (k shots per class for training
+  and for validation, 1 000 test examples, fixed by ``seed``; s_x = NITI's exponent of the training set).
+
+**Init** (seeded, ``np.random.default_rng([seed, 0x1417])``): ``rt-head`` starts from zero as
+``int8_head`` does. Every other layer draws w0 ~ N(0, 1) and is scaled layer after layer on the training
+inputs by the engine's own integer forward: hidden layer l gets w = sat(round(a_l * w0), -127, 127) with
+a_l chosen so that its requantised pre-activation ``round_shift(acc, shift_l)`` has standard deviation
+``init_std`` LSB (default 32: a quarter of the int8 range, so ReLU outputs use the range without
+saturating much); the last layer is scaled to a logit standard deviation of ``init_std * 2^7`` (the
+logits are not shifted; 2^7 puts them on the scale of the margin). ``init_scale`` multiplies every a_l
+(1 = the calibrated start). The chosen a_l, the weights' spread and the hidden activations' statistics
+are in the result (``init``).
+
+**A step** is the engine's exactly: ``on-chip`` -- ``NetEngine.train_step`` (both passes, the
+Crammer-Singer hinge losses of ``golden.engine.loss`` with ``margin``, g = +-g_lr (``g_mode="sign"``) or
+sat(round_shift(L+ - L-, g_shift)) (``"scaled"``), the update); ``host`` -- ``NetEngine.forward_zo``, the
+host's g from the float cross-entropies (``host_g``: ``int8_head.update_scale`` generalised to a
+network), ``NetEngine.update(g)``. Batches: ``int8_head.batch_schedule``. A step is two forward passes.
+
+**Evaluation**: ``NetEngine.infer`` (the engine's exact arithmetic; argmax of the int32 logits, ties to
+the lowest class), the split cut into engine batches (the last one padded with zero inputs whose
+outputs are dropped). ``test_accuracy`` is at the best-validation checkpoint.
+
+**Float reference** (``train_float_mezo``): MeZO (``pezo.golden.zo.mezo``, stream mode, Gaussian z) on a
+float64-free float32 MLP of the same shape (no biases, ReLU), same data (the dequantised int8 inputs),
+same batch schedule and forward-pass budget, He-normal start, cross-entropy loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pezo.golden.config import check_int
+from pezo.golden.engine.int8 import ACT_MAX, ACT_MIN, WEIGHT_MAX, WEIGHT_MIN, quantize, round_shift, saturate
+from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig, hinge_terms
+from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
+from pezo.golden.engine.network import Layer, NetConfig, NetEngine
+from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS, g_to_fixed
+from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.losses import cross_entropy
+from pezo.golden.zo.families import make_sampler
+from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule
+from pezo.golden.zo.mezo import MeZO, MeZOConfig
+
+LOSSES = ("on-chip", "host")
+LAST_INITS = ("zero", "calibrated")
+G_MODES = ("sign", "scaled")
+NET_TASKS = {"digits-mlp": "digits", "rt-mlp": "rotten_tomatoes", "rt-head": "rotten_tomatoes"}
+DIGITS_SPLIT = (1000, 300, 497)  # train, val, test (as golden.methods.tasks)
+DIGITS_EXPONENT = -7
+"""s_x of the digits inputs: q = sat((pixel / 8 - 1) * 2^7) = sat(16 * pixel - 128)."""
+LOGIT_INIT_SHIFT = 7
+CURVE_LOSS_WINDOW = 50
+
+
+def _check_number(name: str, value, lo: float, hi: float, lo_open: bool = True) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > lo if lo_open else value >= lo) and value <= hi
+    if not ok:
+        bracket = "(" if lo_open else "["
+        raise ValueError(f"{name} must be a finite number in {bracket}{lo:g}, {hi:g}], got {value!r}")
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class NetTrainConfig:
+    """One golden INT8 ZO run of a whole network (module docstring).
+
+    net        -- ``digits-mlp`` | ``rt-mlp`` | ``rt-head`` (``pezo.golden.engine.nets``).
+    loss       -- ``on-chip`` (the engine's hinge loss and g) | ``host`` (float cross-entropy g on the host).
+    g_mode     -- on-chip g: ``sign`` (g = +-g_lr) | ``scaled`` (g = sat(round_shift(L+ - L-, g_shift))).
+    margin     -- hinge margin in logit LSBs, 0..2^23-1.
+    g_lr       -- sign mode's |g|, Q8.16, 1..2^23-1 (2^16 = one weight LSB per unit of p).
+    g_shift    -- scaled mode's shift, 0..47.
+    lr         -- host mode: MeZO's learning rate on the real weights (value = q * 2^weight_exponent), > 0.
+    steps, eval_every -- ZO steps (1..10^7) and the validation interval (1..10^7).
+    seed       -- data split, initial weights and batch order, 1..16383.
+    stream_seed -- the perturbation stream's seed (``NetConfig.seed``), 1..16383; 0 = ``seed``.
+    strategy, rows, cols, batch, eps_shift, rng_bits, pool_size, pool_bits -- the engine
+                 (``NetConfig``; epsilon = 2^(12 - eps_shift) weight LSBs).
+    shots      -- rt nets: k examples per class for training and for validation, 1..2^20.
+    test_size  -- rt nets: test examples, 1..100 000.
+    init_std   -- the calibrated start's requantised pre-activation std in LSBs, (0, 127].
+    init_scale -- multiplies the calibrated weights, (0, 16].
+    last_init  -- the last layer's start: ``zero`` (logits 0: the hinge starts at its margin) or
+                  ``calibrated`` (logit std ``init_std * 2^7``).
+    shifts     -- None (the preset's circuit) or one requantisation shift per hidden layer, 0..31: a
+                  different circuit, for the shift study only.
+    """
+
+    net: str = "digits-mlp"
+    loss: str = "on-chip"
+    g_mode: str = "sign"
+    margin: int = 4096
+    g_lr: int = 1 << 14
+    g_shift: int = 8
+    lr: float = 1e-3
+    steps: int = 4000
+    eval_every: int = 200
+    seed: int = 1
+    stream_seed: int = 0
+    strategy: str = "otf"
+    rows: int = 8
+    cols: int = 8
+    batch: int = 16
+    eps_shift: int = 10
+    rng_bits: int = 14
+    pool_size: int = 4095
+    pool_bits: int = 12
+    shots: int = 256
+    test_size: int = 1000
+    init_std: float = 32.0
+    init_scale: float = 1.0
+    last_init: str = "zero"
+    shifts: tuple | None = None
+
+    def __post_init__(self):
+        _check_choice("net", self.net, NET_NAMES)
+        _check_choice("loss", self.loss, LOSSES)
+        _check_choice("g_mode", self.g_mode, G_MODES)
+        check_int("margin", self.margin, 0, MAX_MARGIN)
+        check_int("g_lr", self.g_lr, 1, G_MAX)
+        check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
+        _check_number("lr", self.lr, 0, 1e6)
+        check_int("steps", self.steps, 1, 10_000_000)
+        check_int("eval_every", self.eval_every, 1, 10_000_000)
+        check_int("seed", self.seed, 1, 16383)
+        check_int("stream_seed", self.stream_seed, 0, 16383)
+        _check_choice("strategy", self.strategy, ENGINE_STRATEGIES)
+        check_int("rows", self.rows, 1, MAX_ROWS)
+        check_int("cols", self.cols, 1, MAX_COLS)
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        check_int("shots", self.shots, 1, 1 << 20)
+        check_int("test_size", self.test_size, 1, 100_000)
+        _check_number("init_std", self.init_std, 0, 127)
+        _check_number("init_scale", self.init_scale, 0, 16)
+        _check_choice("last_init", self.last_init, LAST_INITS)
+        if self.shifts is not None:
+            hidden = len(NETS[self.net]) - 1
+            if not isinstance(self.shifts, (tuple, list)) or len(self.shifts) != hidden:
+                raise ValueError(f"shifts must be None or {hidden} shift(s), one per hidden layer of {self.net}, "
+                                 f"got {self.shifts!r}")
+            object.__setattr__(self, "shifts", tuple(self.shifts))
+            for i, s in enumerate(self.shifts):
+                check_int(f"shifts[{i}]", s, 0, 31)
+        self.net_config  # the engine's own checks (tiling, batch, stream)
+        self.loss_config
+
+    @property
+    def layers(self) -> tuple:
+        layers = NETS[self.net]
+        if self.shifts is None:
+            return layers
+        return tuple(dataclasses.replace(l, shift=s) for l, s in zip(layers, self.shifts)) + (layers[-1],)
+
+    @property
+    def net_config(self) -> NetConfig:
+        array = dict(strategy=self.strategy, rows=self.rows, cols=self.cols, batch=self.batch,
+                     eps_shift=self.eps_shift, rng_bits=self.rng_bits, seed=self.stream_seed or self.seed,
+                     pool_size=self.pool_size, pool_bits=self.pool_bits)
+        if self.shifts is None:
+            return net_config(self.net, **array)
+        return NetConfig(layers=self.layers, name=self.net, **array)
+
+    @property
+    def loss_config(self) -> LossConfig:
+        mode = self.g_mode if self.loss == "on-chip" else "host"
+        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift)
+
+    @property
+    def eps_lsb(self) -> float:
+        """epsilon in weight LSBs: 2^(12 - eps_shift)."""
+        return 2.0 ** (12 - self.eps_shift)
+
+    def replace(self, **changes) -> "NetTrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["shifts"] = list(self.shifts) if self.shifts is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> "NetTrainConfig":
+        fields = dict(fields)
+        unknown = set(fields) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown NetTrainConfig field(s): {', '.join(sorted(unknown))}")
+        if fields.get("shifts") is not None:
+            fields["shifts"] = tuple(fields["shifts"])
+        return cls(**fields)
+
+
+TUNED = {
+    "digits-mlp": NetTrainConfig(net="digits-mlp", g_mode="sign", g_lr=1 << 16, margin=4096, eps_shift=13, batch=64,
+                                 steps=4000, eval_every=250, shifts=(10, 8)),
+    "rt-mlp": NetTrainConfig(net="rt-mlp", g_mode="sign", g_lr=1 << 16, margin=4096, eps_shift=13, batch=64,
+                             steps=4000, eval_every=250, shifts=(9,)),
+    "rt-head": NetTrainConfig(net="rt-head", g_mode="sign", g_lr=1 << 16, margin=4096, eps_shift=13, batch=64,
+                              steps=4000, eval_every=250),
+}
+"""The hyperparameters the accuracy evidence uses (``benchmarks/bench_int8_net.py``), per net."""
+
+
+# -- data ------------------------------------------------------------------------------------------
+@dataclass
+class NetData:
+    """int8 inputs, labels and float inputs per split; the activation exponent s_x; the classes."""
+
+    x: dict
+    y: dict
+    float_x: dict
+    act_exponent: int
+    classes: int
+    info: dict
+    probe_accuracy: float | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    return data.images.reshape(len(data.images), 64).astype(np.float64), data.target.astype(np.int64)
+
+
+def digits_split(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """train, val, test indices (``golden.methods.tasks.digits_split``'s permutation)."""
+    images, _ = _digits()
+    order = np.random.default_rng([seed, 0xD1]).permutation(len(images))
+    a, b, _ = DIGITS_SPLIT
+    return order[:a], order[a:a + b], order[a + b:]
+
+
+def quantize_digits(pixels) -> np.ndarray:
+    """Pixels 0..16 -> int8 at s_x = -7: sat(16 * pixel - 128, -128, 127) (round half up; exact)."""
+    return quantize(np.asarray(pixels, dtype=np.float64) / 8.0 - 1.0, DIGITS_EXPONENT)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_data(net: str, seed: int, shots: int, test_size: int) -> NetData:
+    if NET_TASKS[net] == "digits":
+        images, labels = _digits()
+        splits = dict(zip(("train", "val", "test"), digits_split(seed)))
+        x = {n: quantize_digits(images[i]) for n, i in splits.items()}
+        return NetData(x, {n: labels[i] for n, i in splits.items()},
+                       {n: np.ldexp(v.astype(np.float64), DIGITS_EXPONENT) for n, v in x.items()},
+                       DIGITS_EXPONENT, 10, {"data": "sklearn digits", "split": list(DIGITS_SPLIT)})
+    head = Int8TrainConfig(shots=shots, seed=seed, test_size=test_size)
+    task = Int8Task.load(head)
+    return NetData(task.x, task.y, task.float_x, task.act_exponent, task.classes,
+                   {"data": head.task, "shots": shots, "features": "int8 MiniLM embeddings (int8_head.Int8Task)"})
+
+
+def load_data(config: NetTrainConfig) -> NetData:
+    """The net's data for ``config.seed`` (cached per (net task, seed, shots, test_size))."""
+    key_net = "digits-mlp" if NET_TASKS[config.net] == "digits" else "rt-mlp"
+    shots, test = (0, 0) if key_net == "digits-mlp" else (config.shots, config.test_size)
+    return _load_data(key_net, config.seed, shots, test)
+
+
+# -- init ------------------------------------------------------------------------------------------
+def init_weights(config: NetTrainConfig, x_train: np.ndarray) -> tuple[list[np.ndarray], dict]:
+    """The seeded, calibrated int8 start (module docstring) and its statistics."""
+    net = config.net_config
+    if config.net == "rt-head":
+        return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}
+    rng = np.random.default_rng([config.seed, 0x1417])
+    h = np.asarray(x_train, dtype=np.int64)
+    weights, stats = [], []
+    last = len(net.layers) - 1
+    for i, layer in enumerate(net.layers):
+        w0 = rng.standard_normal((layer.outputs, layer.inputs))
+        if i == last and config.last_init == "zero":
+            weights.append(np.zeros_like(w0, dtype=np.int64))
+            stats.append({"layer": i, "start": "zero"})
+            break
+        pre = h.astype(np.float64) @ w0.T
+        target = config.init_std * 2.0 ** (layer.shift if i < last else LOGIT_INIT_SHIFT)
+        scale = config.init_scale * target / max(float(pre.std()), 1e-12)
+        w = saturate(np.floor(w0 * scale + 0.5), WEIGHT_MIN, WEIGHT_MAX)
+        acc = h @ w.T
+        entry = {"layer": i, "scale": round(scale, 4), "weight_std": round(float(w.std()), 3),
+                 "weight_saturated": round(float(np.mean(np.abs(w) == WEIGHT_MAX)), 5)}
+        if i < last:
+            pre_q = round_shift(acc, layer.shift)
+            h = saturate(pre_q, 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+            entry.update(pre_std=round(float(pre_q.std()), 2), act_mean=round(float(h.mean()), 2),
+                         act_saturated=round(float(np.mean(h == WEIGHT_MAX)), 5),
+                         act_zero=round(float(np.mean(h == 0)), 4))
+        else:
+            entry["logit_std"] = round(float(acc.std()), 1)
+        weights.append(w)
+        stats.append(entry)
+    return weights, {"start": "calibrated normal", "layers": stats}
+
+
+# -- evaluation and the host's g -------------------------------------------------------------------
+def engine_logits(engine: NetEngine, x) -> np.ndarray:
+    """``NetEngine.infer`` over any number of examples: engine batches, the last padded with zeros."""
+    x = np.asarray(x, dtype=np.int64)
+    b = engine.config.batch
+    out = []
+    for s in range(0, len(x), b):
+        chunk = x[s:s + b]
+        n = len(chunk)
+        if n < b:
+            chunk = np.concatenate([chunk, np.zeros((b - n, x.shape[1]), dtype=np.int64)])
+        out.append(engine.infer(chunk)[:n])
+    return np.concatenate(out)
+
+
+def engine_accuracy(engine: NetEngine, x, y) -> float:
+    return float((engine_logits(engine, x).argmax(axis=1) == np.asarray(y)).mean())
+
+
+def logit_exponent(net: NetConfig, act_exponent: int) -> int:
+    """The power of two one logit LSB is worth: s_x + sum of the layers' weight exponents + sum of the
+    hidden layers' shifts (a hidden activation LSB is worth 2^(s_in + s_w + shift))."""
+    return act_exponent + sum(l.weight_exponent for l in net.layers) + sum(l.shift for l in net.layers[:-1])
+
+
+def host_g(logits_plus, logits_minus, labels, config: NetTrainConfig, act_exponent: int) -> tuple[int, float, float]:
+    """The host's g (Q8.16) and the float cross-entropies l+, l-: ``int8_head.update_scale`` for a
+    network. Logits are worth 2^``logit_exponent``; the perturbed weights share one exponent s_w (the
+    presets' -7, the first layer's), so epsilon_real = eps_lsb * 2^s_w and g = lr * (l+ - l-) /
+    (2 epsilon_real) / epsilon_real makes ``w -= round(g p)`` MeZO's ``W -= lr g z`` in weight LSBs."""
+    net = config.net_config
+    unit = 2.0 ** logit_exponent(net, act_exponent)
+    loss_plus = cross_entropy(np.asarray(logits_plus, dtype=np.float64) * unit, labels)
+    loss_minus = cross_entropy(np.asarray(logits_minus, dtype=np.float64) * unit, labels)
+    eps_real = config.eps_lsb * 2.0 ** net.layers[0].weight_exponent
+    projected = (loss_plus - loss_minus) / (2 * eps_real)
+    return g_to_fixed(config.lr * projected / eps_real), loss_plus, loss_minus
+
+
+def _bar(progress: bool, total: int, desc: str):
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="step", file=sys.stderr)
+
+
+# -- training --------------------------------------------------------------------------------------
+def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData | None = None,
+                   probe: bool = True) -> dict:
+    """Golden INT8 ZO training of ``config.net`` with the engine's exact step (module docstring).
+
+    Returns a summary with (at least) ``test_accuracy`` (best-validation checkpoint), ``start_accuracy``,
+    ``forward_passes`` (2 per step), ``seconds_per_step`` (training steps only), ``net``, ``loss``,
+    ``steps`` and ``curve`` (a list of {step, forward_passes, val_accuracy, train_loss}: ``train_loss`` is
+    the mean over the last ``CURVE_LOSS_WINDOW`` steps of the trained loss -- the hinge per example in
+    logit LSBs on-chip, the float cross-entropy on the host -- averaged over both passes)."""
+    if not isinstance(config, NetTrainConfig):
+        raise ValueError(f"config must be a NetTrainConfig, got {type(config).__name__}")
+    data = data or load_data(config)
+    net, loss_cfg = config.net_config, config.loss_config
+    train_size = len(data.y["train"])
+    if net.batch > train_size:
+        raise ValueError(f"batch must be <= the {train_size} training examples, got {net.batch}")
+    weights, init = init_weights(config, data.x["train"])
+    engine = NetEngine(net, weights=weights)
+    schedule = batch_schedule(train_size, net.batch, config.steps, config.seed)
+    start_val = best_val = engine_accuracy(engine, data.x["val"], data.y["val"])
+    start_test = engine_accuracy(engine, data.x["test"], data.y["test"])
+    best_step, best_w = 0, engine.flat.copy()
+    curve = [{"step": 0, "forward_passes": 0, "val_accuracy": start_val, "train_loss": None}]
+    losses, zero_g, saturated_g = [], 0, 0
+    bar = _bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.strategy}")
+    seconds = 0.0
+    for step, rows in enumerate(schedule):
+        x, y = data.x["train"][rows], data.y["train"][rows]
+        t0 = time.perf_counter()
+        if config.loss == "on-chip":
+            record = engine.train_step(x, y, loss_cfg)
+            g = record.g
+            seconds += time.perf_counter() - t0
+            losses.append((record.loss_plus + record.loss_minus) / (2 * net.batch))
+        else:
+            plus, minus = engine.forward_zo(x)
+            g, l_plus, l_minus = host_g(plus, minus, y, config, data.act_exponent)
+            engine.update(g)
+            seconds += time.perf_counter() - t0
+            losses.append(0.5 * (l_plus + l_minus))
+        zero_g += g == 0
+        saturated_g += g in (G_MIN, G_MAX)
+        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+            val = engine_accuracy(engine, data.x["val"], data.y["val"])
+            curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
+                          "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:]))})
+            if val > best_val:
+                best_val, best_step, best_w = val, step + 1, engine.flat.copy()
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4g}", val=f"{curve[-1]['val_accuracy']:.3f}")
+    if bar is not None:
+        bar.close()
+    final_test = engine_accuracy(engine, data.x["test"], data.y["test"])
+    final_w = engine.flat.copy()
+    engine.load_weights(best_w)
+    summary = {
+        "net": config.net, "loss": config.loss, "g_mode": config.g_mode if config.loss == "on-chip" else "host",
+        "strategy": config.strategy, "seed": config.seed, "steps": config.steps,
+        "test_accuracy": engine_accuracy(engine, data.x["test"], data.y["test"]),
+        "start_accuracy": start_test, "final_test_accuracy": final_test,
+        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
+        "forward_passes": 2 * config.steps, "seconds_per_step": seconds / config.steps, "curve": curve,
+        "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
+        "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
+        "zero_g_steps": int(zero_g), "g_saturated_steps": int(saturated_g),
+        "act_exponent": data.act_exponent, "logit_exponent": logit_exponent(net, data.act_exponent),
+        "shifts": [l.shift for l in net.layers[:-1]], "weights": net.weights,
+        "weight_range": [int(best_w.min()), int(best_w.max())],
+        "final_weights_digest": hashlib.sha256(final_w.astype(np.int8).tobytes()).hexdigest()[:16],
+        "weight_change_lsb": float(np.abs(final_w - np.concatenate([w.ravel() for w in weights])).mean()),
+        "init": init, "train_size": train_size, "val_size": len(data.y["val"]), "test_size": len(data.y["test"]),
+        "data": data.info, "config": config.to_dict(),
+    }
+    if probe and NET_TASKS[config.net] != "digits":
+        summary.update(float_probe(data))
+        summary["gap_points"] = 100 * (summary["float_probe_test_accuracy"] - summary["test_accuracy"])
+    return summary
+
+
+def float_probe(data: NetData) -> dict:
+    """The float linear probe (``golden.lm.probe``, as ``train_int8``) on the same training shots
+    (fitted once per data object)."""
+    if data.probe_accuracy is None:
+        w, b = fit_linear_probe(data.float_x["train"], data.y["train"], data.classes)
+        data.probe_accuracy = float(((data.float_x["test"] @ w.T + b).argmax(axis=1) == data.y["test"]).mean())
+    return {"float_probe_test_accuracy": data.probe_accuracy}
+
+
+# -- the float reference ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FloatMeZOConfig:
+    """Float MeZO on the net's shape: ``lr`` and ``eps`` (> 0), the rest as ``NetTrainConfig``."""
+
+    net: str = "digits-mlp"
+    lr: float = 1e-3
+    eps: float = 1e-3
+    steps: int = 4000
+    batch: int = 16
+    eval_every: int = 200
+    seed: int = 1
+    shots: int = 256
+    test_size: int = 1000
+
+    def __post_init__(self):
+        _check_choice("net", self.net, NET_NAMES)
+        _check_number("lr", self.lr, 0, 1e6)
+        _check_number("eps", self.eps, 0, 1e6)
+        check_int("steps", self.steps, 1, 10_000_000)
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        check_int("eval_every", self.eval_every, 1, 10_000_000)
+        check_int("seed", self.seed, 1, 16383)
+        check_int("shots", self.shots, 1, 1 << 20)
+        check_int("test_size", self.test_size, 1, 100_000)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+FLOAT_TUNED = {
+    "digits-mlp": FloatMeZOConfig(net="digits-mlp", lr=0.02, eps=1e-3),
+    "rt-mlp": FloatMeZOConfig(net="rt-mlp", lr=0.02, eps=1e-3),
+    "rt-head": FloatMeZOConfig(net="rt-head", lr=0.02, eps=1e-3),
+}
+"""Float MeZO's learning rate and epsilon per net (steps and batch follow ``TUNED``)."""
+
+
+def float_forward(params: dict, layers: tuple, x: np.ndarray) -> np.ndarray:
+    """Logits of the float MLP: ``h = relu(h @ w_l.T)`` for the hidden layers (as the layer program,
+    without shifts), ``h @ w_L.T`` last."""
+    h = x
+    for i, layer in enumerate(layers):
+        h = h @ params[f"w{i}"].T
+        if layer.relu:
+            h = np.maximum(h, 0)
+    return h
+
+
+def train_float_mezo(config: FloatMeZOConfig, progress: bool = False, data: NetData | None = None) -> dict:
+    """Golden float MeZO (``pezo.golden.zo.mezo.MeZO``, stream mode, Gaussian z) on the net's shape:
+    same data (dequantised int8 inputs), batches (``batch_schedule``) and two forward passes per step.
+    Returns the keys of ``train_int8_net`` (``loss`` = "float-mezo")."""
+    data = data or load_data(NetTrainConfig(net=config.net, seed=config.seed, shots=config.shots,
+                                            test_size=config.test_size))
+    layers: tuple[Layer, ...] = NETS[config.net]
+    rng = np.random.default_rng([config.seed, 0xF10A])
+    params = {f"w{i}": (rng.standard_normal((l.outputs, l.inputs)) * math.sqrt(2.0 / l.inputs)).astype(np.float32)
+              for i, l in enumerate(layers)}
+    names = list(params)
+    dim = sum(p.size for p in params.values())
+    mezo = MeZO(params, names, make_sampler("gaussian", dim, seed=config.seed + 1),
+                MeZOConfig(lr=config.lr, eps=config.eps, mode="stream"))
+    fx = {n: v.astype(np.float32) for n, v in data.float_x.items()}
+
+    def accuracy(p, split):
+        return float((float_forward(p, layers, fx[split]).argmax(axis=1) == data.y[split]).mean())
+
+    schedule = batch_schedule(len(data.y["train"]), config.batch, config.steps, config.seed)
+    start_test, start_val = accuracy(params, "test"), accuracy(params, "val")
+    best_val, best_step, best = start_val, 0, {k: v.copy() for k, v in params.items()}
+    curve = [{"step": 0, "forward_passes": 0, "val_accuracy": start_val, "train_loss": None}]
+    losses, seconds = [], 0.0
+    bar = _bar(progress, config.steps, f"float MeZO {config.net}")
+    for step, rows in enumerate(schedule):
+        x, y = fx["train"][rows], data.y["train"][rows]
+        t0 = time.perf_counter()
+        record = mezo.step(step, lambda p: cross_entropy(float_forward(p, layers, x), y))
+        seconds += time.perf_counter() - t0
+        if not math.isfinite(record.loss):
+            raise FloatingPointError(f"float MeZO diverged at step {step} (lr={config.lr})")
+        losses.append(record.loss)
+        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+            val = accuracy(params, "val")
+            curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
+                          "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:]))})
+            if val > best_val:
+                best_val, best_step, best = val, step + 1, {k: v.copy() for k, v in params.items()}
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}", val=f"{curve[-1]['val_accuracy']:.3f}")
+    if bar is not None:
+        bar.close()
+    final_test = accuracy(params, "test")
+    return {
+        "net": config.net, "loss": "float-mezo", "seed": config.seed, "steps": config.steps,
+        "test_accuracy": accuracy(best, "test"), "start_accuracy": start_test, "final_test_accuracy": final_test,
+        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
+        "forward_passes": 2 * config.steps, "seconds_per_step": seconds / config.steps, "curve": curve,
+        "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
+        "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])), "config": config.to_dict(),
+    }

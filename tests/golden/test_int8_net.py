@@ -1,0 +1,146 @@
+"""The golden whole-network INT8 trainer (``pezo.golden.zo.int8_net``): config checks, the digits data,
+a short run that is deterministic per seed and beats its start, both loss modes stepping exactly the
+engine's arithmetic (``NetEngine``), the result keys; the float MeZO reference."""
+
+import dataclasses
+import hashlib
+
+import numpy as np
+import pytest
+
+from pezo.golden.engine.network import NetEngine
+from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
+from pezo.golden.zo.int8_net import (TUNED, FloatMeZOConfig, NetTrainConfig, digits_split, engine_accuracy,
+                                     host_g, init_weights, load_data, quantize_digits, train_float_mezo,
+                                     train_int8_net)
+
+FAST = TUNED["digits-mlp"].replace(steps=300, eval_every=100)
+KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step", "net", "loss", "steps", "curve"}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("net", "mnist", "net must be one of digits-mlp, rt-mlp, rt-head, got 'mnist'"),
+    ("loss", "cpu", "loss must be one of on-chip, host"),
+    ("g_mode", "adam", "g_mode must be one of sign, scaled"),
+    ("margin", -1, "margin"),
+    ("g_lr", 0, "g_lr"),
+    ("g_shift", 48, "g_shift"),
+    ("lr", 0.0, r"lr must be a finite number in \(0, 1e\+06\]"),
+    ("lr", float("nan"), "lr must be a finite number"),
+    ("steps", 0, "steps"),
+    ("seed", 0, "seed"),
+    ("strategy", "gaussian", "strategy must be one of otf, pregen"),
+    ("batch", 12, "rows=8 does not tile batch=12"),
+    ("eps_shift", 25, "eps_shift"),
+    ("init_std", 200.0, r"init_std must be a finite number in \(0, 127\]"),
+    ("last_init", "random", "last_init must be one of zero, calibrated"),
+    ("shifts", (7,), "shifts must be None or 2 shift"),
+    ("shifts", (7, 40), r"shifts\[1\]"),
+])
+def test_bad_config_values_raise_one_clear_error(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        NetTrainConfig(**{field: value})
+
+
+def test_config_round_trips_and_builds_the_engine():
+    cfg = TUNED["digits-mlp"].replace(shifts=(9, 8), strategy="pregen")
+    assert NetTrainConfig.from_dict(cfg.to_dict()) == cfg
+    assert [l.shift for l in cfg.net_config.layers] == [9, 8, 0]
+    assert cfg.net_config.strategy == "pregen" and cfg.net_config.seed == cfg.seed
+    assert cfg.replace(stream_seed=7).net_config.seed == 7
+    assert cfg.loss_config.mode == cfg.g_mode and cfg.replace(loss="host").loss_config.mode == "host"
+    with pytest.raises(ValueError, match="unknown NetTrainConfig field"):
+        NetTrainConfig.from_dict({"nett": "digits-mlp"})
+
+
+def test_digits_are_quantised_at_exponent_minus_7_on_the_methods_split():
+    assert quantize_digits([0, 1, 8, 15, 16]).tolist() == [-128, -112, 0, 112, 127]
+    train, val, test = digits_split(1)
+    assert (len(train), len(val), len(test)) == (1000, 300, 497)
+    assert len(set(train) | set(val) | set(test)) == 1797
+    data = load_data(FAST)
+    assert data.x["train"].shape == (1000, 64) and data.act_exponent == -7
+    assert data.x["train"].min() >= -128 and data.x["train"].max() <= 127
+
+
+def test_init_is_seeded_and_calibrated_to_the_shifts():
+    data = load_data(FAST)
+    cfg = FAST.replace(last_init="calibrated")
+    w1, stats = init_weights(cfg, data.x["train"])
+    w2, _ = init_weights(cfg, data.x["train"])
+    assert all(np.array_equal(a, b) for a, b in zip(w1, w2))
+    assert not np.array_equal(w1[0], init_weights(cfg.replace(seed=2), data.x["train"])[0][0])
+    for layer in stats["layers"][:-1]:  # the requantised pre-activations have about init_std LSB
+        assert abs(layer["pre_std"] - cfg.init_std) < 0.15 * cfg.init_std
+    assert abs(stats["layers"][-1]["logit_std"] - cfg.init_std * 2 ** 7) < 0.15 * cfg.init_std * 2 ** 7
+    zero, _ = init_weights(FAST, data.x["train"])
+    assert not zero[-1].any() and zero[0].any()
+    head, info = init_weights(FAST.replace(net="rt-head", shifts=None), np.zeros((4, 384), dtype=np.int64))
+    assert info == {"start": "zero"} and not head[0].any()
+
+
+@pytest.fixture(scope="module")
+def fast_run():
+    return train_int8_net(FAST)
+
+
+def test_a_short_digits_run_beats_its_start_and_reports_its_keys(fast_run):
+    r = fast_run
+    assert KEYS <= set(r)
+    assert (r["net"], r["loss"], r["steps"], r["forward_passes"]) == ("digits-mlp", "on-chip", 300, 600)
+    assert [c["step"] for c in r["curve"]] == [0, 100, 200, 300]
+    assert all(set(c) == {"step", "forward_passes", "val_accuracy", "train_loss"} for c in r["curve"])
+    assert [c["forward_passes"] for c in r["curve"]] == [0, 200, 400, 600]
+    assert r["test_accuracy"] >= r["start_accuracy"] + 0.15
+    assert r["best_val_accuracy"] > r["start_val_accuracy"] + 0.15
+    assert r["seconds_per_step"] > 0
+
+
+def test_a_run_is_deterministic_per_seed(fast_run):
+    again = train_int8_net(FAST)
+    for key in ("test_accuracy", "final_test_accuracy", "curve", "final_weights_digest", "best_step"):
+        assert again[key] == fast_run[key]
+    other = train_int8_net(FAST.replace(seed=2, steps=100))
+    assert other["final_weights_digest"] != fast_run["final_weights_digest"]
+
+
+def _digest(engine):
+    return hashlib.sha256(engine.flat.astype(np.int8).tobytes()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("loss", ["on-chip", "host"])
+def test_each_step_is_the_engines_arithmetic(loss):
+    cfg = FAST.replace(steps=20, eval_every=20, loss=loss, lr=0.05)
+    data = load_data(cfg)
+    r = train_int8_net(cfg, data=data)
+    weights, _ = init_weights(cfg, data.x["train"])
+    engine = NetEngine(cfg.net_config, weights=weights)
+    for rows in batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed):
+        x, y = data.x["train"][rows], data.y["train"][rows]
+        if loss == "on-chip":
+            engine.train_step(x, y, cfg.loss_config)
+        else:
+            plus, minus = engine.forward_zo(x)
+            engine.update(host_g(plus, minus, y, cfg, data.act_exponent)[0])
+    assert r["final_weights_digest"] == _digest(engine)
+    assert r["final_test_accuracy"] == engine_accuracy(engine, data.x["test"], data.y["test"])
+    assert r["loss"] == loss and r["g_mode"] == (cfg.g_mode if loss == "on-chip" else "host")
+
+
+def test_host_g_is_int8_heads_update_scale_for_the_head():
+    cfg = NetTrainConfig(net="rt-head", loss="host", lr=0.5, eps_shift=10)
+    head = Int8TrainConfig(lr=0.5, weight_exponent=-7, engine=EngineConfig(eps_shift=10))
+    rng = np.random.default_rng(5)
+    plus, minus = rng.integers(-4000, 4000, (16, 2)), rng.integers(-4000, 4000, (16, 2))
+    labels = rng.integers(0, 2, 16)
+    assert host_g(plus, minus, labels, cfg, -9) == update_scale(plus, minus, labels, head, -9)
+
+
+def test_the_float_mezo_reference_runs_on_the_same_shape_and_budget():
+    cfg = FloatMeZOConfig(net="digits-mlp", steps=50, eval_every=25, batch=FAST.batch, lr=0.02, eps=1e-3)
+    r = train_float_mezo(cfg)
+    assert KEYS <= set(r) and r["loss"] == "float-mezo" and r["forward_passes"] == 100
+    assert train_float_mezo(cfg)["curve"] == r["curve"]
+    with pytest.raises(ValueError, match="eps must be a finite number"):
+        dataclasses.replace(cfg, eps=-1.0)
