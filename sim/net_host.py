@@ -202,10 +202,11 @@ def _compare(mismatches: list, what: str, got, want) -> None:
 
 
 async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weights, biases=None,
-                       overlap: bool = True) -> dict:
+                       overlap: bool = True, g_of=None) -> dict:
     """The co-simulation host loop over ``len(xs)`` steps (module docstring). ``overlap``: batches are
     loaded while the engine computes (the double-buffered queue) -- otherwise each batch is loaded after
-    the previous step, with the engine idle. Returns match, mismatches, cycles and step records."""
+    the previous step, with the engine idle. ``g_of(logits_plus, logits_minus, labels) -> int``: the host's
+    g in host mode (default ``host_g``). Returns match, mismatches, cycles and step records."""
     driver = NetDriver(io, config)
     model = NetEngine(config, weights, biases)
     await driver.load_weights(model.flat)
@@ -236,7 +237,7 @@ async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weig
             busy += await driver.run(OP_FORWARD_ZO, loss=loss)
             bank = io.get("last_bank")
             plus, minus = await driver.read_logits(bank)
-            g = host_g(plus, minus, y, loss)
+            g = g_of(plus, minus, y) if g_of else host_g(plus, minus, y, loss)
             busy += await driver.run(OP_UPDATE, g=g, loss=loss)
             driver.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"), "g": g,
                                  "bank": bank, "logits": np.stack([plus, minus])})

@@ -3,7 +3,7 @@ keeps the batch queue filled while the engine trains, reads every step's logits,
 logit, loss, g and the final weights with golden.
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON), ``PEZO_OVERLAP``
-(1: load while computing), ``PEZO_ENGINE_DATA`` (npz: xs [steps, batch, inputs] int8, labels [steps,
+(1: load while computing), ``PEZO_HOST_G`` (host mode: the trainer's g, ``runner.run_net_engine``), ``PEZO_ENGINE_DATA`` (npz: xs [steps, batch, inputs] int8, labels [steps,
 batch], weights (global order), optional biases_<layer>), ``PEZO_RESULT``. The result JSON is written
 before the test fails on a mismatch, so the caller can report ``match``.
 """
@@ -33,10 +33,17 @@ async def net_engine_trains_like_golden(dut):
         biases = ([f[f"biases_{i}"] for i in range(len(config.layers))] if "biases_0" in f.files else None)
     for name in ("start", "w_we", "x_we", "y_we", "push") + (("b_we",) if biases is not None else ()):
         getattr(dut, name).value = 0
+    g_of = None
+    if os.environ.get("PEZO_HOST_G"):  # host mode with the trainer's cross-entropy g
+        from pezo.golden.zo.int8_net import NetTrainConfig, host_g
+
+        spec = json.loads(os.environ["PEZO_HOST_G"])
+        train, act_exponent = NetTrainConfig.from_dict(spec["train"]), int(spec["act_exponent"])
+        g_of = lambda plus, minus, labels: host_g(plus, minus, labels, train, act_exponent)[0]  # noqa: E731
     await start_and_reset(dut, cycles=2)
     started = time.perf_counter()
     result = await net_training(CocotbIO(dut), config, loss, xs, labels, weights, biases,
-                                overlap=os.environ.get("PEZO_OVERLAP", "1") == "1")
+                                overlap=os.environ.get("PEZO_OVERLAP", "1") == "1", g_of=g_of)
     result["test_seconds"] = time.perf_counter() - started
     with open(os.environ["PEZO_RESULT"], "w") as f:
         json.dump(result, f, indent=2)

@@ -218,11 +218,13 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
 
 
 def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir: Path, biases=None,
-                   overlap: bool = True, expect_loss=None) -> dict:
+                   overlap: bool = True, expect_loss=None, host_g=None) -> dict:
     """Run ``sim.net_tb`` on ``hw.engine.net_engine.NetEngine(config)``: ``len(xs)`` steps on ``simulator``
     (``loss``: a ``golden.engine.loss.LossConfig``). Returns the testbench's result plus build/test times;
     a mismatch returns ``match`` False instead of raising, other failures raise. ``expect_loss`` (default
-    ``loss``) is what the golden side is told (to prove a mismatch is caught)."""
+    ``loss``) is what the golden side is told (to prove a mismatch is caught). ``host_g``: host mode's g
+    from the trainer, ``{"train": NetTrainConfig dict, "act_exponent": s_x}`` (``golden.zo.int8_net.host_g``);
+    default the hinge-sign g of ``sim.net_host.host_g``."""
     import dataclasses
 
     import numpy as np
@@ -240,7 +242,7 @@ def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir:
     np.savez(data_file, **arrays)
     env = {"PEZO_NET": config.to_json(), "PEZO_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
            "PEZO_OVERLAP": "1" if overlap else "0", "PEZO_ENGINE_DATA": str(data_file),
-           "PEZO_RESULT": str(result_file)}
+           "PEZO_RESULT": str(result_file), "PEZO_HOST_G": json.dumps(host_g) if host_g else ""}
     try:
         timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.net_tb",
                             simulator=simulator, build_dir=build_dir, extra_env=env)

@@ -131,6 +131,9 @@ class NetConfig:
                                  f"accumulator (at most {ACC_MAX // (WEIGHT_MAX * -ACT_MIN)})")
         if layers[-1].relu:
             raise ValueError(f"the last layer ({layers[-1].describe()}) gives the logits: it has no ReLU")
+        if layers[-1].outputs < 2:
+            raise ValueError(f"the last layer ({layers[-1].describe()}) gives the classes' logits: it needs at "
+                             "least 2 outputs (the on-chip loss classifies)")
         check_int("batch", self.batch, 1, MAX_BATCH)
         if self.batch % self.rows:
             raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "

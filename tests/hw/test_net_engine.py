@@ -1,0 +1,151 @@
+"""The network engine's RTL against golden: Amaranth-simulator runs over several network shapes and all
+three g modes (every logit of every pass, every loss and g, the final weights, a plain inference), a
+wrong golden caught as a mismatch, the perturbed passes never writing the weight memory, cocotb on
+Icarus and Verilator with real digits data through ``pezo sim engine --net``, and the CLI's errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pezo.cli.main import main
+from pezo.golden.engine.loss import LossConfig
+from pezo.golden.engine.nets import net_config
+from pezo.golden.engine.network import Layer, NetConfig
+from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE, NetEngine
+from pezo.sim.amaranth_sim import run_host
+from pezo.sim.net_host import NetDriver, net_training
+
+SIM_KEYS = {"match", "steps", "cycles_per_step", "cycle_bound", "cycle_ratio", "mac_utilisation", "load_hidden",
+            "simulator", "net", "loss"}
+TINY = NetConfig(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4, name="tiny")
+BIASED = NetConfig(layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True), Layer(8, 2, bias=True)),
+                   rows=1, cols=4, batch=3, name="bias-J1")  # J = 1 layers: the layer gap is tight
+
+
+def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=None):
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    w = rng.integers(-40, 41, cfg.weights)
+    return run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, biases, overlap))
+
+
+@pytest.mark.parametrize("cfg, loss, overlap", [
+    (TINY, LossConfig(mode="sign", margin=100), True),
+    (TINY, LossConfig(mode="scaled", margin=50, g_shift=4), True),
+    (TINY, LossConfig(mode="host", margin=50), True),
+    (TINY, LossConfig(mode="sign", margin=50), False),
+    (TINY.replace(strategy="pregen"), LossConfig(mode="sign", margin=100), True),
+    (NetConfig(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
+    (NetConfig(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
+               strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
+], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac"])
+def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, overlap):
+    result = random_run(cfg, loss, steps=3, overlap=overlap)
+    assert result["match"], result["mismatches"]
+    assert len(result["records"]) == 3 and any(r["g"] for r in result["records"])
+    assert result["final_weight_range"] != [0, 0]
+    if loss.on_chip and overlap:
+        assert result["load_hidden"] and result["wait_cycles"] == 0
+
+
+def test_biases_and_one_word_layers_match_golden():
+    rng = np.random.default_rng(5)
+    biases = [rng.integers(-5000, 5000, 4), None, rng.integers(-900, 900, 2)]
+    result = random_run(BIASED, LossConfig(mode="sign", margin=10), steps=3, biases=biases)
+    assert result["match"], result["mismatches"]
+
+
+def test_digits_mlp_steps_stay_within_ten_percent_of_the_bound():
+    cfg = net_config("digits-mlp")
+    result = random_run(cfg, LossConfig(mode="sign", margin=1000), steps=2)
+    assert result["match"], result["mismatches"]
+    assert cfg.cycle_bound() < result["busy_cycles_per_step"] <= 1.10 * cfg.cycle_bound()
+
+
+def test_a_wrong_golden_is_caught_as_a_mismatch():
+    """The host compares with a golden that has another margin: the losses differ and match is False."""
+    cfg, loss = TINY, LossConfig(mode="sign", margin=100)
+    rng = np.random.default_rng(0)
+    xs, ys = rng.integers(-128, 128, (2, 4, 8)), rng.integers(0, 3, (2, 4))
+    w = rng.integers(-40, 41, cfg.weights)
+
+    async def host(io):  # the RTL runs margin 100; golden is told 7
+        from pezo.sim import net_host
+
+        wrong = LossConfig(mode="sign", margin=7)
+        original = net_host.NetEngine.train_step
+        net_host.NetEngine.train_step = lambda self, x, y, _loss, g=None: original(self, x, y, wrong, g)
+        try:
+            return await net_training(io, cfg, loss, xs, ys, w)
+        finally:
+            net_host.NetEngine.train_step = original
+
+    result = run_host(NetEngine(cfg), host)
+    assert not result["match"] and any("loss" in m for m in result["mismatches"])
+
+
+def test_the_perturbed_passes_never_write_the_weight_memory():
+    cfg = TINY.replace(eps_shift=4)  # epsilon = 256 LSB: every perturbed weight saturates
+    rng = np.random.default_rng(5)
+    w0 = rng.integers(-127, 128, cfg.weights)
+    x, y = rng.integers(-128, 128, (4, 8)), rng.integers(0, 3, 4)
+
+    async def host(io):
+        driver = NetDriver(io, cfg)
+        await driver.load_weights(w0)
+        for _ in range(2):
+            driver.queue_batch(x, y)
+        while driver.batches or driver.load_items:
+            await driver.tick()
+        await driver.run(OP_FORWARD_ZO)
+        after_forward = await driver.read_weights()
+        await driver.run(OP_INFER)
+        after_infer = await driver.read_weights()
+        await driver.run(OP_UPDATE, g=1 << 16)
+        return after_forward, after_infer, await driver.read_weights()
+
+    after_forward, after_infer, after_update = run_host(NetEngine(cfg), host)
+    assert np.array_equal(after_forward, w0) and np.array_equal(after_infer, w0)
+    assert not np.array_equal(after_update, w0)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, require_simulator, capsys):
+    require_simulator(simulator)
+    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "3", "--simulator", simulator, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert SIM_KEYS <= result.keys() and result["match"] is True, result["mismatches"]
+    assert (result["net"], result["loss"], result["steps"], result["simulator"]) == ("digits-mlp", "on-chip", 3, simulator)
+    assert result["load_hidden"] is True and result["busy_cycle_ratio"] <= 1.10
+    assert result["cycle_bound"] == net_config("digits-mlp").cycle_bound()
+
+
+@pytest.mark.rtl
+def test_host_loss_mode_on_the_rtl(simulators, capsys):
+    if not simulators:
+        pytest.fail("no HDL simulator available")
+    assert main(["sim", "engine", "--net", "digits-mlp", "--loss", "host", "--strategy", "pregen", "--steps", "2",
+                 "--simulator", simulators[-1], "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["match"] is True and result["loss"] == "host", result["mismatches"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sim", "engine", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000"),
+    (["sim", "engine", "--net", "digits-mlp", "--cols", "6"], "layer 0 (64 -> 32 relu) does not tile the array"),
+    (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "rows=8 does not tile batch=12"),
+    (["sim", "engine", "--net", "digits-mlp", "--weight-exponent", "-3"], "--weight-exponent applies to the head engine only"),
+    (["sim", "engine", "--margin", "5"], "--margin applies to --net runs only"),
+    (["sim", "engine", "--no-overlap"], "--no-overlap applies to --net runs only"),
+    (["sim", "engine", "--net", "rt-mlp", "--loss", "host", "--g-mode", "scaled"], "apply to --loss on-chip only"),
+    (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),
+    (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
+    (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
+])
+def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("pezo: error:") and message in err, err
