@@ -23,6 +23,7 @@ from pezo.boards.synth import TOOL, is_cached, synthesize
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.pool import bank_depth
 from pezo.golden.rng.scale import check_scalable, lut_statistics
+from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.hw.host import StreamHost
 from pezo.hw.rng.perturb import PerturbationStream
@@ -192,6 +193,7 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
 
 # -- the ZO engine (PE array + perturbation stream + controller) -------------------------------------
 ENGINE_TOP = "pezo_zo_engine"
+NET_ENGINE_TOP = "pezo_net_engine"
 ENGINE_STRATEGIES = {f"engine-{name}": name for name, s in STRATEGIES.items() if s.engine}
 """``pezo report --strategy`` names of the engine at its default size, with either perturbation stream."""
 
@@ -230,6 +232,30 @@ def engine_report(config, use_cache: bool = True) -> dict:
            "analytical_DSP": dsp_budget, "analytical_BRAM36": engine_bram36_estimate(config),
            "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
            "budget": {"DSP": dsp_budget}, "within_budget": resources["DSP"] <= dsp_budget}
+    if config.strategy == "otf":
+        out.update(n_rngs=config.cols, rng_bits=config.rng_bits)
+    else:
+        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.cols)
+    out["tool"] = TOOL
+    return out
+
+
+def net_engine_report(config, use_cache: bool = True) -> dict:
+    """Synthesize ``hw.engine.net_engine.NetEngine(config)`` (a ``NetConfig``): the keys of
+    ``engine_report`` for the network engine (``net``, ``layers``, weights, the step's cycle bound), with
+    the same DSP budget: one DSP48E2 per int8 MAC + one per lane for g * p."""
+    key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
+    resources = _cached_synthesis(
+        key, NET_ENGINE_TOP, lambda: verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False),
+        use_cache)
+    dsp_budget = config.macs + config.cols
+    out = {"strategy": f"engine-{config.strategy}", "unit": "engine", **resources, "net": config.name,
+           "layers": [layer.describe() for layer in config.layers], "rows": config.rows, "cols": config.cols,
+           "macs": config.macs, "batch": config.batch, "inputs": config.inputs, "outputs": config.outputs,
+           "weights": config.weights, "eps_shift": config.eps_shift, "seed": config.seed, "rewind": True,
+           "cycle_bound": config.cycle_bound(), "engine": config.to_dict(), "analytical_DSP": dsp_budget,
+           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "budget": {"DSP": dsp_budget},
+           "within_budget": resources["DSP"] <= dsp_budget}
     if config.strategy == "otf":
         out.update(n_rngs=config.cols, rng_bits=config.rng_bits)
     else:

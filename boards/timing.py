@@ -31,10 +31,12 @@ from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
-from pezo.boards.report import ENGINE_TOP, generator_verilog
+from pezo.boards.report import ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
 from pezo.boards.synth import SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
+from pezo.golden.engine.network import NetConfig
+from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.sim.runner import cache_dir
 
@@ -280,9 +282,11 @@ TIMING_KEYS = ("fmax_mhz", "fmax_source", "fmax_target", "logic_levels", "values
 
 def unit_verilog(config, unit: str) -> tuple[str, str, str]:
     """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
-    ``EngineConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
+    ``EngineConfig`` or a ``NetConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
     circuit re-times that circuit only."""
-    if unit == "engine":
+    if unit == "engine" and isinstance(config, NetConfig):
+        text, top = amaranth_verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), NET_ENGINE_TOP
+    elif unit == "engine":
         text, top = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), ENGINE_TOP
     else:
         text, top = generator_verilog(config, unit)

@@ -16,12 +16,15 @@ from pezo.boards.vivado import VivadoReportError
 from pezo.cli.args import CLIError
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
 from pezo.cli.output import staged_output
+from pezo.golden.engine.nets import NET_NAMES, net_config
 from pezo.golden.engine.zo_engine import EngineConfig
 
 
 def cmd_report(args) -> int:
     from pezo.boards.report import ENGINE_STRATEGIES, is_report_cached, report
 
+    if args.net and args.strategy not in ENGINE_STRATEGIES:
+        raise CLIError(f"--net applies to --strategy {' or '.join(ENGINE_STRATEGIES)} only (the network engine)")
     if not _given(args) and args.unit is None:
         return _report_table(args)
     if args.vivado or args.csv or args.plot or args.out:
@@ -87,11 +90,14 @@ def _report_engine(args) -> int:
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
-        config = EngineConfig(strategy=strategy, **fields)
+        config = (net_config(args.net, strategy=strategy, **fields) if args.net
+                  else EngineConfig(strategy=strategy, **fields))
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if not args.json:
         print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)
+    if args.net:
+        return _report_net_engine(config, args)
     result = engine_report(config, use_cache=not args.no_cache)
     result.update(_timing(config, "engine", result["LUT"], args))
     if args.json:
@@ -106,6 +112,24 @@ def _report_engine(args) -> int:
     _print_timing(result, args)
     print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
           f"{' (cached)' if result.get('cached') else ''}")
+    return 0
+
+
+def _report_net_engine(config, args) -> int:
+    from pezo.boards.report import net_engine_report
+
+    result = net_engine_report(config, use_cache=not args.no_cache)
+    result.update(_timing(config, "engine", result["LUT"], args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"ZO network engine {config.name} ({', '.join(result['layers'])}) on a {config.rows}x{config.cols} INT8 "
+          f"MAC array + {config.strategy} stream - {result['tool']}")
+    for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
+        print(f"  {key:<7}{result[key]:>8}")
+    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}); BRAM36 {result['BRAM36']:g}")
+    print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
+    _print_timing(result, args)
     return 0
 
 
@@ -205,6 +229,8 @@ def add_report_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
                    "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
     p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
+    p.add_argument("--net", choices=NET_NAMES, help="with --strategy engine-otf|engine-pregen: the network engine "
+                   "generated for this network (default: the head engine)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
     p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
