@@ -153,10 +153,10 @@ def cmd_train_int8(args) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"INT8 ZO ({train.engine.strategy}, engine {train.engine.rows}x{train.engine.cols}) on {train.task}, "
-          f"k={train.shots}, {train.steps} steps, seed {train.seed}")
+          f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, seed {train.seed}")
     print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
           f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "
-          f"(gap {result['gap_points']:+.1f} points)")
+          f"(INT8 ZO {-result['gap_points']:+.1f} points against it)")
     print(f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; weights "
           f"{result['weight_range'][0]}..{result['weight_range'][1]}; g saturated in {result['g_saturated_steps']} steps")
     return 0
