@@ -20,7 +20,7 @@ import numpy as np
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.network import NetConfig, NetEngine
 from pezo.golden.engine.zo_engine import G_BITS
-from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
+from pezo.hw.engine.net_engine import LOGIT_READ_LATENCY, OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
 from pezo.sim.benches import pack, unpack
 
 MAX_WAIT_CYCLES = 1 << 22
@@ -39,8 +39,8 @@ class NetDriver:
         self.load_items: list = []  # the batch being loaded: ("x", example, word, data) / ("y", example, label)
         self.pushes = 0
         self.steps: list[dict] = []  # per finished step: losses, g, logit bank
-        self.reads: deque = deque()  # (step, pass, example, output) still to read
-        self.pending = None  # the read whose data arrives after this tick
+        self.reads: deque = deque()  # (where, bank, pass, example, output) still to read
+        self.inflight: deque = deque([None] * (LOGIT_READ_LATENCY - 1))  # reads whose data is on its way
         self.ticks = 0
 
     # -- idle-time operations ---------------------------------------------------------------------
@@ -109,21 +109,23 @@ class NetDriver:
             else:
                 io.set("push", 1)
                 self.pushes += 1
-        if self.reads:
-            step, s, b, o = self.pending = self.reads.popleft()
-            io.set("logit_bank", self.steps[step]["bank"])
+        read = self.reads.popleft() if self.reads else None
+        if read is not None:
+            _, bank, s, b, o = read
+            io.set("logit_bank", bank)
             io.set("logit_pass", s)
             io.set("logit_example", b)
             io.set("logit_output", o)
-        else:
-            self.pending = None
+        self.inflight.append(read)
 
     def _observe(self) -> None:
-        """Outputs after the edge: the data of last cycle's logit read, a finished step."""
+        """Outputs after the edge: the data of the logit read issued ``LOGIT_READ_LATENCY`` cycles ago, a
+        finished step."""
         io = self.io
-        if self.pending is not None:
-            step, s, b, o = self.pending
-            self.steps[step]["logits"][s, b, o] = to_signed(io.get("logit"), 32)
+        read = self.inflight.popleft()
+        if read is not None:
+            target, _, s, b, o = read
+            target[s, b, o] = to_signed(io.get("logit"), 32)
         if io.get("step_done"):
             self._step_finished()
 
@@ -132,8 +134,9 @@ class NetDriver:
         self.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"),
                            "g": to_signed(io.get("g_used"), G_BITS), "bank": io.get("last_bank"),
                            "logits": np.zeros((2, cfg.batch, cfg.outputs), dtype=np.int64)})
-        step = len(self.steps) - 1
-        self.reads.extend((step, s, b, o) for s in (0, 1) for b in range(cfg.batch) for o in range(cfg.outputs))
+        record = self.steps[-1]
+        self.reads.extend((record["logits"], record["bank"], s, b, o)
+                          for s in (0, 1) for b in range(cfg.batch) for o in range(cfg.outputs))
 
     async def tick(self) -> None:
         self._service()
@@ -166,24 +169,16 @@ class NetDriver:
         return cycles
 
     async def drain_reads(self) -> None:
-        while self.reads or self.pending is not None:
+        while self.reads or any(r is not None for r in self.inflight):
             await self.tick()
 
     async def read_logits(self, bank: int, passes=(0, 1)) -> np.ndarray:
-        """int32 logits [len(passes), batch, outputs] of logit bank ``bank`` (while idle)."""
-        cfg, io = self.config, self.io
-        out = np.zeros((len(passes), cfg.batch, cfg.outputs), dtype=np.int64)
-        for i, s in enumerate(passes):
-            for b in range(cfg.batch):
-                for o in range(cfg.outputs):
-                    io.set("logit_bank", bank)
-                    io.set("logit_pass", s)
-                    io.set("logit_example", b)
-                    io.set("logit_output", o)
-                    await self.io.tick()
-                    self.ticks += 1
-                    out[i, b, o] = to_signed(io.get("logit"), 32)
-        return out
+        """int32 logits [len(passes), batch, outputs] of logit bank ``bank`` (pipelined, one a cycle)."""
+        cfg = self.config
+        out = np.zeros((2, cfg.batch, cfg.outputs), dtype=np.int64)
+        self.reads.extend((out, bank, s, b, o) for s in passes for b in range(cfg.batch) for o in range(cfg.outputs))
+        await self.drain_reads()
+        return out[list(passes)]
 
 
 def host_g(logits_plus, logits_minus, labels, loss: LossConfig) -> int:

@@ -53,9 +53,13 @@ from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray,
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
-LOSS_LATENCY = 4
-"""Cycles from the last logit in the logit memory to the final loss: label read, hinge term, row sum,
-accumulate."""
+LOSS_LATENCY = 5
+"""Cycles from the last logit in the logit memory to the final loss: label read, label/best registers,
+hinge term, row sum, accumulate."""
+G_LATENCY = 2
+"""Registers between the final losses and g: the difference (and half of the shift), then the shift."""
+LOGIT_READ_LATENCY = 2
+"""Host logit reads: ``logit`` and ``logit_q`` are registered, two cycles after the address."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY
 
@@ -154,7 +158,7 @@ class NetEngine(ConfigComponent):
         word = Signal(range(max(cfg.weight_words, 2)))
         j, o = Signal(range(max(l.inputs // C for l in cfg.layers) + 1)), Signal(range(max(l.outputs for l in cfg.layers) + 1))
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
-        drain = Signal(range(FORWARD_LATENCY + LOSS_LATENCY + LAYER_GAP + 1))
+        drain = Signal(range(FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
         perturbing = op != OP_INFER
         issue, wanting = Signal(), Signal()
@@ -226,7 +230,7 @@ class NetEngine(ConfigComponent):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
                                 m.next = "COMMAND"
                             with m.Else():
-                                m.d.sync += drain.eq(FORWARD_LATENCY + LOSS_LATENCY - 1)
+                                m.d.sync += drain.eq(FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
                                 m.next = "FORWARD_DRAIN"
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
                 m.d.sync += drain.eq(drain - 1)
@@ -339,14 +343,12 @@ class NetEngine(ConfigComponent):
                      l_write.en.eq(pe.out_valid & ~out_tag.hidden)]
         self._loss_unit(m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss)
 
-        # g from the two losses (read in FORWARD_DRAIN's last cycle, when both are final)
-        diff = Signal(signed(LOSS_BITS + 1))
-        m.d.comb += diff.eq(loss[0] - loss[1])
-        half = Signal(unsigned(LOSS_BITS))
-        m.d.comb += half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)
-        scaled = Signal(signed(LOSS_BITS + 2))
-        m.d.comb += scaled.eq((diff + half) >> g_shift)
-        m.d.comb += g_formed.eq(Mux(mode == G_MODE_CODES["sign"], Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)),
+        # g from the two losses, ``G_LATENCY`` registers behind them (read in FORWARD_DRAIN's last cycle)
+        diff, half = Signal(signed(LOSS_BITS + 1)), Signal(unsigned(LOSS_BITS))
+        m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
+        scaled, sign_g = Signal(signed(LOSS_BITS + 2)), Signal(signed(G_BITS))
+        m.d.sync += [scaled.eq((diff + half) >> g_shift), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        m.d.comb += g_formed.eq(Mux(mode == G_MODE_CODES["sign"], sign_g,
                                     Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0)))
 
         # -- host ports: batch writes into the free bank, logit reads ---------------------------------
@@ -356,12 +358,13 @@ class NetEngine(ConfigComponent):
         m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
                      y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
-        row = Signal(range(R))
-        m.d.sync += row.eq(self.logit_example % R)
+        row, shift = Signal(range(R)), Signal.like(self.requant_shift)
+        m.d.sync += [row.eq(self.logit_example % R), shift.eq(self.requant_shift)]
         m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
                                    + self.logit_output)
-        m.d.comb += self.logit.eq(l_read.data[row])
-        m.d.comb += self.logit_q.eq(requantize(m, self.logit, self.requant_shift, "logit_requant"))
+        chosen = Signal(signed(ACC_BITS))
+        m.d.comb += chosen.eq(l_read.data[row])
+        m.d.sync += [self.logit.eq(chosen), self.logit_q.eq(requantize(m, chosen, shift, "logit_requant"))]
         return m
 
     def _bias(self, m, cfg, pe, layer, o):
@@ -388,27 +391,32 @@ class NetEngine(ConfigComponent):
         v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(pe.out_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
         first, last = t1.o == 0, t1.o == O - 1
-        terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
+        # stage 1: the label's logit and the best other logit so far (registers per row)
         v2, pas2 = Signal(), Signal()
         m.d.sync += [v2.eq(v1 & last), pas2.eq(t1.pas)]
+        terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         for r in range(R):
             z, is_label = z1[r], t1.o == y_read.data[r]
             label_logit, best = Signal(signed(ACC_BITS), name=f"label_logit_{r}"), Signal(signed(ACC_BITS), name=f"best_other_{r}")
-            new_label, new_best = Signal.like(label_logit), Signal.like(best)
-            m.d.comb += [new_label.eq(Mux(is_label, z, label_logit)),
-                         new_best.eq(Mux(is_label, Mux(first, -(1 << (ACC_BITS - 1)), best),
-                                         Mux(first | (z > best), z, best)))]
-            with m.If(v1):
-                m.d.sync += [label_logit.eq(new_label), best.eq(new_best)]
+            with m.If(v1 & is_label):
+                m.d.sync += label_logit.eq(z)
+            with m.If(v1 & ~is_label & (first | (z > best))):
+                m.d.sync += best.eq(z)
+            with m.Elif(v1 & is_label & first):
+                m.d.sync += best.eq(-(1 << (ACC_BITS - 1)))
+            # stage 2 (after a tile's last output): the hinge term from the two registers
             term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
-            m.d.comb += term.eq(margin + new_best - new_label)
+            m.d.comb += term.eq(margin + best - label_logit)
             m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
-        total, v3, pas3 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
-        m.d.sync += [total.eq(tree_sum(terms)), v3.eq(v2), pas3.eq(pas2)]
+        v3, pas3 = Signal(), Signal()
+        m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
+        # stage 3: the sum over the rows; stage 4: the loss of the pass
+        total, v4, pas4 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
+        m.d.sync += [total.eq(tree_sum(terms)), v4.eq(v3), pas4.eq(pas3)]
         for s in range(2):
             with m.If(clear_loss):
                 m.d.sync += loss[s].eq(0)
-            with m.Elif(v3 & (pas3 == s)):
+            with m.Elif(v4 & (pas4 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
 
 
