@@ -178,8 +178,27 @@ def write_table(rows: list[dict], out: Path) -> None:
                      f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
                      f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | "
                      f"{r['seconds_per_step']:.4f} |")
-    (out / "accuracy.md").write_text("Accuracies in %. test = at the best-validation checkpoint.\n\n"
-                                     + "\n".join(lines) + "\n")
+    (out / "accuracy.md").write_text(header(rows) + "\n".join(lines) + "\n")
+
+
+def header(rows: list[dict]) -> str:
+    """What produced the table: the command and every method's hyperparameters."""
+    nets = list(dict.fromkeys(r["net"] for r in rows))
+    text = ["# INT8 whole-network ZO: accuracy (issue 15)", "",
+            "`.venv/bin/python benchmarks/bench_int8_net.py` (runs cached in `runs/`). Accuracies in %; test = at the",
+            "best-validation checkpoint; final = after the last step; every method gets the same steps (2 forward",
+            "passes each) and batch; s/step = training step only (2 shared cores).", ""]
+    for net in nets:
+        c = TUNED[net]
+        f = FLOAT_TUNED[net]
+        text.append(f"* **{net}** -- int8: on-chip hinge loss, g_mode {c.g_mode}, g_lr 2^{c.g_lr.bit_length() - 1}, "
+                    f"margin {c.margin}, eps_shift {c.eps_shift}, batch {c.batch}, {c.steps} steps, "
+                    f"shifts {'/'.join(str(l.shift) for l in c.net_config.layers[:-1])}, {c.rows}x{c.cols} array, "
+                    f"init_std {c.init_std:g}, last layer from {c.last_init}"
+                    f"{f', k = {c.shots}' if net != 'digits-mlp' else ''}; int8-host: lr {c.lr:g}; "
+                    f"float-mezo: lr {f.lr:g}, eps {f.eps:g}; elasticzo-int8: the methods' defaults "
+                    "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo.")
+    return "\n".join(text) + "\n\n"
 
 
 def write_speed(rows: list[dict], out: Path) -> None:

@@ -108,7 +108,8 @@ def _check_choice(name: str, value, choices) -> None:
 
 @dataclass(frozen=True)
 class NetTrainConfig:
-    """One golden INT8 ZO run of a whole network (module docstring).
+    """One golden INT8 ZO run of a whole network (module docstring). The defaults are the tuned values
+    (module docstring, ``TUNED``): sign g, g_lr 2^16, eps_shift 13, batch 128, margin 4096.
 
     net        -- ``digits-mlp`` | ``rt-mlp`` | ``rt-head`` (``pezo.golden.engine.nets``).
     loss       -- ``on-chip`` (the engine's hinge loss and g) | ``host`` (float cross-entropy g on the host).
