@@ -81,10 +81,18 @@ def _run(args) -> dict:
     return summary
 
 
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the main process, which stops them (no traceback from each worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def map_runs(run, args: list, jobs: int = 1, progress: bool = True, desc: str = "sweep",
              chunksize: int = 1) -> list:
     """``[run(a) for a in args]`` in ``jobs`` spawned worker processes (one BLAS thread each), in order,
-    with a progress bar; ``chunksize`` consecutive runs go to one worker (so it can reuse its caches)."""
+    with a progress bar; ``chunksize`` consecutive runs go to one worker (so it can reuse its caches). An
+    exception or interrupt in the main process terminates the workers before it propagates."""
     bar = None
     if progress:
         from tqdm import tqdm
@@ -102,11 +110,18 @@ def map_runs(run, args: list, jobs: int = 1, progress: bool = True, desc: str = 
 
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = "1"  # inherited by the spawned workers before they import numpy
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+        try:
             for i, summary in enumerate(pool.map(run, args, chunksize=chunksize)):
                 results[i] = summary
                 if bar is not None:
                     bar.update(1)
+        except BaseException:  # an interrupt (or a failed run) stops the workers now, not after the queue
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
     if bar is not None:
         bar.close()
     return results

@@ -41,3 +41,22 @@ def num(text: str):
 def int_list(text: str) -> list:
     """A comma-separated list, each part as ``raw`` gives it (the caller checks that parts are integers)."""
     return [raw(part) for part in text.split(",") if part.strip()]
+
+
+def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
+    """A config's ValueError in the user's words: Python field names (``n_rngs``) become the options the user
+    types (``--n-rngs``), and a blamed option the user did not give is said to be a default."""
+    message = str(exc)
+    for field in sorted(fields, key=len, reverse=True):
+        option = "--" + field.replace("_", "-")
+        if "_" in field:
+            message = re.sub(rf"(?<![\w-]){field}(?![\w])", option, message)
+        elif re.match(rf"{field}\b", message):
+            message = option + message[len(field):]
+    blamed = re.match(r"--([\w-]+)", message)
+    if blamed and blamed.group(1).replace("-", "_") in fields and blamed.group(1).replace("-", "_") not in given:
+        field = blamed.group(1).replace("-", "_")
+        default = getattr(defaults, field, None) if defaults is not None else None
+        message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
+                    if default is not None else f" ({blamed.group()} was not given: its default does not fit)")
+    return CLIError(message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pezo.cli.args import CLIError, raw
+from pezo.cli.args import CLIError, option_error, raw
 from pezo.golden.config import STRATEGIES, PerturbConfig
 
 # -- the generator options -----------------------------------------------------------------------------
@@ -37,7 +37,7 @@ def _config(args, unit: str | None = None) -> PerturbConfig:
         config = PerturbConfig(**fields)
         check_unit(config, unit or getattr(args, "unit", None) or "generator")
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise option_error(exc, GENERATOR_FIELDS, fields, PerturbConfig()) from None
     return config
 
 

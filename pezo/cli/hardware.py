@@ -18,7 +18,7 @@ from pathlib import Path
 from pezo.boards.vivado import read_vivado_run
 from pezo.cli.args import CLIError, raw
 from pezo.cli.generator import _add_generator_args, _config, _design_name
-from pezo.cli.output import staged_output
+from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.report import add_report_parser
 
 DEFAULT_BUILD_OUT = Path("build")
@@ -48,8 +48,7 @@ def cmd_build(args) -> int:
     if args.rewind:
         raise CLIError("--rewind does not apply to pezo build: the board's perturbation stream always rewinds")
     config = _config(args, unit="host")
-    if args.saif is not None and not args.saif.is_file():
-        raise CLIError(f"--saif {args.saif}: no such file (write one with pezo power --saif FILE)")
+    _check_saif_input(args.saif)
     out = args.out or DEFAULT_BUILD_OUT / f"{args.board}-{config.strategy}"
     with staged_output(out, args.force, {"command": "build", "board": args.board, "config": config.to_dict()},
                        strict=True) as staging:
@@ -75,6 +74,22 @@ def cmd_build(args) -> int:
 
 
 ULX3S_BOARD = "ulx3s-85f"
+
+
+def _check_saif_input(path: Path | None) -> None:
+    """``pezo build --saif FILE``: an existing SAIF file (its text starts with ``(SAIFILE``)."""
+    if path is None:
+        return
+    if not path.is_file():
+        raise CLIError(f"--saif {quoted(path)}: no such file (write one with pezo power --saif FILE.saif)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError as exc:
+        raise CLIError(f"--saif {quoted(path)}: cannot read it ({exc.strerror})") from None
+    if not head.startswith(b"(SAIFILE"):
+        raise CLIError(f"--saif {quoted(path)} is not a SAIF file (it must start with '(SAIFILE'); write one "
+                       "with pezo power --saif FILE.saif")
 
 
 def _build_ulx3s(args) -> int:
@@ -157,8 +172,7 @@ def cmd_power(args) -> int:
                        f"got {config.perturb_dim}")
     if not isinstance(args.steps, int) or not 1 <= args.steps <= 100:
         raise CLIError(f"steps must be an integer in 1..100, got {args.steps!r}")
-    if args.saif is not None and (args.saif.is_dir() or not args.saif.parent.is_dir()):
-        raise CLIError(f"--saif {args.saif}: must be a file in an existing directory")
+    check_new_file("--saif", args.saif, args.force, suffix=".saif")
     if not shutil.which("iverilog"):
         raise CLIError("the activity run needs Icarus Verilog: apt-get install -y iverilog")
     if not args.json:
@@ -210,13 +224,15 @@ def add_parsers(sub) -> None:
     p.add_argument("--steps", type=raw, default=2, help="MeZO steps simulated, 1..100 (default 2)")
     p.add_argument("--saif", type=Path, metavar="FILE", help="also write the activity as SAIF, placed where the "
                    "stream sits in the ZCU102 top (pezo build --saif FILE reads it)")
+    p.add_argument("--force", action="store_true", help="replace an existing --saif FILE")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_power)
 
     p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)")
     _add_generator_args(p)
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--force", action="store_true", help="replace --out even if pezo did not write it")
+    p.add_argument("--force", action="store_true", help="replace an --out that holds anything but what pezo "
+                   "verilog wrote there last time")
     p.set_defaults(func=cmd_verilog)
 
     p = sub.add_parser("simulate", help="run a generator's (or unit's) cocotb testbench against golden; "

@@ -1,7 +1,8 @@
 """The ``pezo`` command line: build, report, power, verilog, simulate, train, sweep, sim engine, train-int8.
 
-Bad input -> one line ``pezo: error: ...`` naming the parameter and its range, exit status 2,
-nothing written. Failures of external tools -> one line, exit status 1.
+Bad input and OS errors (a path that cannot be written, ...) -> one line ``pezo: error: ...`` naming
+the parameter and its range, exit status 2, nothing written; values longer than 120 characters are cut.
+Failures of external tools -> one line, exit status 1.
 
 One module per command family, each with ``add_parsers(subparsers)`` and its ``cmd_*`` functions:
 ``hardware`` (build, power, verilog, simulate; it registers ``report`` from ``report``, both taking the
@@ -14,6 +15,7 @@ this module only assembles the parser and turns exceptions into exit statuses.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from pezo.cli import engine, hardware, training
@@ -22,9 +24,28 @@ from pezo.cli.output import OutputDirError
 from pezo.golden.lm.data import TaskDataMissing
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pezo")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+LONG_VALUE = re.compile(r"\S{121,}")
+
+
+def one_line(message: str) -> str:
+    """The message on one line, every value longer than 120 characters cut to its start and length."""
+    message = " ".join(str(message).split())
+    return LONG_VALUE.sub(lambda m: f"{m.group()[:60]}...({len(m.group())} characters)", message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pezo", description="pezo: FPGA perturbation engines for zeroth-order on-device "
                     "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
+    parser.add_argument("--version", action="version", version=f"pezo {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     hardware.add_parsers(sub)
     training.add_parsers(sub)
@@ -38,7 +59,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         return args.func(args)
     except (CLIError, OutputDirError) as exc:
-        print(f"pezo: error: {exc}", file=sys.stderr)
+        print(f"pezo: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("pezo: interrupted", file=sys.stderr)
@@ -49,10 +70,14 @@ def main(argv=None) -> int:
         from pezo.golden.lm.minilm import ModelPackageMissing
 
         if isinstance(exc, (ModelPackageMissing, TaskDataMissing)):
-            print(f"pezo: error: {exc}", file=sys.stderr)
+            print(f"pezo: error: {one_line(exc)}", file=sys.stderr)
             return 2
-        if isinstance(exc, (SynthesisError, AssertionError, RuntimeError, OSError)):
-            print(f"pezo: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if isinstance(exc, OSError):  # a path the user gave (permissions, full disk, ...): one line
+            where = f" {exc.filename!r}" if exc.filename else ""
+            print(f"pezo: error: {one_line(exc.strerror or exc)}{where}", file=sys.stderr)
+            return 2
+        if isinstance(exc, (SynthesisError, AssertionError, RuntimeError)):
+            print(f"pezo: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
             return 1
         raise
 

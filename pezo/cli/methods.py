@@ -11,10 +11,11 @@ JSON plus ``"method": "mezo"``; every other method, and any method on a vision t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_list, num, raw
+from pezo.cli.args import CLIError, int_list, num, option_error, raw
 from pezo.cli.output import staged_output
 from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
 from pezo.golden.methods.registry import train_method
@@ -23,6 +24,11 @@ from pezo.golden.methods.tasks import VISION_TASKS, all_tasks
 METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
                  "perturbation", "block", "weight_bits", "act_bits", "z_scale", "hidden", "lr_schedule")
 """Options only the seed methods take (``MethodConfig`` fields)."""
+METHOD_ONLY = {"split": ("elasticzo", "elasticzo-int8"), "bp_lr": ("elasticzo",), "g_clip": ("elasticzo",),
+               **{n: ("elasticzo-int8",) for n in ("r_max", "p_zero", "b_zo", "b_bp", "loss_sign")},
+               **{n: ("poormans",) for n in ("mu_weight", "mu_node", "perturbation", "block")},
+               **{n: ("sign-m-spsa",) for n in ("weight_bits", "act_bits", "z_scale")}}
+"""Method options that only some methods read (the others would silently ignore them)."""
 TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
 """Options only the golden MeZO trainer (text tasks) takes."""
 
@@ -71,6 +77,12 @@ def method_config(args, **overrides):
             raise CLIError(f"--{name.replace('_', '-')} applies to the golden MeZO trainer (--method mezo on a text "
                            f"task) only")
     fields = {"method": args.method or "mezo"}
+    method = overrides.get("method", fields["method"])
+    if method in METHODS:
+        for name, methods in METHOD_ONLY.items():
+            if getattr(args, name, None) is not None and method not in methods:
+                raise CLIError(f"--{name.replace('_', '-')} applies to --method {' / '.join(methods)} only, "
+                               f"not {method}")
     for name in ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots", "eval_every", "family",
                  *METHOD_FIELDS):
         value = getattr(args, name, None)
@@ -89,16 +101,44 @@ def method_config(args, **overrides):
             layers = len(config.hidden) + 1 if config.task.startswith("digits") else 1
             config.split_point(layers)
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise option_error(exc, ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots",
+                                 "eval_every", "family", *METHOD_FIELDS, "pool_size", "pool_bits", "n_rngs",
+                                 "rng_bits", "scaling"), fields, MethodConfig()) from None
     return config
+
+
+def diverged(exc: Exception, args) -> CLIError:
+    """The one line for a run that diverged: the step (when known) and the likely cause (the --lr / --eps
+    the user gave, else both named as candidates)."""
+    import re
+
+    step = re.search(r"step (\d+)", str(exc))
+    where = f"at step {step.group(1)}" if step else "(a value overflowed)"
+    given = [f"--{name} {getattr(args, name)}" for name in ("lr", "eps") if getattr(args, name, None) is not None]
+    cause = " or ".join(given) + " too large" if given else "--lr or --eps too large for this task"
+    return CLIError(f"training diverged {where}: the loss or the weights are no longer finite; likely cause: "
+                    f"{cause}; lower it")
+
+
+@contextlib.contextmanager
+def quiet_overflow():
+    """NumPy's overflow warnings while training: a diverging run ends in one ``diverged`` line instead."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=RuntimeWarning, message=".*(overflow|invalid value)")
+        yield
 
 
 def cmd_train_method(args) -> int:
     config = method_config(args)
     try:
-        result = train_method(config, progress=not args.quiet)
+        with quiet_overflow():
+            result = train_method(config, progress=not args.quiet)
     except ValueError as exc:  # e.g. eps rounding to 0 LSB at 8-bit weights
         raise CLIError(str(exc)) from None
+    except (FloatingPointError, OverflowError) as exc:
+        raise diverged(exc, args) from None
     if args.json:
         print(json.dumps(result, indent=2, default=str))
         return 0
@@ -138,7 +178,15 @@ def cmd_sweep_methods(args) -> int:
     shots = int_list(args.shots)[0] if args.shots else 16
     base = method_config(args, method="mezo", task=tasks[0], shots=shots)
     for seed in seeds:
-        method_config(args, method="mezo", task=tasks[0], seed=seed, shots=shots)
+        for task in tasks:  # every run's split, before any run starts (a k too large for a task's classes)
+            config = method_config(args, method="mezo", task=task, seed=seed, shots=shots)
+            if task not in VISION_TASKS:
+                from pezo.golden.lm.data import few_shot_split, load_task
+
+                try:
+                    few_shot_split(load_task(task), config.shots, config.seed, test_size=1000)
+                except ValueError as exc:
+                    raise option_error(exc, ("shots", "seed"), ("shots", "seed")) from None
     out = args.out if args.out != Path("build/sweep") else Path("build/methods")
     with staged_output(out, args.force, {"command": "pezo sweep --methods", "methods": methods,
                                          "tasks": tasks}) as staging:
@@ -147,4 +195,15 @@ def cmd_sweep_methods(args) -> int:
     print((out / "methods.md").read_text())
     for path in written:
         print(f"wrote {out / path.name}")
+    return failed_runs(results)
+
+
+def failed_runs(results: list[dict]) -> int:
+    """Exit status of a sweep: 1 (and one line on stderr) when any run failed, else 0."""
+    import sys
+
+    errors = [r["error"] for r in results if "error" in r]
+    if errors:
+        print(f"pezo: error: {len(errors)} of {len(results)} runs failed (first: {errors[0][:200]})", file=sys.stderr)
+        return 1
     return 0

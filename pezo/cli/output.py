@@ -1,9 +1,14 @@
-"""Output directories that are never overwritten silently and never left half-written.
+"""Outputs that are never overwritten silently and never left half-written: one policy for every command.
 
-Every command that writes a directory does it through ``staged_output``: it refuses an existing non-empty
-directory unless pezo wrote it (it holds the marker file) or ``force`` is set (``prepare_output``), hands
-out a staging directory next to the target, and on success renames it into place (``commit_output``); on
-any failure or interrupt the staging directory is removed and the previous output stays intact.
+Every command that writes a directory does it through ``staged_output``. An existing non-empty ``--out``
+is replaced only if it holds exactly what the same command wrote there last time: its manifest (the
+marker file: the command and every file with its size and modification time) matches, and nothing was
+added or changed since. Anything else (another command's output, a Vivado run in a build directory, a
+file touched after pezo wrote it) needs ``force``. ``pezo build`` is ``strict``: it never replaces a
+directory without ``force``. The command writes into a staging directory next to the target, which is
+renamed into place on success (``commit_output``) and removed on any failure or interrupt, so the
+previous output stays intact. ``check_new_file`` is the same policy for one output file (``--csv``,
+``--plot``, ``--saif``): an existing file is replaced only with ``force``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ MARKER = ".pezo-output"
 
 
 class OutputDirError(ValueError):
-    """The output directory is refused (not empty, not a directory, not writable): a user error."""
+    """The output (directory or file) is refused: not empty, not pezo's, not writable: a user error."""
 
 
 @dataclass(frozen=True)
@@ -36,56 +41,122 @@ class Staging:
 
 @contextmanager
 def staged_output(target: Path, force: bool = False, what: dict | None = None, *,
-                  strict: bool = False) -> Iterator[Staging]:
+                  strict: bool = False, option: str = "--out") -> Iterator[Staging]:
     """Check ``target`` (``prepare_output``: OutputDirError if refused), yield a ``Staging`` to write into;
-    when the block ends normally, mark it with ``what`` and move it to ``target``; on any exception
-    (KeyboardInterrupt included) remove the staging directory and leave ``target`` as it was."""
-    staging, replacing = prepare_output(target, force, strict=strict)
+    when the block ends normally, write the manifest (``what``, whose ``command`` names the writer, plus the
+    files) and move it to ``target``; on any exception (KeyboardInterrupt included) remove the staging
+    directory and leave ``target`` as it was."""
+    what = what or {}
+    staging, replacing = prepare_output(target, force, strict=strict, command=what.get("command"), option=option)
     try:
         yield Staging(staging, Path(target), replacing)
-        commit_output(staging, target, what or {})
+        commit_output(staging, target, what)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def prepare_output(path: Path, force: bool = False, strict: bool = False) -> tuple[Path, bool]:
+def quoted(path) -> str:
+    """A path as the user can paste it back into a shell ('' for the empty path)."""
+    import shlex
+
+    return shlex.quote(str(path)) if str(path) else "''"
+
+
+def _check_not_cwd(path: Path, option: str, given: str) -> None:
+    """``''``, ``.``, ``..``, ``/`` or any directory holding the working directory cannot be replaced."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    if given in ("", ".") or resolved == cwd or resolved in cwd.parents:
+        raise OutputDirError(f"{option} {quoted(given)} is the current directory or one of its parents, which "
+                             f"pezo cannot replace; name a new directory (e.g. {option} build/out)")
+
+
+def _files(root: Path) -> dict[str, list[int]]:
+    """Every entry under ``root`` except the marker: relative path -> [size, mtime_ns] (directories: [-1, 0])."""
+    entries = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            if rel == MARKER:
+                continue
+            st = full.lstat()
+            entries[rel] = [-1, 0] if full.is_dir() and not full.is_symlink() else [st.st_size, st.st_mtime_ns]
+    return entries
+
+
+def _unchanged_since_written(path: Path, command: str | None) -> str | None:
+    """None if ``path`` holds exactly what ``command`` wrote there last time, else why not (for the error)."""
+    marker = path / MARKER
+    if not marker.is_file():
+        return "was not written by pezo"
+    try:
+        manifest = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return "has an unreadable pezo marker"
+    writer = manifest.get("command")
+    if command is not None and writer != command:
+        return f"was written by {writer or 'another pezo command'}, not {command}"
+    now = _files(path)
+    listed = manifest.get("files")
+    if listed is None:  # a marker of an older pezo: no manifest, so nothing may be newer than the marker
+        limit = marker.stat().st_mtime_ns
+        newer = sorted(rel for rel, (size, mtime) in now.items() if size >= 0 and mtime > limit)
+        return f"has files changed after pezo wrote it ({', '.join(newer[:3])})" if newer else None
+    extra = sorted(set(now) - set(listed))
+    if extra:
+        return f"holds files pezo did not write ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''})"
+    changed = sorted(rel for rel, entry in now.items() if entry != listed[rel])
+    if changed:
+        return f"has files changed after pezo wrote it ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
+    return None
+
+
+def prepare_output(path: Path, force: bool = False, strict: bool = False, command: str | None = None,
+                   option: str = "--out") -> tuple[Path, bool]:
     """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``.
 
-    A non-empty directory is refused without ``force``, unless pezo wrote it and not ``strict``
-    (``pezo build`` is strict: a build directory may hold a user's Vivado run)."""
+    A non-empty directory is refused without ``force`` unless it holds exactly what ``command`` wrote there
+    last time and not ``strict`` (``pezo build`` is strict: a build directory may hold a user's Vivado run)."""
+    given = str(path)
     path = Path(path)
+    _check_not_cwd(path, option, given)
     replacing = False
-    if path.exists():
+    shown = quoted(given)
+    if path.exists() or path.is_symlink():
         if not path.is_dir():
-            raise OutputDirError(f"--out {path} exists and is not a directory")
+            raise OutputDirError(f"{option} {shown} exists and is not a directory")
         if any(path.iterdir()):
             if strict and not force:
-                raise OutputDirError(f"--out {path} is not empty; choose another directory or pass --force "
-                                     "to replace it")
-            if not (path / MARKER).exists() and not force:
-                raise OutputDirError(f"--out {path} exists, is not empty and was not written by pezo; "
-                                     "choose another directory or pass --force to replace it")
+                raise OutputDirError(f"{option} {shown} is not empty (it may hold a Vivado run); choose another "
+                                     "directory or pass --force to replace it")
+            why = None if force else _unchanged_since_written(path, command)
+            if why is not None:
+                raise OutputDirError(f"{option} {shown} is not empty and {why}; choose another directory or "
+                                     "pass --force to replace it")
             replacing = True
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
+    if not parent.is_dir():
+        raise OutputDirError(f"{option} {shown}: {quoted(parent)} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputDirError(f"--out {path}: {parent} is not writable")
+        raise OutputDirError(f"{option} {shown}: {quoted(parent)} is not writable")
     staging = path.parent / f".{path.name}.staging-{os.getpid()}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
     except OSError as exc:
-        raise OutputDirError(f"--out {path}: {path.parent} is not writable ({exc.strerror})") from None
+        raise OutputDirError(f"{option} {shown}: {quoted(path.parent)} is not writable ({exc.strerror})") from None
     return staging, replacing
 
 
 def commit_output(staging: Path, path: Path, what: dict) -> None:
-    """Mark ``staging`` as pezo's and move it to ``path`` (replacing the previous output)."""
-    (staging / MARKER).write_text(json.dumps({"written": time.strftime("%Y-%m-%dT%H:%M:%S"), **what},
-                                             indent=2) + "\n")
+    """Write the manifest into ``staging`` and move it to ``path`` (replacing the previous output)."""
+    manifest = {"written": time.strftime("%Y-%m-%dT%H:%M:%S"), **what, "files": _files(staging)}
+    (staging / MARKER).write_text(json.dumps(manifest, indent=2) + "\n")
     path = Path(path)
     if path.exists():
         old = path.parent / f".{path.name}.old-{os.getpid()}"
@@ -94,3 +165,26 @@ def commit_output(staging: Path, path: Path, what: dict) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(staging, path)
+
+
+def check_new_file(option: str, path: Path | None, force: bool = False, suffix: str | None = None) -> None:
+    """One output file: refused (OutputDirError) if it is a directory, its directory does not exist, it has
+    the wrong ``suffix``, or it exists and ``force`` is not set."""
+    if path is None:
+        return
+    shown = quoted(path)
+    if str(path) == "" or path.is_dir():
+        raise OutputDirError(f"{option} {shown}: must be a file name, not a directory")
+    if not path.parent.is_dir():
+        raise OutputDirError(f"{option} {shown}: the directory {quoted(path.parent)} does not exist")
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise OutputDirError(f"{option} {shown}: name the file *{suffix}")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise OutputDirError(f"{option} {shown} exists; choose another file or pass --force to replace it")
+    import tempfile
+
+    try:  # a real write (os.access says yes to root, even in /proc)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.check-"):
+            pass
+    except OSError as exc:
+        raise OutputDirError(f"{option} {shown}: cannot write in {quoted(path.parent)} ({exc.strerror})") from None

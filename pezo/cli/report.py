@@ -15,7 +15,7 @@ from pathlib import Path
 from pezo.boards.vivado import VivadoReportError
 from pezo.cli.args import CLIError
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
-from pezo.cli.output import staged_output
+from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.golden.engine.nets import NET_NAMES, net_config
 from pezo.golden.engine.zo_engine import EngineConfig
 
@@ -172,11 +172,10 @@ def _report_table(args) -> int:
 
     if args.timing_path:
         raise CLIError("--timing-path prints one design's critical path: give the design (--strategy, --unit, ...)")
-    for option, path in (("--csv", args.csv), ("--plot", args.plot)):
-        if path is not None and (path.is_dir() or not path.parent.is_dir()):
-            raise CLIError(f"{option} {path}: must be a file in an existing directory")
     if args.plot is not None and args.plot.suffix.lower() != ".png":
-        raise CLIError(f"--plot {args.plot}: the plot is a PNG; name the file *.png")
+        raise CLIError(f"--plot {quoted(args.plot)}: the plot is a PNG; name the file *.png")
+    check_new_file("--csv", args.csv, args.force)
+    check_new_file("--plot", args.plot, args.force)
     vivado = None
     if args.vivado is not None:
         try:
@@ -234,7 +233,8 @@ def add_report_parser(sub) -> None:
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
     p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
-    p.add_argument("--force", action="store_true", help="table: replace a --out DIR pezo did not write")
+    p.add_argument("--force", action="store_true", help="table: replace an existing --csv / --plot file, or a --out DIR that "
+                   "holds anything but what pezo report wrote there last time")
     p.add_argument("--vivado", type=Path, metavar="RUN_DIR", help="table: add the post-place (or post-synthesis) "
                    "utilisation of a Vivado run of pezo build's files")
     p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "

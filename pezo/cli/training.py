@@ -12,19 +12,24 @@ import sys
 import warnings
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_list, num, raw
-from pezo.cli.methods import add_method_args, cmd_sweep_methods, cmd_train_method, uses_methods
+from pezo.cli.args import CLIError, int_list, num, option_error, raw
+from pezo.cli.methods import add_method_args, cmd_sweep_methods, cmd_train_method, diverged, failed_runs, quiet_overflow, uses_methods
 from pezo.cli.output import staged_output
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.zo.families import FAMILIES, make_sampler
 from pezo.golden.zo.trainer import HEAD_INITS, TrainConfig, train, trainable_choices
 
 
+TRAIN_FIELDS = ("family", "task", "shots", "steps", "seed", "trainable", "lr", "eps", "queries", "weight_decay",
+                "mode", "batch_size", "head_init", "eval_every", "max_length", "pool_size", "pool_bits", "n_rngs",
+                "rng_bits", "scaling")
+"""``pezo train`` / ``pezo sweep`` options of the golden trainer (TrainConfig fields, then family options)."""
+
+
 def _train_config(args, **overrides):
     """The TrainConfig of ``pezo train`` / ``pezo sweep`` options (one error line naming the field)."""
     fields = {}
-    for name in ("family", "task", "shots", "steps", "seed", "trainable", "lr", "eps", "queries", "weight_decay",
-                 "mode", "batch_size", "head_init", "eval_every", "max_length"):
+    for name in TRAIN_FIELDS[:15]:
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = value
@@ -33,11 +38,12 @@ def _train_config(args, **overrides):
                            if getattr(args, name, None) is not None))
     if options:
         fields["family_options"] = options
+    given = set(fields)
     fields.update(overrides)
     try:
         return TrainConfig(**fields)
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise option_error(exc, TRAIN_FIELDS, given, TrainConfig()) from None
 
 
 def _warnings_to_stderr():
@@ -67,9 +73,12 @@ def cmd_train(args) -> int:
     config = _train_config(args)
     _check_training_inputs(config)
     try:
-        result = dict(method="mezo", **train(config, progress=not args.quiet).summary)
+        with quiet_overflow():
+            result = dict(method="mezo", **train(config, progress=not args.quiet).summary)
     except ValueError as exc:  # e.g. a pool size that divides this run's d
         raise CLIError(str(exc)) from None
+    except (FloatingPointError, OverflowError) as exc:
+        raise diverged(exc, args) from None
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -82,12 +91,42 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _check_sweep_mode(args) -> None:
+    """``pezo sweep`` has two modes: the PeZO experiments (--experiment) and the seed methods (--methods); an
+    option of the other mode is an error naming the mode, never ignored."""
+    if args.method is not None:
+        raise CLIError("--method is an option of pezo train; pezo sweep compares seed methods with --methods "
+                       f"(e.g. --methods {args.method[:40]})")
+    if args.methods:
+        if args.experiment:
+            raise CLIError("--experiment applies to the PeZO experiments sweep (without --methods) only, not "
+                           "to --methods")
+        extra = [name for name in SWEEP_EXPERIMENTS_ONLY if getattr(args, name, None) is not None]
+        if extra:
+            raise CLIError(f"--{extra[0].replace('_', '-')} applies to the PeZO experiments sweep (without --methods) "
+                           "only, not to --methods")
+        return
+    if args.tasks is not None:
+        raise CLIError("--tasks applies to pezo sweep --methods only; the experiments sweep takes one --task")
+    from pezo.cli.methods import METHOD_FIELDS
+
+    extra = [name for name in METHOD_FIELDS if getattr(args, name, None) is not None]
+    if extra:
+        raise CLIError(f"--{extra[0].replace('_', '-')} applies to pezo sweep --methods only (the seed methods), "
+                       "not to the experiments sweep")
+
+
+SWEEP_EXPERIMENTS_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
+"""Options of the golden MeZO trainer, which the --methods sweep does not run."""
+
+
 def cmd_sweep(args) -> int:
     """PeZO's Table 3 / Fig. 3 / Fig. 4 at small scale: runs, JSON, CSV, markdown and PNGs in --out."""
     # the sweep runner pulls statistics / random / decimal: ~10 ms every pezo start-up, so only here
     from pezo.golden.zo.sweeps import EXPERIMENTS, run_sweep, write_outputs
 
     _warnings_to_stderr()
+    _check_sweep_mode(args)
     if args.methods:
         return cmd_sweep_methods(args)
     experiments = args.experiment or list(EXPERIMENTS)
@@ -111,7 +150,7 @@ def cmd_sweep(args) -> int:
         print(table.read_text())
     for path in written:
         print(f"wrote {args.out / path.name}")
-    return 0
+    return failed_runs(results)
 
 
 def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:

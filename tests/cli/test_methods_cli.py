@@ -37,7 +37,7 @@ def test_train_method_text_summary_mentions_the_sign_agreement(capsys):
     (("--method", "elasticzo", "--task", "rotten_tomatoes", "--split", "cls1"), "split must be in 0..1 for a 1-layer"),
     (("--method", "sign-m-spsa", "--queries", "0"), "m (queries) must be in 1..1024"),
     (("--method", "sign-m-spsa", "--weight-bits", "8", "--task", "digits-rot30"), "rounds to 0 weight LSBs"),
-    (("--method", "poormans", "--mu-weight", "0"), "mu_weight must be in 1..127"),
+    (("--method", "poormans", "--mu-weight", "0"), "--mu-weight must be in 1..127"),
     (("--method", "poormans", "--trainable", "head"), "--trainable applies to the golden MeZO trainer"),
     (("--method", "adam",), "method must be one of"),
     (("--method", "mezo", "--task", "digits", "--hidden", "a,b"), "hidden must be comma-separated integers"),

@@ -1,0 +1,204 @@
+"""Issue 21: bad inputs from a new-user audit, each one clean ``pezo: error:`` line, exit 2, nothing written.
+
+``BAD_INPUTS`` is the table (command -> expected message part); add a row for every new bad input found.
+The data-loss repros (another command's directory, a touched file, an existing --csv / --plot / --saif,
+``--out ''`` / ``--out .``) and the interrupt of a sweep's workers have their own tests below.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pezo.cli.main import main
+from pezo.cli.output import MARKER, OutputDirError, staged_output
+
+BAD_INPUTS = [
+    # options that do not apply to the chosen mode
+    (["sweep", "--tasks", "digits"], "--tasks applies to pezo sweep --methods only"),
+    (["sweep", "--method", "elasticzo"], "--method is an option of pezo train"),
+    (["sweep", "--methods", "mezo", "--experiment", "table3"], "--experiment applies to the PeZO experiments sweep"),
+    (["sweep", "--split", "cls1"], "--split applies to pezo sweep --methods only"),
+    (["train", "--method", "poormans", "--r-max", "5"], "--r-max applies to --method elasticzo-int8 only, not poormans"),
+    (["train", "--method", "mezo", "--split", "cls1"], "--split applies to --method elasticzo / elasticzo-int8 only"),
+    (["train", "--method", "elasticzo-int8", "--mu-weight", "3"], "--mu-weight applies to --method poormans only"),
+    (["train", "--method", "poormans", "--z-scale", "pow2"], "--z-scale applies to --method sign-m-spsa only"),
+    (["train", "--method", "elasticzo-int8", "--g-clip", "3"], "--g-clip applies to --method elasticzo only"),
+    # validated before any run starts
+    (["sweep", "--methods", "mezo", "--tasks", "rotten_tomatoes", "--shots", "99999", "--seeds", "1"],
+     "--shots must be in 1..2692 for task rotten_tomatoes"),
+    # the option names the user typed, and defaults said to be defaults
+    (["report", "--n-rngs", "0"], "--n-rngs must be in 1..1024, got 0"),
+    (["report", "--strategy", "pregen", "--pool-bits", "99"], "--pool-bits must be in"),
+    (["build", "--strategy", "pregen", "--lanes", "7", "--out", "/tmp/pezo-never-written"],
+     "(--banks was not given: 8 is its default"),
+    (["train", "--task", "digits", "--n-rngs", "0"], "'--n-rngs'"),
+    # a huge bad value is cut
+    (["report", "--n-rngs", "x" * 100_000], "...(100002 characters)"),
+    # paths checked before any work
+    (["power", "--saif", "/proc/x.saif"], "--saif /proc/x.saif: cannot write in /proc"),
+    (["power", "--saif", "activity.csv"], "--saif activity.csv: name the file *.saif"),
+    (["build", "--saif", "/nonexistent.saif"], "no such file"),
+    (["report", "--csv", "/nonexistent/dir/x.csv"], "the directory /nonexistent/dir does not exist"),
+    (["build", "--out", "", "--no-vivado"], "is the current directory or one of its parents"),
+    (["build", "--out", ".", "--no-vivado"], "is the current directory or one of its parents"),
+    (["verilog", "--out", ".."], "is the current directory or one of its parents"),
+    (["report", "--out", "/"], "is the current directory or one of its parents"),
+    # diverging training: the step and the likely cause
+    (["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
+     "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30"),
+    (["train", "--task", "digits", "--eps", "1e30", "--steps", "20", "--quiet"],
+     "training diverged at step 0: the loss or the weights are no longer finite; likely cause: --eps 1e+30"),
+    (["train", "--task", "digits", "--method", "sign-m-spsa", "--lr", "1e30", "--steps", "20", "--quiet"],
+     "training diverged (a value overflowed)"),
+]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv,needle", BAD_INPUTS, ids=[" ".join(a)[:60] for a, _ in BAD_INPUTS])
+def test_bad_input_one_clean_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith("pezo: error: ") and err.count("\n") == 1 and needle in err, err
+    assert len(err) < 600
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing written, no staging directory left"
+
+
+def test_build_saif_must_be_saif(tmp_path, capsys):
+    fake = tmp_path / "any.csv"
+    fake.write_text("a,b\n1,2\n")
+    code, _, err = run(["build", "--saif", str(fake), "--out", str(tmp_path / "b")], capsys)
+    assert code == 2 and "is not a SAIF file" in err and not (tmp_path / "b").exists()
+
+
+def _pezo_build_dir(path):
+    """What pezo build leaves (its manifest) plus a Vivado run the user started in it."""
+    with staged_output(path, what={"command": "build"}, strict=True) as staging:
+        (staging.path / "top.v").write_text("module top; endmodule\n")
+    (path / "top.runs").mkdir()
+    (path / "top.bit").write_bytes(b"\x00" * 16)
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "--no-activity", "--no-timing", "--quiet", "--out"],
+    ["verilog", "--out"],
+    ["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
+    ["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
+])
+def test_other_commands_never_replace_a_build_directory(argv, tmp_path, capsys):
+    """The repro: cp -r build/zcu102-otf v; touch v/top.bit; pezo report --out v -> v was gone."""
+    v = tmp_path / "v"
+    _pezo_build_dir(v)
+    code, _, err = run([*argv, str(v)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "pass --force" in err, err
+    assert (v / "top.bit").exists() and (v / "top.runs").is_dir() and (v / "top.v").exists()
+
+
+def test_a_directory_is_replaced_only_if_unchanged_since_the_same_command_wrote_it(tmp_path):
+    out = tmp_path / "out"
+    with staged_output(out, what={"command": "report"}) as staging:
+        (staging.path / "resources.md").write_text("1")
+    assert json.loads((out / MARKER).read_text())["files"]["resources.md"][0] == 1
+    with staged_output(out, what={"command": "report"}) as staging:  # unchanged: replaced
+        assert staging.replacing
+        (staging.path / "resources.md").write_text("2")
+    with pytest.raises(OutputDirError, match="written by report, not verilog"):
+        with staged_output(out, what={"command": "verilog"}):
+            pass
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(OutputDirError, match=r"holds files pezo did not write \(notes.txt\)"):
+        with staged_output(out, what={"command": "report"}):
+            pass
+    (out / "notes.txt").unlink()
+    (out / "resources.md").write_text("edited by hand")
+    os.utime(out / "resources.md", ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    with pytest.raises(OutputDirError, match="changed after pezo wrote it"):
+        with staged_output(out, what={"command": "report"}):
+            pass
+    with staged_output(out, force=True, what={"command": "report"}):
+        pass
+    assert not (out / "resources.md").exists()
+
+
+def test_a_marker_of_an_older_pezo_is_replaced_only_if_nothing_is_newer(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "resources.md").write_text("old")
+    (out / MARKER).write_text(json.dumps({"command": "report"}))
+    with staged_output(out, what={"command": "report"}):
+        pass
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    (out2 / MARKER).write_text(json.dumps({"command": "report"}))
+    (out2 / "top.bit").write_text("newer")
+    later = os.stat(out2 / MARKER).st_mtime_ns + 10**9
+    os.utime(out2 / "top.bit", ns=(later, later))
+    with pytest.raises(OutputDirError, match="changed after pezo wrote it"):
+        with staged_output(out2, what={"command": "report"}):
+            pass
+
+
+@pytest.mark.parametrize("option,name", [("--csv", "table.csv"), ("--plot", "figure.png")])
+def test_report_files_are_not_overwritten_without_force(option, name, tmp_path, capsys):
+    path = tmp_path / name
+    path.write_text("unrelated")
+    code, _, err = run(["report", "--no-activity", "--no-timing", "--quiet", option, str(path)], capsys)
+    assert code == 2 and f"{option} {path} exists; choose another file or pass --force" in err
+    assert path.read_text() == "unrelated"
+
+
+def test_power_saif_is_not_overwritten_without_force(tmp_path, capsys):
+    path = tmp_path / "activity.saif"
+    path.write_text("unrelated")
+    code, _, err = run(["power", "--saif", str(path)], capsys)
+    assert code == 2 and "exists; choose another file or pass --force" in err and path.read_text() == "unrelated"
+
+
+def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
+    import pezo.golden.methods.sweep as sweep
+
+    def failing(base, methods, tasks, seeds, jobs=1, progress=True):
+        real = original(base, methods, tasks, seeds, jobs=jobs, progress=progress)
+        real[0] = {**real[0], "error": "refused"}
+        real[0].pop("test_accuracy", None)
+        return real
+
+    original = sweep.run_methods
+    monkeypatch.setattr(sweep, "run_methods", failing)
+    code, _, err = run(["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2",
+                        "--jobs", "1", "--quiet", "--out", str(tmp_path / "m")], capsys)
+    assert code == 1 and "pezo: error: 1 of 1 runs failed (first: refused)" in err
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "pezo.cli.main", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("pezo ")
+
+
+def test_sigint_to_the_sweep_stops_its_workers(tmp_path):
+    """SIGINT to the main process only (timeout -s INT, kill -INT, a CI cancel): exit 130 at once, no worker left."""
+    proc = subprocess.Popen([sys.executable, "-m", "pezo.cli.main", "sweep", "--methods", "mezo,poormans", "--tasks",
+                             "digits", "--seeds", "1,2,3", "--steps", "3000", "--jobs", "2", "--quiet", "--out",
+                             str(tmp_path / "s")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(5)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - start < 10 and err == "pezo: interrupted\n", err
+    for _ in range(30):  # the workers (and multiprocessing's resource tracker) end within a few seconds
+        leftover = subprocess.run(["pgrep", "-a", "-s", str(proc.pid)], capture_output=True, text=True).stdout
+        if not leftover:
+            break
+        time.sleep(0.2)
+    assert leftover == "" and not (tmp_path / "s").exists(), leftover
