@@ -8,7 +8,8 @@ run:
 	@if [ -e build/zcu102-otf ]; then \
 	  echo "build/zcu102-otf exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --force"; \
 	else .venv/bin/pezo build --out build/zcu102-otf; fi
-	.venv/bin/pezo report --out build/report
+	@.venv/bin/pezo report --out build/report --brief
+	@echo "ZCU102 design: build/zcu102-otf/ (with Vivado: cd build/zcu102-otf && bash build_top.sh)"
 
 test:
 	@bash scripts/setup.sh --test

@@ -60,3 +60,20 @@ def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
         message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
                     if default is not None else f" ({blamed.group()} was not given: its default does not fit)")
     return CLIError(message)
+
+
+def pezo_command() -> str:
+    """How the user can run pezo again, for hints: ``pezo`` if it is on PATH, else the path that was run
+    (e.g. ``.venv/bin/pezo``), quoted for a shell."""
+    import os
+    import shlex
+    import shutil
+    import sys
+
+    if shutil.which("pezo"):
+        return "pezo"
+    argv0 = sys.argv[0] if sys.argv and os.path.basename(sys.argv[0]) == "pezo" else ".venv/bin/pezo"
+    rel = os.path.relpath(argv0) if os.path.isabs(argv0) else argv0
+    if rel.startswith(".."):
+        rel = os.path.abspath(argv0)
+    return shlex.quote(rel if rel.startswith(("/", ".")) else "./" + rel)

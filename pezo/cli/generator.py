@@ -41,10 +41,10 @@ def _config(args, unit: str | None = None) -> PerturbConfig:
     return config
 
 
-def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True) -> None:
+def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True, engine: bool = False,
+                        perturb_dim: int | None = None) -> None:
     p.add_argument("--strategy", help=f"perturbation strategy: {', '.join(STRATEGIES)} (default otf)"
-                   + ("; report also takes engine-otf / engine-pregen (the ZO engine: PE array + stream)"
-                      if unit else ""))
+                   + ("; also engine-otf / engine-pregen (the ZO engine: PE array + stream)" if engine else ""))
     if unit:
         p.add_argument("--unit", help="what to build: generator (the strategy's random source alone, default), "
                        "stream (the perturbation stream unit: source + rewind + scaling + sign), scale (the "
@@ -64,7 +64,7 @@ def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True) -> None:
     p.add_argument("--banks", type=raw, metavar="K",
                    help=f"pregen: BRAM banks, a power of two dividing lanes (default {defaults.banks})")
     p.add_argument("--perturb-dim", type=raw, metavar="D",
-                   help=f"values per perturbation, 1..2^31-1 (default {defaults.perturb_dim})")
+                   help=f"values per perturbation, 1..2^31-1 (default {perturb_dim or defaults.perturb_dim})")
     p.add_argument("--eps-shift", type=raw, metavar="S",
                    help=f"stream: epsilon = 2^(12-S) output LSBs, 0..24 (default {defaults.eps_shift})")
 

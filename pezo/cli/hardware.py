@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pezo.boards.vivado import read_vivado_run
-from pezo.cli.args import CLIError, raw
+from pezo.cli.args import CLIError, pezo_command, raw
 from pezo.cli.generator import _add_generator_args, _config, _design_name
 from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.report import add_report_parser
@@ -59,8 +59,8 @@ def cmd_build(args) -> int:
         reason = "--no-vivado given" if args.no_vivado else "Vivado is not on PATH"
         print(f"{reason}: the design files are complete. To run synthesis, place & route, the reports "
               f"(utilisation, timing, power{' with top.saif' if args.saif else ''}) and the bitstream:\n"
-              f"  cd {out} && bash build_top.sh        # Vivado 2021.1 or later on PATH\n"
-              f"then compare: pezo report --vivado {out}")
+              f"  cd {quoted(out)} && bash build_top.sh        # Vivado 2021.1 or later on PATH\n"
+              f"then compare: {pezo_command()} report --vivado {quoted(out)}")
         return 0
     print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
     proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -190,7 +190,7 @@ def cmd_power(args) -> int:
           f"{result['activity_proxy']:.1f}), per value {result['activity_per_value_synth_scaled']:.2f}")
     print(f"  {NOTE}")
     if args.saif is not None:
-        print(f"wrote {args.saif} (use: pezo build --saif {args.saif} ...)")
+        print(f"wrote {args.saif} (use: {pezo_command()} build --saif {quoted(args.saif)} ...)")
     return 0
 
 
@@ -219,8 +219,12 @@ def add_parsers(sub) -> None:
     add_report_parser(sub)
 
     p = sub.add_parser("power", help="switching-activity proxy of a strategy's stream unit over a "
-                       "representative MeZO run (relative, not watts); --saif FILE for Vivado's report_power")
-    _add_generator_args(p, unit=False)
+                       "representative MeZO run (relative, not watts); --saif FILE for Vivado's report_power",
+                       description="Simulate a strategy's perturbation stream unit (Icarus) over a few MeZO steps "
+                       "(+eps, -eps, update replay) and print its switching-activity proxy: toggles per cycle "
+                       "scaled by the synthesised cells, relative between strategies, not watts. --saif FILE.saif "
+                       "also writes the activity for Vivado's report_power (pezo build --saif).")
+    _add_generator_args(p, unit=False, perturb_dim=4096)
     p.add_argument("--steps", type=raw, default=2, help="MeZO steps simulated, 1..100 (default 2)")
     p.add_argument("--saif", type=Path, metavar="FILE", help="also write the activity as SAIF, placed where the "
                    "stream sits in the ZCU102 top (pezo build --saif FILE reads it)")
@@ -228,7 +232,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_power)
 
-    p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)")
+    p = sub.add_parser("verilog", help="write one generator's Verilog (+ its config JSON)",
+                       description="Write the Verilog of one design (a strategy's generator, or --unit stream / "
+                       "scale / host) and its config JSON to --out DIR (replaced only if it holds exactly what "
+                       "pezo verilog wrote there last time, else --force).")
     _add_generator_args(p)
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--force", action="store_true", help="replace an --out that holds anything but what pezo "
@@ -236,9 +243,13 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_verilog)
 
     p = sub.add_parser("simulate", help="run a generator's (or unit's) cocotb testbench against golden; "
-                       "print cycles/s")
+                       "print cycles/s",
+                       description="Run the cocotb testbench of one design (a strategy's generator, or --unit "
+                       "stream / scale) on Icarus and/or Verilator, comparing every output with the golden model "
+                       "cycle by cycle; print cycles/s per simulator.")
     _add_generator_args(p)
-    p.add_argument("--simulator", choices=("icarus", "verilator", "all"), default="all")
-    p.add_argument("--cycles", type=raw, default=20_000, help="cycles to simulate (default 20000)")
+    p.add_argument("--simulator", choices=("icarus", "verilator", "all"), default="all",
+                   help="icarus, verilator or all (every one installed here) (default all)")
+    p.add_argument("--cycles", type=raw, default=20_000, help="cycles to simulate, 1..10000000 (default 20000)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_simulate)

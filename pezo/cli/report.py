@@ -207,6 +207,9 @@ def _report_table(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    if args.brief:
+        print(brief_summary(rows, args.out))
+        return 0
     print(format_table(rows))
     written = [str(p) for p in (args.csv, args.plot) if p is not None]
     if args.out is not None:
@@ -214,6 +217,27 @@ def _report_table(args) -> int:
     if written:
         print(f"\nwrote {', '.join(written)}")
     return 0
+
+
+def brief_summary(rows: list[dict], out: Path | None) -> str:
+    """The end of ``make run``: the PeZO generators and the ZO engines in a few lines, where the full tables
+    are, and the next commands."""
+    from pezo.cli.output import quoted
+
+    picked = [r for r in rows if r["unit"] == "generator" and r.get("paper_LUT") is not None
+              and r["strategy"] != "otf" or r["design"] == "otf 32 x 14"]
+    picked += [r for r in rows if r["unit"] == "engine"]
+    width = max(len(r["design"]) for r in picked)
+    lines = ["Resources (Yosys synth_xilinx xcup, out of context; PeZO Table 6 where it reports the design):"]
+    for r in picked:
+        paper = f"   (paper: {r['paper_LUT']} LUT)" if r.get("paper_LUT") else ""
+        lines.append(f"  {r['design']:<{width}} {r['LUT']:>7} LUT {r['FF']:>7} FF {r['BRAM']:>3} BRAM "
+                     f"{r['DSP']:>3} DSP{paper}")
+    if out is not None:
+        lines.append(f"Every design, estimates, activity and timing: {quoted(str(out) + '/resources.md')} "
+                     f"(+ .json, .csv, .png)")
+    lines.append("Next: .venv/bin/pezo --help    (every command)    make test    (the whole test suite)")
+    return "\n".join(lines)
 
 
 # -- pezo verilog, build, simulate, power ---------------------------------------------------------------
@@ -224,7 +248,7 @@ def add_report_parser(sub) -> None:
                        "shape, %% of ZCU102, estimate, paper, activity); with them: one design (Yosys, xcup)",
                        description="Without generator options, synthesise every strategy (cached) and print "
                        "the comparison table; with options (--strategy, --n-rngs, ...), report one design.")
-    _add_generator_args(p)
+    _add_generator_args(p, engine=True)
     p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
                    "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
     p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
@@ -244,4 +268,6 @@ def add_report_parser(sub) -> None:
     p.add_argument("--timing-path", action="store_true", help="one design: print its critical path (nextpnr's "
                    "report of the median seed) and add it to --json as critical_path")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--brief", action="store_true", help="table: print a short comparison (the PeZO generators "
+                   "and the ZO engines), where the full tables are and the next commands (what make run ends with)")
     p.set_defaults(func=cmd_report)

@@ -161,20 +161,25 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
         p.add_argument("--shots", type=raw, help=f"k training (and validation) examples per class "
                        f"(default {d.shots})")
         p.add_argument("--seed", type=raw, help=f"seed of the split, batches and perturbations (default {d.seed})")
-    p.add_argument("--task", type=str, help=f"{', '.join(TASKS)} (default {d.task})")
-    p.add_argument("--steps", type=raw, help=f"ZO steps (default {d.steps})")
+    from pezo.golden.methods.tasks import VISION_TASKS
+
+    p.add_argument("--task", type=str, help=f"text: {', '.join(TASKS)} (default {d.task}); digits: "
+                   f"{', '.join(VISION_TASKS)} (the seed methods' MLP)")
+    p.add_argument("--steps", type=raw, help=f"ZO steps, >= 1 (default {d.steps}" + (
+        "; --methods: 1000)" if sweep else "; --method other than mezo, or a digits task: 1000)"))
     p.add_argument("--trainable", type=str, help=f"{', '.join(trainable_choices())}: head, the last N layers + "
                    f"head, biases + LayerNorm + head, or everything (default {d.trainable})")
-    p.add_argument("--lr", type=num, help=f"learning rate (default {d.lr:g})")
+    p.add_argument("--lr", type=num, help=f"learning rate > 0 (default {d.lr:g}; the seed methods: "
+                   "each method's own)")
     p.add_argument("--eps", type=num, help=f"perturbation scale epsilon > 0 (default {d.eps:g})")
-    p.add_argument("--queries", type=raw, help=f"perturbations per step q (default {d.queries})")
+    p.add_argument("--queries", type=raw, help=f"perturbations per step q, >= 1 (default {d.queries})")
     p.add_argument("--weight-decay", type=num, help=f"MeZO weight decay, not on biases/LayerNorm "
                    f"(default {d.weight_decay:g})")
     p.add_argument("--mode", type=str, help=f"inplace (MeZO: +eps, -2eps, +eps in place) or stream (the FPGA's: "
                    f"perturbed weights read, never written) (default {d.mode})")
-    p.add_argument("--batch-size", type=raw, help=f"examples per ZO step (default {d.batch_size})")
+    p.add_argument("--batch-size", type=raw, help=f"examples per ZO step, >= 1 (default {d.batch_size})")
     p.add_argument("--head-init", type=str, help=f"{', '.join(HEAD_INITS)} (default {d.head_init})")
-    p.add_argument("--eval-every", type=raw, help=f"validation every N steps (default {d.eval_every})")
+    p.add_argument("--eval-every", type=raw, help=f"validation every N steps, >= 1 (default {d.eval_every})")
     p.add_argument("--max-length", type=raw, help=f"tokens per text (default {d.max_length})")
     if not sweep:
         p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095 = 2^12 - 1)")

@@ -202,3 +202,50 @@ def test_sigint_to_the_sweep_stops_its_workers(tmp_path):
             break
         time.sleep(0.2)
     assert leftover == "" and not (tmp_path / "s").exists(), leftover
+
+
+@pytest.mark.parametrize("command,needles", [
+    ("power", ["switching-activity proxy: toggles per cycle", "(default 4096)"]),
+    ("verilog", ["Write the Verilog of one design"]),
+    ("simulate", ["Run the cocotb testbench", "(default all)", "1..10000000"]),
+    ("sweep", ["--methods: 1000)"]),
+    ("train", ["digits-rot45"]),
+])
+def test_help_texts(command, needles, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in needles:
+        assert needle in text, (command, needle)
+    if command in ("verilog", "simulate"):
+        assert "engine-otf" not in text
+
+
+def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
+    """make run's last lines: a few rows, the full tables' path and the next commands (not five wide tables)."""
+    import pezo.boards.comparison as comparison
+
+    rows = [dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
+            for d, u, s, p in [("otf 32 x 14", "generator", "otf", 32), ("otf 32 x 8", "generator", "otf", 32),
+                               ("gaussian x 1024 (MeZO)", "generator", "gaussian", 133120),
+                               ("otf 32 x 14 stream", "stream", "otf", None),
+                               ("ZO engine 8x8 INT8 + otf stream", "engine", "engine-otf", None)]]
+    monkeypatch.setattr(comparison, "comparison_rows", lambda designs, **kw: rows)
+    monkeypatch.setattr(comparison, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
+    code, out, _ = run(["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out",
+                        str(tmp_path / "my report")], capsys)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 6 and max(len(x) for x in lines if "resources.md" not in x) < 120, out
+    assert "otf 32 x 8" not in out and "ZO engine" in out and f"'{tmp_path}/my report/resources.md'" in out
+    assert lines[-1].startswith("Next: .venv/bin/pezo --help") and "make test" in lines[-1]
+
+
+def test_build_hint_quotes_paths_and_names_the_pezo_that_runs(tmp_path, capsys, monkeypatch):
+    import shutil as sh
+
+    real_which = sh.which
+    monkeypatch.setattr(sh, "which", lambda name, *a, **k: None if name in ("pezo", "vivado") else real_which(name))
+    out = tmp_path / "my build"
+    code, text, _ = run(["build", "--out", str(out), "--no-vivado"], capsys)
+    assert code == 0 and f"cd '{out}' && bash build_top.sh" in text
+    assert "pezo report --vivado" in text and ".venv/bin/pezo" in text.splitlines()[-1]
