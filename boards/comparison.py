@@ -383,26 +383,39 @@ def write_tables(rows: list[dict], directory: Path) -> list[Path]:
 
 
 def plot_resources(rows: list[dict], path: Path) -> None:
-    """Bar chart (log scale) of LUT and FF per design, PeZO Table 6 beside."""
+    """LUT, FF, BRAM and DSP per design in four panels (one row per design, PeZO Table 6 below a line):
+    LUT and FF on a log axis from 1, BRAM and DSP linear; a zero is written as 0, never drawn as a bar."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [r["design"] + ("*" if r["extrapolated"] else "") for r in rows] + [
-        p["design"].split(":")[0] + ":\n" + p["design"].split(": ")[1] for p in PEZO_TABLE6]
-    luts = [r["LUT"] for r in rows] + [p["LUT"] for p in PEZO_TABLE6]
-    ffs = [r["FF"] for r in rows] + [p["FF"] for p in PEZO_TABLE6]
-    fig, ax = plt.subplots(figsize=(14, 5.5))
-    xs = range(len(labels))
-    ax.bar([x - 0.2 for x in xs], [max(v, 0.8) for v in luts], width=0.4, label="LUT")
-    ax.bar([x + 0.2 for x in xs], [max(v, 0.8) for v in ffs], width=0.4, label="FF")
-    ax.axvline(len(rows) - 0.5, color="grey", linestyle="--")
-    ax.text(len(rows) - 0.45, max(luts + ffs), "PeZO Table 6 (Vivado)", va="top", fontsize=8)
-    ax.set_yscale("log")
-    ax.set_xticks(list(xs), labels, rotation=40, ha="right", fontsize=7)
-    ax.set_ylabel("count (log)")
-    ax.set_title("Perturbation engines: pezo (Yosys xcup, out of context; * extrapolated) vs PeZO Table 6")
-    ax.legend()
+    labels = [r["design"] + ("*" if r.get("extrapolated") else "") for r in rows] + [
+        "PeZO: " + p["design"].split(": ")[-1] for p in PEZO_TABLE6]
+    values = {key: [r.get(key) or 0 for r in rows] + [p.get(key) or 0 for p in PEZO_TABLE6]
+              for key in ("LUT", "FF", "BRAM", "DSP")}
+    ys = list(range(len(labels)))[::-1]
+    fig, axes = plt.subplots(1, 4, figsize=(13, 0.32 * len(labels) + 1.6), sharey=True,
+                             gridspec_kw={"width_ratios": [3, 3, 1.3, 1.3]})
+    for ax, (key, vals) in zip(axes, values.items()):
+        log = key in ("LUT", "FF")
+        top = max(vals + [1])
+        for y, v in zip(ys, vals):
+            if v > 0:
+                ax.barh(y, v - 1 if log else v, left=1 if log else 0, height=0.7,
+                        color="C0" if y >= len(PEZO_TABLE6) else "C1")
+            ax.text(v if v > 0 else (1 if log else 0), y, f" {v:g}", va="center", fontsize=6.5)
+        if log:
+            ax.set_xscale("log")
+            ax.set_xlim(1, top * 12)
+        else:
+            ax.set_xlim(0, top * 1.45)
+        ax.set_title(f"{key}{' (log)' if log else ''}", fontsize=9)
+        ax.axhline(len(PEZO_TABLE6) - 0.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", linewidth=0.3)
+    axes[0].set_yticks(ys, labels, fontsize=7)
+    fig.suptitle("FPGA resources of pezo's designs (Yosys synth_xilinx xcup, out of context; * extrapolated) "
+                 "and PeZO Table 6 (Vivado, below the line)", fontsize=9.5)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=150)
     plt.close(fig)

@@ -249,3 +249,22 @@ def test_build_hint_quotes_paths_and_names_the_pezo_that_runs(tmp_path, capsys, 
     code, text, _ = run(["build", "--out", str(out), "--no-vivado"], capsys)
     assert code == 0 and f"cd '{out}' && bash build_top.sh" in text
     assert "pezo report --vivado" in text and ".venv/bin/pezo" in text.splitlines()[-1]
+
+
+def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from pezo.boards.comparison import plot_resources
+
+    figures = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    rows = [dict(design="otf scale LUT", LUT=0, FF=0, BRAM=1, DSP=0), dict(design="engine", LUT=2946, FF=3287,
+                                                                              BRAM=9, DSP=72)]
+    plot_resources(rows, tmp_path / "r.png")
+    fig = figures[0]
+    assert [ax.get_title() for ax in fig.axes] == ["LUT (log)", "FF (log)", "BRAM", "DSP"]
+    assert "Perturbation engines" not in fig._suptitle.get_text()
+    for ax in fig.axes[:2]:
+        assert ax.get_xlim()[0] == 1 and all(bar.get_x() >= 1 and bar.get_width() > 0 for bar in ax.patches)
+    assert len(fig.axes[3].patches) == 1  # the engine's 72 DSP; zeros are written, not drawn
+    assert (tmp_path / "r.png").stat().st_size > 10_000
