@@ -62,7 +62,7 @@ def _check_training_inputs(config) -> None:
         # a prime dimension: checks the options, not a divisibility the real d may not have
         make_sampler(config.family, 1_000_003, seed=config.seed + 1, **dict(config.family_options))
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise option_error(exc, TRAIN_FIELDS, TRAIN_FIELDS) from None
 
 
 def cmd_train(args) -> int:

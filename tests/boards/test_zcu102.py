@@ -139,7 +139,7 @@ def test_pezo_build_without_vivado_prints_what_to_run(tmp_path, capsys, monkeypa
     (["build", "--strategy", "otf", "--pool-size", "1023"], "--pool-size applies to --strategy pregen only, not otf"),
     (["build", "--strategy", "pregen", "--n-rngs", "8"], "--n-rngs applies to --strategy otf only, not pregen"),
     (["build", "--saif", "/nonexistent.saif"], "--saif /nonexistent.saif: no such file"),
-    (["build", "--rng-bits", "20"], "rng_bits must be in 3..16 for the scale LUT"),
+    (["build", "--rng-bits", "20"], "--rng-bits must be in 3..16 for the scale LUT"),
     (["build", "--out", "/proc/pezo"], "is not writable"),
     (["build", "--rewind"], "--rewind does not apply to pezo build"),
 ])
@@ -180,7 +180,7 @@ def test_pezo_power_writes_a_saif_that_pezo_build_reads(tmp_path, capsys, requir
 @pytest.mark.parametrize("argv,needle", [
     (["power", "--perturb-dim", "100000"], "perturb_dim must be in 1..65536 for the activity run"),
     (["power", "--steps", "0"], "steps must be an integer in 1..100"),
-    (["power", "--saif", "/nonexistent/x.saif"], "must be a file in an existing directory"),
+    (["power", "--saif", "/nonexistent/x.saif"], "the directory /nonexistent does not exist"),
 ])
 def test_pezo_power_bad_input(argv, needle, capsys):
     code, out, err = run(argv, capsys)

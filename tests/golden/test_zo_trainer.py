@@ -82,9 +82,9 @@ def test_same_seed_same_result_and_json_contract(capsys):
     (["--eps=-1e-3"], "eps must be"),
     (["--steps", "0"], "steps must be"),
     (["--trainable", "last9"], "trainable must be one of"),
-    (["--family", "pezo-otf", "--pool-size", "255"], "pool_size"),
-    (["--family", "pezo-otf", "--n-rngs", "0"], "n_rngs"),
-    (["--family", "pezo-pregen", "--pool-size", "0"], "pool_size"),
+    (["--family", "pezo-otf", "--pool-size", "255"], "pool-size"),
+    (["--family", "pezo-otf", "--n-rngs", "0"], "n-rngs"),
+    (["--family", "pezo-pregen", "--pool-size", "0"], "pool-size"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
     assert main(["train", "--quiet", *argv]) == 2
