@@ -58,8 +58,9 @@ LOSS_LATENCY = 5
 hinge term, row sum, accumulate."""
 G_LATENCY = 2
 """Registers between the final losses and g: the difference (and half of the shift), then the shift."""
-LOGIT_READ_LATENCY = 2
-"""Host logit reads: ``logit`` and ``logit_q`` are registered, two cycles after the address."""
+LOGIT_READ_LATENCY = 3
+"""Host logit reads: ``logit`` and ``logit_q`` are registered, three cycles after the address (memory,
+lane select, requantisation: the block RAM's clock-to-out is not followed by logic in the same cycle)."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY
 
@@ -358,13 +359,14 @@ class NetEngine(ConfigComponent):
         m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
                      y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
-        row, shift = Signal(range(R)), Signal.like(self.requant_shift)
-        m.d.sync += [row.eq(self.logit_example % R), shift.eq(self.requant_shift)]
+        # read: address -> memory row -> the example's lane (registered) -> requantise (registered)
+        row, shift, shift2 = Signal(range(R)), Signal.like(self.requant_shift), Signal.like(self.requant_shift)
+        m.d.sync += [row.eq(self.logit_example % R), shift.eq(self.requant_shift), shift2.eq(shift)]
         m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
                                    + self.logit_output)
         chosen = Signal(signed(ACC_BITS))
-        m.d.comb += chosen.eq(l_read.data[row])
-        m.d.sync += [self.logit.eq(chosen), self.logit_q.eq(requantize(m, chosen, shift, "logit_requant"))]
+        m.d.sync += chosen.eq(l_read.data[row])
+        m.d.sync += [self.logit.eq(chosen), self.logit_q.eq(requantize(m, chosen, shift2, "logit_requant"))]
         return m
 
     def _bias(self, m, cfg, pe, layer, o):
