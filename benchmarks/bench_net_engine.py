@@ -1,6 +1,8 @@
 """Co-simulation of the network engine on real data: ``pezo sim engine --net N --loss L --strategy S
 --simulator SIM --steps 20 --json`` for both nets x both strategies x both simulators (on-chip loss), plus
-the host-loss mode and the run without double buffering. Writes ``OUT/sim.json`` (every CLI object),
+the host-loss mode and the run without double buffering, at ``--batch`` (default 16, so the 20 steps of
+rt-mlp stay minutes on Icarus), plus digits-mlp at the trainer's batch 128 with and without double buffering
+on Verilator. Writes ``OUT/sim.json`` (every CLI object),
 ``OUT/sim.md`` and ``OUT/sim.csv``.
 
     .venv/bin/python benchmarks/bench_net_engine.py [--steps 20] [--out benchmarks/results/engine_net]
@@ -15,24 +17,27 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUNS = [(net, "on-chip", strategy, sim, True) for net in ("digits-mlp", "rt-mlp") for strategy in ("otf", "pregen")
-        for sim in ("verilator", "icarus")]
-RUNS += [(net, "on-chip", "otf", "verilator", False) for net in ("digits-mlp", "rt-mlp")]
-RUNS += [(net, "host", "otf", "verilator", True) for net in ("digits-mlp", "rt-mlp")]
-COLUMNS = ("net", "loss", "strategy", "simulator", "overlap", "match", "steps", "cycles_per_step", "cycle_bound",
+RUNS = [(net, "on-chip", strategy, sim, True, None) for net in ("digits-mlp", "rt-mlp")
+        for strategy in ("otf", "pregen") for sim in ("verilator", "icarus")]
+RUNS += [(net, "on-chip", "otf", "verilator", False, None) for net in ("digits-mlp", "rt-mlp")]
+RUNS += [(net, "host", "otf", "verilator", True, None) for net in ("digits-mlp", "rt-mlp")]
+RUNS += [("digits-mlp", "on-chip", "otf", "verilator", overlap, 128) for overlap in (True, False)]
+"""(net, loss, strategy, simulator, double buffering, batch or None for ``--batch``)"""
+COLUMNS = ("net", "loss", "strategy", "simulator", "overlap", "batch", "match", "steps", "cycles_per_step", "cycle_bound",
            "cycle_ratio", "busy_cycle_ratio", "mac_utilisation", "load_hidden", "test_s")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=16, help="engine batch of the main rows (default 16)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/engine_net"))
     args = ap.parse_args()
     pezo = str(Path(sys.executable).with_name("pezo"))
     results = []
-    for net, loss, strategy, sim, overlap in RUNS:
+    for net, loss, strategy, sim, overlap, batch in RUNS:
         cmd = [pezo, "sim", "engine", "--net", net, "--loss", loss, "--strategy", strategy, "--simulator", sim,
-               "--steps", str(args.steps), "--json"] + ([] if overlap else ["--no-overlap"])
+               "--steps", str(args.steps), "--batch", str(batch or args.batch), "--json"] + ([] if overlap else ["--no-overlap"])
         print(" ".join(cmd[1:]), file=sys.stderr, flush=True)
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode not in (0, 1):
