@@ -1,0 +1,53 @@
+"""The engine top's register/window map (``golden.board_map``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pezo.golden.board_map import (BEAT_BYTES, STEP_LOG_DEPTH, WINDOW_NAMES, BoardMap, engine_registers)
+from pezo.golden.engine.nets import net_config
+
+
+@pytest.mark.parametrize("net,array", [("digits-mlp", {"batch": 16}), ("rt-mlp", {"rows": 1, "cols": 64, "batch": 256}),
+                                       ("digits-mlp", {"rows": 4, "cols": 16, "batch": 24})])
+def test_windows_fit_their_slots_and_do_not_overlap(net, array):
+    m = BoardMap(net_config(net, **array))
+    cfg = m.config
+    bases = [w.base for w in m.windows]
+    assert [w.name for w in m.windows] == list(WINDOW_NAMES)
+    assert bases == [i * m.slot for i in range(len(WINDOW_NAMES))] and m.slot >= 4096
+    assert all(w.size <= m.slot for w in m.windows) and len(m.windows) * m.slot <= 1 << m.addr_width
+    assert m.window("weights").size == cfg.weights
+    # the last byte of the last example and the last logit entry are inside their windows
+    assert m.x_offset(cfg.batch - 1) + cfg.inputs - 1 < m.window("x").base + m.window("x").size
+    last = m.logit_offset(1, 1, cfg.batch - 1, cfg.outputs - 1)
+    assert m.window("logits").base <= last < m.window("logits").base + m.window("logits").size
+    assert m.step_offset(STEP_LOG_DEPTH) == m.step_offset(0) == m.window("steps").base
+    assert m.label_offset(3) - m.label_offset(2) == BEAT_BYTES
+
+
+def test_registers_are_word_aligned_and_unique_and_the_descriptions_name_them():
+    regs = engine_registers()
+    assert len({r.offset for r in regs}) == len(regs) and all(r.offset < 0x1000 for r in regs)
+    m = BoardMap(net_config("digits-mlp", batch=16))
+    header = m.c_header()
+    for r in regs:
+        assert f"#define PEZO_REG_{r.name:<16} 0x{r.offset:03X}u" in header
+    for w in m.windows:
+        assert f"#define PEZO_WIN_{w.name.upper():<8} 0x{w.base:08X}u" in header
+    described = json.loads(m.to_json())
+    assert [r["name"] for r in described["registers"]] == [r.name for r in regs]
+    assert described["windows"][4]["name"] == "logits" and described["slot"] == m.slot
+    assert m.shape_word() == 8 | 8 << 8 | 3 << 16 and m.batch_word() == 16 | 10 << 16
+    assert m.register("STATUS") == 0x14
+
+
+def test_bad_configs_name_the_field():
+    with pytest.raises(ValueError, match="cols must be a power of two >= 8"):
+        BoardMap(net_config("digits-mlp", rows=8, cols=4, batch=16))
+    with pytest.raises(ValueError, match="config must be a NetConfig"):
+        BoardMap("digits-mlp")
+    with pytest.raises(ValueError, match="window must be one of"):
+        BoardMap(net_config("digits-mlp", batch=16)).window("nope")
