@@ -42,7 +42,8 @@ each, window ``i`` at ``i * slot``; 8-byte "entries" are one beat):
 * ``labels`` (w): label of example b in the low byte of entry b.
 * ``biases`` (w, idle only, nets with a bias): the int32 bias of global output o in the low word of entry o.
 * ``logits`` (r): entry ``((bank * 2 + pass) * example_stride + b) * output_stride + o``: the int32 logit in
-  the low word, its requantisation by REQUANT_SHIFT (int8, sign-extended) in the high word.
+  the low word, its requantisation by REQUANT_SHIFT (int8, sign-extended) in the high word. A row's
+  padding (o >= outputs) reads 0, so one burst reads the rows of a pass; examples >= batch are unmapped.
 * ``steps`` (r): the step log, ``STEP_LOG_DEPTH`` records of 4 entries, record ``k % depth`` for the k-th
   step (0-based) of a TRAIN: L+ (u48), L- (u48), g (sign-extended), logit bank.
 

@@ -1,0 +1,82 @@
+"""The board transport (``pezo.driver.mmap_bus``) on a temporary file standing in for /dev/mem -- NOT the
+board: it checks the access code path (offsets, 32-bit register and 64-bit window accesses, the
+driver's byte layouts), not the hardware behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import mmap
+
+import numpy as np
+import pytest
+
+from pezo.driver.engine import BusError, EngineDriver
+from pezo.driver.mmap_bus import MmapBus
+from pezo.golden.board_map import BoardMap
+from pezo.golden.engine.nets import net_config
+from pezo.golden.host import HOST_ID
+
+REGS_BASE = 4 * mmap.PAGESIZE  # offsets inside the stand-in file, as physical addresses would be
+
+
+@pytest.fixture
+def fake_mem(tmp_path):
+    """A file the size of the register page plus the AXI4 windows, standing in for /dev/mem."""
+    bmap = BoardMap(net_config("digits-mlp", batch=16))
+    windows_base = REGS_BASE + mmap.PAGESIZE
+    path = tmp_path / "not-the-board-devmem"
+    path.write_bytes(bytes(windows_base + (1 << bmap.addr_width)))
+    bus = MmapBus(str(path), REGS_BASE, windows_base, 1 << bmap.addr_width)
+    yield bmap, bus, path, windows_base
+    bus.close()
+
+
+def test_registers_are_32_bit_words_at_their_offsets(fake_mem):
+    bmap, bus, path, _ = fake_mem
+    assert asyncio.run(bus.write32(bmap.register("STEPS"), 0x1_2345_6789)) == 0
+    assert asyncio.run(bus.read32(bmap.register("STEPS"))) == (0x2345_6789, 0)
+    raw = path.read_bytes()
+    offset = REGS_BASE + bmap.register("STEPS")
+    assert raw[offset:offset + 4] == (0x2345_6789).to_bytes(4, "little")
+
+
+def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
+    bmap, bus, path, windows_base = fake_mem
+    cfg = bmap.config
+    driver = EngineDriver(bus, bmap)
+    rng = np.random.default_rng(3)
+    flat = rng.integers(-127, 128, size=cfg.weights)
+    asyncio.run(driver.load_weights(flat))
+    assert np.array_equal(asyncio.run(driver.read_weights()), flat)
+    x, y = rng.integers(-128, 128, size=(cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, size=cfg.batch)
+    assert asyncio.run(driver.write_batch(x, y))
+    raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+    example = windows_base + bmap.x_offset(5)
+    assert np.array_equal(raw[example:example + cfg.inputs].astype(np.int8), x[5])
+    label = windows_base + bmap.label_offset(7)
+    assert int.from_bytes(bytes(raw[label:label + 8]), "little") == y[7]
+    # a step record and a logit row placed in the "memory" read back through the driver's decoding
+    record = np.array([123456789012, 5, (-3) & (2 ** 64 - 1), 1], dtype="<u8").tobytes()
+    asyncio.run(bus.write_burst(bmap.step_offset(70), record))
+    got = asyncio.run(driver.read_step(70 - 64))
+    assert (got.loss_plus, got.loss_minus, got.g, got.bank) == (123456789012, 5, -3, 1)
+    entries = np.zeros((cfg.batch, bmap.output_stride, 2), dtype="<i4")
+    entries[2, 3] = (-77, -1)
+    asyncio.run(bus.write_burst(bmap.logit_offset(1, 1, 0), entries.tobytes()))
+    logits, quant = asyncio.run(driver.read_logits(1, passes=(1,)))
+    assert logits[0, 2, 3] == -77 and quant[0, 2, 3] == -1 and np.count_nonzero(logits) == 1
+
+
+def test_a_file_that_is_no_engine_is_refused_and_bad_arguments_name_the_parameter(fake_mem, tmp_path):
+    bmap, bus, _, _ = fake_mem
+    with pytest.raises(BusError, match=f"ID 0x0 \\(expected {HOST_ID:#x}\\)"):
+        asyncio.run(EngineDriver(bus, bmap).check_identity())
+    with pytest.raises(ValueError, match="addr must be 8-byte aligned"):
+        asyncio.run(bus.write_burst(4, bytes(8)))
+    with pytest.raises(ValueError, match="data must be whole 64-bit beats"):
+        asyncio.run(bus.write_burst(0, bytes(5)))
+    with pytest.raises(ValueError, match="regs_base must be a non-negative multiple of the page size"):
+        MmapBus(str(tmp_path / "x"), 100, 0, 8)
+    with pytest.raises(ValueError, match="weights must hold"):
+        asyncio.run(EngineDriver(bus, bmap).load_weights([1, 2, 3]))
+    assert not bus.irq
