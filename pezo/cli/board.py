@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 from pezo.cli.args import CLIError, raw
 from pezo.golden.config import cache_dir
@@ -112,3 +113,74 @@ def cmd_sim_board(args) -> int:
         for line in result["mismatches"]:
             print(f"  {line}")
     return 0 if result["match"] else 1
+
+
+DESIGNS = ("stream", "engine")
+ENGINE_BUILD_OPTIONS = ("n_rngs", "pool_bits", "lanes", "banks", "perturb_dim", "saif", "rewind")
+"""Options of the stream design that an engine build does not take."""
+STREAM_BUILD_OPTIONS = ("net", "batch", "rows", "cols")
+
+
+def add_build_args(p: argparse.ArgumentParser) -> None:
+    """``pezo build``'s design options (the engine top)."""
+    p.add_argument("--design", choices=DESIGNS, default="stream", help="stream (the perturbation stream behind "
+                   "AXI4-Lite, default) or engine (the network engine behind AXI4-Lite + AXI4 windows + irq: the "
+                   "on-device trainer)")
+    p.add_argument("--net", choices=NET_NAMES, help="with --design engine: the network (default digits-mlp)")
+    p.add_argument("--batch", type=raw, help="with --design engine: examples per step (default: the trainer's 128)")
+    p.add_argument("--rows", type=raw, help="with --design engine: R (default 8)")
+    p.add_argument("--cols", type=raw, help="with --design engine: C, a power of two >= 8 (default 8)")
+
+
+def check_build_design(args) -> None:
+    """One error for an option that does not apply to the chosen design."""
+    given = lambda name: getattr(args, name, None) not in (None, False)  # noqa: E731
+    if args.design not in DESIGNS:
+        raise CLIError(f"--design must be one of {', '.join(DESIGNS)}, got {args.design!r}")
+    wrong = [n for n in (ENGINE_BUILD_OPTIONS if args.design == "engine" else STREAM_BUILD_OPTIONS) if given(n)]
+    if wrong:
+        raise CLIError(f"--{wrong[0].replace('_', '-')} does not apply to --design {args.design}")
+
+
+def engine_build_config(args):
+    """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
+    from pezo.cli.net import net_train_config
+    from pezo.golden.board_map import check_board_config
+
+    if args.board != "zcu102":
+        raise CLIError(f"--design engine is built for --board zcu102 only, got {args.board!r}")
+    if args.strategy not in (None, "otf", "pregen"):
+        raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
+    fields = argparse.Namespace(net=args.net or "digits-mlp", strategy=args.strategy or "otf", loss=None,
+                                rows=args.rows, cols=args.cols, batch=args.batch, eps_shift=args.eps_shift,
+                                stream_seed=args.seed, rng_bits=args.rng_bits, pool_size=args.pool_size)
+    net = net_train_config(fields).net_config
+    try:
+        check_board_config(net)
+    except ValueError as exc:
+        raise CLIError(f"--{exc}") from None
+    return net
+
+
+def cmd_build_engine(args, out_default: Path) -> int:
+    """Write the ZCU102 engine design (``pezo.boards.zcu102_engine``); Vivado as the stream design."""
+    from pezo.boards.zcu102_engine import addresses, write_engine_design
+    from pezo.cli.output import staged_output
+
+    check_build_design(args)
+    net = engine_build_config(args)
+    out = args.out or out_default / f"zcu102-engine-{net.name}-{net.strategy}"
+    with staged_output(out, args.force, {"command": "build", "design": "engine", "config": net.to_dict()},
+                       strict=True) as staging:
+        files = write_engine_design(net, staging.path)
+    where = addresses(net)
+    print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(files)}")
+    print(f"engine top of {net.name} ({net.rows}x{net.cols}, batch {net.batch}, {net.strategy}): registers at "
+          f"{where['regs_base']:#x}, windows at {where['windows_base']:#x} ({where['windows_size']:#x} bytes), "
+          "irq on pl_ps_irq0")
+    print("next: Vivado (2021.1 or later) writes the bitstream, then on the board (PYNQ/PetaLinux, root):\n"
+          f"  cd {out} && bash build_top.sh\n"
+          f"  scp -r {out} root@zcu102:design   # with top.bit and a pezo checkout (pip install -e . --no-deps)\n"
+          "  fpgautil -b design/top.bit          # or: echo top.bit > /sys/class/fpga_manager/fpga0/firmware\n"
+          "  python3 -m pezo.driver --design design --steps 100 --json")
+    return 0

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from pezo.boards.vivado import read_vivado_run
+from pezo.cli import board
 from pezo.cli.args import CLIError, pezo_command, raw
 from pezo.cli.generator import _add_generator_args, _config, _design_name
 from pezo.cli.output import check_new_file, quoted, staged_output
@@ -43,6 +44,9 @@ def cmd_build(args) -> int:
     boards = (*BOARDS, ULX3S_BOARD)
     if args.board not in boards:
         raise CLIError(f"board must be one of {', '.join(boards)}, got {args.board!r}")
+    board.check_build_design(args)
+    if args.design == "engine":
+        return board.cmd_build_engine(args, DEFAULT_BUILD_OUT)
     if args.board == ULX3S_BOARD:
         return _build_ulx3s(args)
     if args.rewind:
@@ -214,6 +218,7 @@ def add_parsers(sub) -> None:
                    "must be empty or absent unless --force")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument("--no-vivado", action="store_true", help="only write the files, even if Vivado is on PATH")
+    board.add_build_args(p)
     p.set_defaults(func=cmd_build)
 
     add_report_parser(sub)

@@ -18,3 +18,28 @@ def test_bad_input_is_one_line(argv, message, capsys):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
 
+
+
+def test_build_engine_writes_the_design_and_refuses_an_existing_run(tmp_path, capsys):
+    out = tmp_path / "engine"
+    assert main(["build", "--design", "engine", "--net", "digits-mlp", "--batch", "16", "--out", str(out)]) == 0
+    assert {"top.v", "top.tcl", "config.json", "pezo_regs.h", "pezo_example.c"} <= {p.name for p in out.iterdir()}
+    assert "python3 -m pezo.driver --design" in capsys.readouterr().out
+    (out / "top.bit").write_text("a Vivado run")
+    assert main(["build", "--design", "engine", "--batch", "16", "--out", str(out)]) == 2
+    assert "is not empty" in capsys.readouterr().err and (out / "top.bit").read_text() == "a Vivado run"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--design", "engine", "--n-rngs", "7"], "--n-rngs does not apply to --design engine"),
+    (["--net", "rt-mlp"], "--net does not apply to --design stream"),
+    (["--design", "engine", "--strategy", "gaussian"], "--strategy must be otf or pregen with --design engine"),
+    (["--design", "engine", "--cols", "4"], "--cols must be a power of two >= 8"),
+    (["--design", "engine", "--board", "ulx3s-85f"], "--design engine is built for --board zcu102 only"),
+    (["--design", "board"], "invalid choice: 'board'"),
+])
+def test_build_engine_bad_input(argv, message, tmp_path, capsys):
+    assert main(["build", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x").exists()

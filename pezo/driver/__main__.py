@@ -1,0 +1,106 @@
+"""On the board: ``python -m pezo.driver --design DIR [--steps N] [--uio /dev/uioN] [--json]`` runs the
+training job of ``pezo sim board`` on the engine top through ``/dev/mem`` (``pezo.driver.mmap_bus``):
+DIR is what ``pezo build --design engine`` wrote (its ``config.json`` gives the map and the physical
+addresses). The job: the trainer's data and initial weights (``golden.zo.int8_net``, seed ``--seed``),
+N steps of TRAIN with double-buffered batches, then the trained weights; golden runs the same steps on
+the CPU and ``match`` says whether every step's losses, g, logits and the final weights are equal.
+Needs root (or a /dev/mem with access) and the bitstream loaded (e.g. ``fpgautil -b top.bit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pezo.driver.engine import BusError, EngineDriver
+from pezo.driver.mmap_bus import MmapBus
+from pezo.golden.board_map import BoardMap
+from pezo.golden.engine.network import NetConfig, NetEngine
+
+
+def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
+    """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net)."""
+    from pezo.golden.zo.int8_head import batch_schedule
+    from pezo.golden.zo.int8_net import NetTrainConfig, init_weights, load_data
+
+    train = NetTrainConfig(net=config.name, strategy=config.strategy, rows=config.rows, cols=config.cols,
+                           batch=config.batch, eps_shift=config.eps_shift, rng_bits=config.rng_bits,
+                           stream_seed=config.seed, pool_size=config.pool_size, pool_bits=config.pool_bits,
+                           seed=seed, g_mode=g_mode)
+    if train.net_config != config:
+        raise ValueError("the design's engine is not a preset net of the trainer (pezo build --design engine --net N)")
+    data = load_data(train)
+    schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+    weights, _ = init_weights(train, data.x["train"])
+    return (data.x["train"][schedule], data.y["train"][schedule], np.concatenate([w.ravel() for w in weights]),
+            train.loss_config)
+
+
+async def run(driver: EngineDriver, xs, ys, flat, loss) -> dict:
+    await driver.check_identity()
+    model = NetEngine(driver.config, flat)
+    await driver.load_weights(model.flat)
+    started = time.perf_counter()
+    result = await driver.train(xs, ys, loss)
+    seconds = time.perf_counter() - started
+    final = await driver.read_weights()
+    bad = []
+    for k, (x, y, got) in enumerate(zip(xs, ys, result.steps)):
+        want = model.train_step(x, y, loss)
+        if (got.loss_plus, got.loss_minus, got.g) != (want.loss_plus, want.loss_minus, want.g):
+            bad.append(f"step {k}: losses/g {got.loss_plus, got.loss_minus, got.g} != golden "
+                       f"{want.loss_plus, want.loss_minus, want.g}")
+        elif got.logits_intact and not (np.array_equal(got.logits[0], want.logits_plus)
+                                        and np.array_equal(got.logits[1], want.logits_minus)):
+            bad.append(f"step {k}: logits differ from golden")
+    if not np.array_equal(final, model.flat):
+        bad.append("final weights differ from golden")
+    return {"match": not bad, "mismatches": bad[:10], "steps": len(xs), "seconds_per_step": seconds / len(xs),
+            "engine_cycles_per_step": result.engine_cycles / len(xs), "cycle_bound": driver.config.cycle_bound(),
+            "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
+            "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus], "design": "engine"}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pezo.driver", description=__doc__.split("\n\n")[0])
+    p.add_argument("--design", type=Path, required=True, help="the directory pezo build --design engine wrote")
+    p.add_argument("--steps", type=int, default=100, help="ZO steps, 1..65535 (default 100)")
+    p.add_argument("--seed", type=int, default=1, help="data split, initial weights and batch order (default 1)")
+    p.add_argument("--mem", default="/dev/mem", help="the memory device (default /dev/mem)")
+    p.add_argument("--uio", help="a UIO device of the engine's interrupt (default: poll STATUS)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    try:
+        described = json.loads((args.design / "config.json").read_text())
+        if described.get("design") != "engine":
+            raise ValueError(f"{args.design}/config.json is not an engine design (pezo build --design engine)")
+        config = NetConfig.from_dict(described["map"]["config"])
+        if not 1 <= args.steps < 1 << 16:
+            raise ValueError(f"--steps must be in 1..65535, got {args.steps}")
+        xs, ys, flat, loss = job(config, args.steps, args.seed)
+        bus = MmapBus(args.mem, described["regs_base"], described["windows_base"], described["windows_size"],
+                      uio=args.uio)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"pezo.driver: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = asyncio.run(run(EngineDriver(bus, BoardMap(config)), xs, ys, flat, loss))
+    except BusError as exc:
+        print(f"pezo.driver: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        bus.close()
+    print(json.dumps(result, indent=2) if args.json else
+          f"{'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} steps; "
+          f"{1e3 * result['seconds_per_step']:.3f} ms/step; loss {result['loss_first']} -> {result['loss_last']}")
+    return 0 if result["match"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
