@@ -5,11 +5,11 @@
 
 run:
 	@bash scripts/setup.sh
-	@if [ -e build/zcu102-otf ]; then \
-	  echo "build/zcu102-otf exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --force"; \
-	else .venv/bin/pezo build --out build/zcu102-otf; fi
+	@if [ -e build/zcu102-engine ]; then \
+	  echo "build/zcu102-engine exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --design engine --force"; \
+	else .venv/bin/pezo build --design engine --out build/zcu102-engine; fi
 	@.venv/bin/pezo report --out build/report --brief
-	@echo "ZCU102 design: build/zcu102-otf/ (with Vivado: cd build/zcu102-otf && bash build_top.sh)"
+	@echo "ZCU102 design (the on-device trainer): build/zcu102-engine/ (with Vivado: cd build/zcu102-engine && bash build_top.sh); the stream-only top: .venv/bin/pezo build --design stream"
 
 test:
 	@bash scripts/setup.sh --test

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -178,9 +180,52 @@ def cmd_build_engine(args, out_default: Path) -> int:
     print(f"engine top of {net.name} ({net.rows}x{net.cols}, batch {net.batch}, {net.strategy}): registers at "
           f"{where['regs_base']:#x}, windows at {where['windows_base']:#x} ({where['windows_size']:#x} bytes), "
           "irq on pl_ps_irq0")
+    vivado = shutil.which("vivado")
+    if vivado is not None and not args.no_vivado:
+        from pezo.boards.vivado import read_vivado_run
+
+        print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
+        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
+        result = read_vivado_run(out)
+        print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP")
     print("next: Vivado (2021.1 or later) writes the bitstream, then on the board (PYNQ/PetaLinux, root):\n"
           f"  cd {out} && bash build_top.sh\n"
           f"  scp -r {out} root@zcu102:design   # with top.bit and a pezo checkout (pip install -e . --no-deps)\n"
           "  fpgautil -b design/top.bit          # or: echo top.bit > /sys/class/fpga_manager/fpga0/firmware\n"
           "  python3 -m pezo.driver --design design --steps 100 --json")
+    return 0
+
+
+def cmd_report_board(args, strategy: str) -> int:
+    """``pezo report --strategy engine-S --unit board [--net N]``: Yosys resources of the engine top of the
+    network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
+    AXI overhead is the difference; default net digits-mlp)."""
+    from pezo.boards.board_report import RESOURCE_KEYS, board_report
+    from pezo.golden.board_map import check_board_config
+    from pezo.golden.engine.nets import net_config
+
+    fields = {f: getattr(args, f) for f in ("seed", "eps_shift", "rng_bits", "pool_size", "pool_bits")
+              if getattr(args, f, None) is not None}
+    for field, only in (("rng_bits", "otf"), ("pool_size", "pregen"), ("pool_bits", "pregen")):
+        if field in fields and strategy != only:
+            raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
+    try:
+        net = check_board_config(net_config(args.net or "digits-mlp", strategy=strategy, **fields))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if not args.json:
+        print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)
+    result = board_report(net, use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"engine top of {net.name} ({', '.join(result['layers'])}), {net.rows}x{net.cols}, batch {net.batch}, "
+          f"{net.strategy} - {result['tool']}")
+    for key in RESOURCE_KEYS:
+        extra = f"   (engine alone {result['engine_only'][key]}, AXI {result['axi_overhead'][key]:+d})" \
+            if "engine_only" in result and key in result["engine_only"] else ""
+        print(f"  {key:<7}{result[key]:>8}{extra}")
     return 0

@@ -81,6 +81,10 @@ def _report_engine(args) -> int:
 
     strategy = ENGINE_STRATEGIES[args.strategy]
     other = [f for f in _given(args) if f != "strategy" and f not in ENGINE_REPORT_FIELDS]
+    if args.unit == "board" and not other:  # the engine top (pezo.cli.board)
+        from pezo.cli.board import cmd_report_board
+
+        return cmd_report_board(args, strategy)
     if args.unit is not None or other:
         bad = "--unit" if args.unit is not None else "--" + other[0].replace("_", "-")
         raise CLIError(f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "

@@ -43,3 +43,9 @@ def test_build_engine_bad_input(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "x").exists()
+
+
+def test_report_board_bad_input_is_one_line(capsys):
+    assert main(["report", "--strategy", "engine-pregen", "--unit", "board", "--rng-bits", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "--rng-bits applies to --strategy engine-otf only" in err and err.count("\n") == 1, err
