@@ -10,7 +10,8 @@ reaches a bank (the next inferences see the batches that were accepted).
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON; ``PEZO_EXPECT_LOSS``: what
 golden is told, to prove a mismatch is caught), ``PEZO_ENGINE_DATA``
-(npz: xs, labels, weights, optional biases_<layer>), ``PEZO_RESULT``. The result JSON is written before
+(npz: xs, labels, weights, optional biases_<layer>), ``PEZO_USE_IRQ`` (1: the driver waits on ``irq``, 0: it
+polls STATUS), ``PEZO_RESULT``. The result JSON is written before
 the test fails, so the caller can report ``match``.
 """
 
@@ -144,7 +145,8 @@ async def engine_top_trains_like_golden(dut):
             mismatches.append(f"AXI4 {name} failed")
 
     bus.busy = 0
-    run = await driver.train(xs, labels, loss, read_logits=True)
+    use_irq = os.environ.get("PEZO_USE_IRQ", "1") == "1"
+    run = await driver.train(xs, labels, loss, read_logits=True, use_irq=use_irq)
     bus_cycles = bus.busy
     steps = len(xs)
     if len(run.steps) != steps:
@@ -173,7 +175,7 @@ async def engine_top_trains_like_golden(dut):
               "engine_cycles_per_step": run.engine_cycles / steps, "wait_cycles": run.wait_cycles,
               "logit_steps_checked": steps - stale, "records": records, "slverr": errors, "queue": queue, "protocol": protocol,
               "final_weights_nonzero": int(np.count_nonzero(final)), "test_seconds": time.perf_counter() - started,
-              "bus_transfers": bus.transfers}
+              "bus_transfers": bus.transfers, "use_irq": use_irq}
     with open(os.environ["PEZO_RESULT"], "w") as f:
         json.dump(result, f, indent=2)
     dut._log.info("engine top: match %s, %.1f cycles/step", result["match"], result["cycles_per_step"])

@@ -255,11 +255,12 @@ def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir:
 
 
 def run_board(config, loss, xs, labels, weights, simulator: str, build_dir: Path, biases=None,
-              expect_loss=None) -> dict:
+              expect_loss=None, use_irq: bool = True) -> dict:
     """Run ``sim.board_tb`` on ``hw.engine_top.EngineTop(config)``: the driver (``pezo.driver.engine``)
     trains ``len(xs)`` steps through AXI on ``simulator``. Returns the testbench's result plus build/test
     times; a mismatch returns ``match`` False instead of raising, other failures raise. ``expect_loss``
-    (default ``loss``) is what the golden side is told (to prove a mismatch is caught)."""
+    (default ``loss``) is what the golden side is told (to prove a mismatch is caught). ``use_irq``: the
+    driver waits on the interrupt line (else it polls STATUS, as the mmap transport without UIO does)."""
     import dataclasses
 
     import numpy as np
@@ -277,7 +278,7 @@ def run_board(config, loss, xs, labels, weights, simulator: str, build_dir: Path
     np.savez(data_file, **arrays)
     env = {"PEZO_NET": config.to_json(), "PEZO_LOSS": json.dumps(dataclasses.asdict(loss)),
            "PEZO_EXPECT_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
-           "PEZO_ENGINE_DATA": str(data_file), "PEZO_RESULT": str(result_file)}
+           "PEZO_ENGINE_DATA": str(data_file), "PEZO_RESULT": str(result_file), "PEZO_USE_IRQ": "1" if use_irq else "0"}
     try:
         timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.board_tb",
                             simulator=simulator, build_dir=build_dir, extra_env=env)
