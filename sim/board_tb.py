@@ -5,8 +5,9 @@ every step's losses, g and logits, the final weights and plain inference, bit fo
 Also checked: the identification registers; SLVERR for an unmapped register, an address in no window,
 a write to the logit window, a read of the x window, a WRAP burst; narrow write beats, FIXED reads,
 reads and writes with R and B stalled by the master; a batch written while the engine runs lands in the
-free bank (OKAY) and one written while no bank is free is refused (SLVERR, STATUS.ERROR) and never
-reaches a bank (the next inferences see the batches that were accepted).
+free bank (OKAY), one written while no bank is free is refused (SLVERR, STATUS.ERROR) and never
+reaches a bank (the next inferences see the batches that were accepted), and weight accesses while it
+runs are refused (SLVERR; the weights stay).
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON; ``PEZO_EXPECT_LOSS``: what
 golden is told, to prove a mismatch is caught), ``PEZO_ENGINE_DATA``
@@ -97,6 +98,9 @@ async def _queue_checks(driver: EngineDriver, model: NetEngine, xs, labels, mism
     b_ok = await driver.write_batch(xs[b], labels[b])
     await driver.push()
     c_ok = await driver.write_batch(xs[c][::-1], labels[c])  # a different batch, refused
+    base = driver.map.window("weights").base
+    weights_busy = (await driver.bus.write_burst(base, bytes(8)) == RESP_SLVERR
+                    and (await driver.bus.read_burst(base, 8))[1] == RESP_SLVERR)
     status = await driver.status()
     busy_after = status["busy"]
     await driver.wait_done()
@@ -110,7 +114,9 @@ async def _queue_checks(driver: EngineDriver, model: NetEngine, xs, labels, mism
     error_cleared = not (await driver.status())["error"]
     _compare(mismatches, "inference of batch C (after the refused write)", await driver.infer(xs[c], labels[c]),
              model.infer(xs[c]))
+    _compare(mismatches, "weights after the refused write while busy", await driver.read_weights(), model.flat)
     return {"written_while_busy": bool(busy_before and busy_after), "free_bank_write_ok": bool(b_ok),
+            "weights_refused_while_busy": bool(weights_busy),
             "full_queue_write_refused": not c_ok, "error_bit_set": bool(error_set),
             "error_bit_cleared": bool(error_cleared)}
 
