@@ -5,12 +5,15 @@ with the engine alone already synthesised (cached), also the AXI overhead (top -
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 from amaranth.back import verilog
 
 from pezo.boards.report import NET_ENGINE_TOP, _cached_synthesis, is_cached, source_hash
 from pezo.boards.synth import TOOL
+from pezo.golden import board_map
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine_top import EngineTop
@@ -22,7 +25,8 @@ RESOURCE_KEYS = ("LUT", "FF", "BRAM", "DSP", "CARRY", "LUTRAM", "SRL")
 def board_report(config: NetConfig, use_cache: bool = True) -> dict:
     """Synthesize the engine top of ``config``; integer LUT, FF, BRAM, DSP (the CLI contract) and the rest."""
     bmap = BoardMap(config)
-    key = json.dumps({"engine_top": config.to_dict(), "source": source_hash()}, sort_keys=True)
+    map_source = hashlib.sha256(Path(board_map.__file__).read_bytes()).hexdigest()  # not in CIRCUIT_SOURCES
+    key = json.dumps({"engine_top": config.to_dict(), "source": source_hash(), "map": map_source}, sort_keys=True)
     resources = _cached_synthesis(key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP,
                                                                           emit_src=False), use_cache)
     out = {"strategy": f"engine-{config.strategy}", "unit": "board", "design": "engine top (AXI4-Lite + AXI4 + engine)",

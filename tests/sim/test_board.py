@@ -15,8 +15,8 @@ STEPS = 10
 LOSS = LossConfig(mode="sign", margin=4096, g_lr=1 << 16)
 
 
-def _job(steps: int, seed: int = 1):
-    cfg = net_config("digits-mlp", batch=16)
+def _job(steps: int, seed: int = 1, **array):
+    cfg = net_config("digits-mlp", batch=16, **array)
     rng = np.random.default_rng(seed)
     xs = rng.integers(-128, 128, size=(steps, cfg.batch, cfg.inputs))
     ys = rng.integers(0, cfg.outputs, size=(steps, cfg.batch))
@@ -52,3 +52,13 @@ def test_a_wrong_golden_side_is_caught(require_simulator, sim_build):
     r = run_board(cfg, LOSS, xs, ys, weights, "icarus", sim_build / "board-wrong" / "icarus",
                   expect_loss=LossConfig(mode="sign", margin=4095, g_lr=1 << 16))
     assert not r["match"] and any("loss" in m for m in r["mismatches"]), r["mismatches"]
+
+
+@pytest.mark.rtl
+def test_engine_words_of_two_beats(require_simulator, sim_build):
+    """cols = 16: an engine word is two 64-bit beats (weights and x assemble, narrow beats, reads select)."""
+    require_simulator("verilator")
+    cfg, xs, ys, weights = _job(3, seed=3, rows=4, cols=16)
+    r = run_board(cfg, LOSS, xs, ys, weights, "verilator", sim_build / "board-4x16" / "verilator")
+    assert r["match"], r["mismatches"]
+    assert all(r["protocol"].values()) and all(r["queue"].values()), (r["protocol"], r["queue"])
