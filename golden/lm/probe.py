@@ -42,3 +42,27 @@ def fit_linear_probe(x: np.ndarray, labels: np.ndarray, classes: int, scale: flo
                       options={"maxiter": max_iter})
     w = result.x
     return w[:classes * h].reshape(classes, h).astype(np.float32), w[classes * h:].astype(np.float32)
+
+
+#: The documented L2 grid the probe baselines search on the validation split (never test).
+L2_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-3, 3, 13))
+
+
+def fit_linear_probe_val(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
+                         classes: int, grid: tuple[float, ...] = L2_GRID, scale: float = 20.0,
+                         max_iter: int = 500) -> tuple[np.ndarray, np.ndarray, float]:
+    """(W, b, l2): the probe whose ``l2`` (from ``grid``) scores best on the validation split.
+
+    Ties go to the larger ``l2`` (the simpler model). The test split is never seen here.
+    """
+    if not grid:
+        raise ValueError("grid must be non-empty")
+    x_val = np.asarray(x_val, dtype=np.float64)
+    y_val = np.asarray(y_val, dtype=np.int64)
+    best = None
+    for l2 in sorted(grid):
+        w, b = fit_linear_probe(x_train, y_train, classes, scale=scale, l2=l2, max_iter=max_iter)
+        acc = float(((x_val @ w.T + b).argmax(axis=1) == y_val).mean())
+        if best is None or acc >= best[0]:
+            best = (acc, w, b, float(l2))
+    return best[1], best[2], best[3]

@@ -35,7 +35,7 @@ from pezo.golden.engine.int8 import exponent_for, matmul, quantize
 from pezo.golden.engine.zo_engine import G_MAX, G_MIN, EngineConfig, ZOEngine, g_to_fixed
 from pezo.golden.lm.data import few_shot_split, load_task
 from pezo.golden.lm.minilm import load_minilm, model_dir
-from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 
 EMBED_MAX_LENGTH = 64
@@ -227,7 +227,9 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
         "config": {**config.to_dict(), "engine": config.engine.to_dict()}, "weights": best_w.tolist(),
     }
     if probe:
-        w, b = fit_linear_probe(task.float_x["train"], task.y["train"], task.classes)
+        # L2 chosen on the validation split (golden.lm.probe.L2_GRID), as ZO picks its checkpoint there
+        w, b, summary["float_probe_l2"] = fit_linear_probe_val(task.float_x["train"], task.y["train"],
+                                                               task.float_x["val"], task.y["val"], task.classes)
         summary["float_probe_test_accuracy"] = float(
             ((task.float_x["test"] @ w.T + b).argmax(axis=1) == task.y["test"]).mean())
         summary["gap_points"] = 100 * (summary["float_probe_test_accuracy"] - summary["test_accuracy"])

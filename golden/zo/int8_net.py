@@ -78,7 +78,7 @@ from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
 from pezo.golden.engine.network import Layer, NetConfig, NetEngine
 from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS, g_to_fixed
-from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import make_sampler
 from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule
@@ -476,7 +476,9 @@ def float_probe(data: NetData) -> dict:
     """The float linear probe (``golden.lm.probe``, as ``train_int8``) on the same training shots
     (fitted once per data object)."""
     if data.probe_accuracy is None:
-        w, b = fit_linear_probe(data.float_x["train"], data.y["train"], data.classes)
+        # L2 chosen on the validation split (golden.lm.probe.L2_GRID), never on test
+        w, b, _ = fit_linear_probe_val(data.float_x["train"], data.y["train"], data.float_x["val"],
+                                       data.y["val"], data.classes)
         data.probe_accuracy = float(((data.float_x["test"] @ w.T + b).argmax(axis=1) == data.y["test"]).mean())
     return {"float_probe_test_accuracy": data.probe_accuracy}
 
