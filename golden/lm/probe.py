@@ -45,7 +45,7 @@ def fit_linear_probe(x: np.ndarray, labels: np.ndarray, classes: int, scale: flo
 
 
 #: The documented L2 grid the probe baselines search on the validation split (never test).
-L2_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-3, 3, 13))
+L2_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-3, 5, 17))
 
 
 def fit_linear_probe_val(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,

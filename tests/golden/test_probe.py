@@ -16,7 +16,7 @@ def _task(seed, n, h=40, noise=3.0):
 
 
 def test_the_grid_is_a_documented_logspace_around_one():
-    assert len(L2_GRID) == 13 and min(L2_GRID) == pytest.approx(1e-3) and max(L2_GRID) == pytest.approx(1e3)
+    assert len(L2_GRID) == 17 and min(L2_GRID) == pytest.approx(1e-3) and max(L2_GRID) == pytest.approx(1e5)
     assert 1.0 in [round(v, 9) for v in L2_GRID]
 
 
