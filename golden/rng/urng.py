@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import math
+import warnings
 
 import numpy as np
 
@@ -85,6 +86,13 @@ class URNGArray:
             raise ValueError(f"config must be a PerturbConfig, got {type(config).__name__}")
         self.config = config
         self.rotate = rotate
+        if rotate:
+            full = math.lcm(config.n_rngs, config.lfsr_period)
+            count = distinct_combinations(config)
+            if count < full:
+                warnings.warn(f"seed {config.seed}: the phases collapse the rotating {config.n_rngs} x "
+                              f"{config.rng_bits} array to {count} distinct combinations, not "
+                              f"lcm(n, 2^b-1) = {full}; choose another seed", RuntimeWarning, stacklevel=2)
         self.reset_snapshot = URNGSnapshot(initial_states(config), 0)
         self.load(self.reset_snapshot)
         self._shadow = self.reset_snapshot

@@ -192,3 +192,20 @@ def test_when_n_divides_the_period_rotation_gains_nothing(n, bits):
     assert period % n == 0
     with_rotation = count_distinct_combinations(cfg, rotate=True)
     assert with_rotation == distinct_combinations(cfg) <= period
+
+
+def test_a_seed_whose_phases_collapse_the_combination_count_warns():
+    import math
+    import warnings
+
+    import pytest
+
+    from pezo.golden.rng.urng import URNGArray, count_distinct_combinations, distinct_combinations
+
+    cfg = PerturbConfig(n_rngs=3, rng_bits=4, seed=3)
+    with pytest.warns(RuntimeWarning, match="collapse"):
+        assert distinct_combinations(cfg) == count_distinct_combinations(cfg) == 5 < math.lcm(3, 15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        URNGArray(PerturbConfig(n_rngs=32, rng_bits=14))
+        URNGArray(cfg, rotate=False)
