@@ -107,13 +107,17 @@ def aggregate(results: list[dict]) -> list[dict]:
     return rows
 
 
-def _pct(mean, std) -> str:
-    return "-" if mean is None else f"{100 * mean:.1f} ± {100 * std:.1f}"
+def _pct(mean, std, seeds: int = 2) -> str:
+    """``mean ± std`` in percent; one seed has no spread, so its cell is the value alone (never ``± 0.0``)."""
+    if mean is None:
+        return "-"
+    return f"{100 * mean:.1f}" if seeds < 2 else f"{100 * mean:.1f} ± {100 * std:.1f}"
 
 
 def markdown(rows: list[dict], base) -> str:
     lines = [f"Seed methods compared ({base.steps} steps, batch {base.batch_size}, MLP hidden "
-             f"{list(base.hidden)}, family {base.family or 'each method’s own'}); mean ± std over seeds.", "",
+             f"{list(base.hidden)}, family {base.family or 'each method’s own'}); "
+             f"{'one seed (no spread)' if all(len(r['seeds']) < 2 for r in rows) else 'mean ± std over seeds'}.", "",
              "| task | method | test acc % | start % | forward passes | fwd-equivalents | memory KiB | "
              "int/float sign agree % |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -121,7 +125,7 @@ def markdown(rows: list[dict], base) -> str:
             lines.append(f"| {r['task']} | {r['label']} | error: {r['error']} | | | | | |")
             continue
         agree = "-" if r["sign_agreement"] is None else f"{100 * r['sign_agreement']:.1f}"
-        lines.append(f"| {r['task']} | {r['label']} | {_pct(r['test_accuracy'], r['test_accuracy_std'])} | "
+        lines.append(f"| {r['task']} | {r['label']} | {_pct(r['test_accuracy'], r['test_accuracy_std'], len(r['seeds']))} | "
                      f"{100 * r['start_accuracy']:.1f} | {r['forward_passes']:,} | {r['forward_equivalents']:,.0f} | "
                      f"{r['memory_bytes'] / 1024:.1f} | {agree} |")
     lines += ["", "Memory: " + "; ".join(sorted({f"{r['label'].split()[0]}: {r['memory_formula']}"

@@ -191,6 +191,7 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     start_test = task.accuracy("test", engine.weights)
     best_step, best_w = 0, engine.weights.copy()
     losses, saturated_g, history = [], 0, [(0, best_val)]
+    first_saturated = None  # the first step (1-based) whose g hit the Q8.16 limit
     bar = None
     if progress:
         from tqdm import tqdm
@@ -201,6 +202,8 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
         lp, lm = engine.forward_zo(task.x["train"][rows])
         g, loss_plus, loss_minus = update_scale(lp, lm, task.y["train"][rows], config, task.act_exponent)
         saturated_g += g in (G_MIN, G_MAX)
+        if g in (G_MIN, G_MAX) and first_saturated is None:
+            first_saturated = step + 1
         engine.update(g)
         losses.append(0.5 * (loss_plus + loss_minus))
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
@@ -215,12 +218,14 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     if bar is not None:
         bar.close()
     summary = {
-        "task": config.task, "shots": config.shots, "seed": config.seed, "steps": config.steps,
+        "task": config.task, "shots": config.shots, "seed": config.seed, "split_seed": config.seed,
+        "steps": config.steps,
         "strategy": config.engine.strategy, "test_accuracy": task.accuracy("test", best_w),
         "final_test_accuracy": task.accuracy("test", engine.weights), "start_accuracy": start_test,
         "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
         "val_history": history, "train_loss_start": float(np.mean(losses[:50])),
         "train_loss_end": float(np.mean(losses[-50:])), "g_saturated_steps": int(saturated_g),
+        "g_saturated_first_step": first_saturated,
         "act_exponent": task.act_exponent, "weight_exponent": config.weight_exponent,
         "weight_range": [int(best_w.min()), int(best_w.max())], "seconds_per_step": seconds / config.steps,
         "train_size": int(len(task.y["train"])), "test_size": int(len(task.y["test"])),

@@ -416,6 +416,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     best_step, best_w = 0, engine.flat.copy()
     curve = [{"step": 0, "forward_passes": 0, "val_accuracy": start_val, "train_loss": None}]
     losses, zero_g, saturated_g = [], 0, 0
+    first_saturated = None  # the first step (1-based) whose g hit the Q8.16 limit
     bar = _bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.strategy}")
     seconds = 0.0
     for step, rows in enumerate(schedule):
@@ -434,6 +435,8 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
             losses.append(0.5 * (l_plus + l_minus))
         zero_g += g == 0
         saturated_g += g in (G_MIN, G_MAX)
+        if g in (G_MIN, G_MAX) and first_saturated is None:
+            first_saturated = step + 1
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             val = engine_accuracy(engine, data.x["val"], data.y["val"])
             curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
@@ -450,7 +453,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     engine.load_weights(best_w)
     summary = {
         "net": config.net, "loss": config.loss, "g_mode": config.g_mode if config.loss == "on-chip" else "host",
-        "strategy": config.strategy, "seed": config.seed, "steps": config.steps,
+        "strategy": config.strategy, "seed": config.seed, "split_seed": config.seed, "steps": config.steps,
         "test_accuracy": engine_accuracy(engine, data.x["test"], data.y["test"]),
         "start_accuracy": start_test, "final_test_accuracy": final_test,
         "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
@@ -458,6 +461,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
         "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
         "zero_g_steps": int(zero_g), "g_saturated_steps": int(saturated_g),
+        "g_saturated_first_step": first_saturated,
         "act_exponent": data.act_exponent, "logit_exponent": logit_exponent(net, data.act_exponent),
         "shifts": [l.shift for l in net.layers[:-1]], "weights": net.weights,
         "weight_range": [int(best_w.min()), int(best_w.max())],

@@ -168,13 +168,22 @@ def aggregate(results: list[dict]) -> list[dict]:
     return rows
 
 
-def _pct(mean, std) -> str:
-    return f"{100 * mean:.1f} ± {100 * std:.1f}"
+def _pct(mean, std, seeds: int = 2) -> str:
+    """``mean ± std`` in percent; one seed has no spread, so its cell is the value alone (never ``± 0.0``)."""
+    return f"{100 * mean:.1f}" if seeds < 2 else f"{100 * mean:.1f} ± {100 * std:.1f}"
+
+
+def _spread(rows) -> str:
+    """The table caption's 'over seeds' phrase: the seed count, or that one seed has no spread."""
+    counts = {len(r["seeds"]) for r in rows if "error" not in r}
+    if counts == {1}:
+        return "one seed (no spread)"
+    return f"mean ± std over {'/'.join(map(str, sorted(counts)))} seeds" if counts else "mean ± std over seeds"
 
 
 def table3_markdown(rows, base) -> str:
     shots = sorted({r["shots"] for r in rows if r["experiment"] == "table3"})
-    lines = [f"Test accuracy (%) after {base.steps} ZO steps, mean ± std over seeds; task {base.task}, "
+    lines = [f"Test accuracy (%) after {base.steps} ZO steps, {_spread(rows)}; task {base.task}, "
              f"trainable {base.trainable}, lr {base.lr:g}, eps {base.eps:g}, batch {base.batch_size}.", "",
              "| family | " + " | ".join(f"k={k}" for k in shots) + " | start (k=" + "/".join(map(str, shots)) + ") |",
              "|---|" + "---|" * (len(shots) + 1)]
@@ -183,7 +192,8 @@ def table3_markdown(rows, base) -> str:
         for k in shots:
             match = [r for r in rows if r["experiment"] == "table3" and r["family"] == family and r["shots"] == k]
             match = [r for r in match if "error" not in r]
-            cells.append(_pct(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"]) if match else "-")
+            cells.append(_pct(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"], len(match[0]["seeds"]))
+                         if match else "-")
             starts.append(f"{100 * match[0]['start_accuracy_mean']:.1f}" if match else "-")
         lines.append(f"| {family} | " + " | ".join(cells) + f" | {' / '.join(starts)} |")
     return "\n".join(lines) + "\n"
@@ -196,10 +206,12 @@ def figure_markdown(rows, experiment: str) -> str:
         if r["experiment"] == experiment and "error" in r:
             lines.append(f"| {r['label']} | {r['family']} | {r['shots']} | refused: {r['error']} | - | - |")
         elif r["experiment"] == experiment:
+            seeds = len(r["seeds"])
+            loss = f"{r['train_loss_end_mean']:.4f}" + ("" if seeds < 2 else f" ± {r['train_loss_end_std']:.4f}")
+            distinct = r["distinct_perturbations"]
             lines.append(f"| {r['label']} | {r['family']} | {r['shots']} | "
-                         f"{_pct(r['test_accuracy_mean'], r['test_accuracy_std'])} | "
-                         f"{r['train_loss_end_mean']:.4f} ± {r['train_loss_end_std']:.4f} | "
-                         f"{r['distinct_perturbations'] if r['distinct_perturbations'] is not None else '-'} |")
+                         f"{_pct(r['test_accuracy_mean'], r['test_accuracy_std'], seeds)} | {loss} | "
+                         f"{distinct if distinct is not None else '-'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -45,17 +45,20 @@ def int_list(text: str) -> list:
 
 def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
     """A config's ValueError in the user's words: Python field names (``n_rngs``) become the options the user
-    types (``--n-rngs``), and a blamed option the user did not give is said to be a default."""
+    types (``--n-rngs``), and a blamed option the user did not give is said to be a default. ``fields`` is a
+    list of field names (option = ``--`` + the name with dashes) or a dict field -> option where they differ
+    (``{"seed": "--split-seed"}``)."""
+    options = dict(fields) if isinstance(fields, dict) else {f: "--" + f.replace("_", "-") for f in fields}
     message = str(exc)
-    for field in sorted(fields, key=len, reverse=True):
-        option = "--" + field.replace("_", "-")
+    for field in sorted(options, key=len, reverse=True):
+        option = options[field]
         if "_" in field:
             message = re.sub(rf"(?<![\w-]){field}(?![\w])", option, message)
         elif re.match(rf"{field}\b", message):
             message = option + message[len(field):]
-    blamed = re.match(r"--([\w-]+)", message)
-    if blamed and blamed.group(1).replace("-", "_") in fields and blamed.group(1).replace("-", "_") not in given:
-        field = blamed.group(1).replace("-", "_")
+    blamed = re.match(r"--[\w-]+", message)
+    field = {option: f for f, option in options.items()}.get(blamed.group()) if blamed else None
+    if field is not None and field not in given:
         default = getattr(defaults, field, None) if defaults is not None else None
         message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
                     if default is not None else f" ({blamed.group()} was not given: its default does not fit)")

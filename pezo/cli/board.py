@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from pezo.cli.args import CLIError, raw
+from pezo.cli.net import add_split_seed_arg
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
@@ -37,7 +38,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
     b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
     b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
-    b.add_argument("--seed", type=raw, help="data split, initial weights and batch order (default 1)")
+    add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
     b.add_argument("--json", action="store_true", help="print one JSON object (match, steps, cycles_per_step, "
                    "bus_cycles_per_step, cycle_bound, cycle_ratio, simulator, design)")
     b.set_defaults(func=cmd_sim_board, loss=None, pool_size=None, rng_bits=None)
@@ -87,7 +88,7 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
         "mismatch_count": r["mismatch_count"],
         "loss_first": r["records"][0] if r["records"] else None,
         "loss_last": r["records"][-1] if r["records"] else None, "bus_transfers": r["bus_transfers"],
-        "build_s": r.get("build_s"), "test_s": r.get("test_s"),
+        "build_s": r.get("build_s"), "test_s": r.get("test_s"), "split_seed": train.seed,
     }
 
 

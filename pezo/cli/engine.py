@@ -8,8 +8,9 @@ import hashlib
 import json
 import sys
 
-from pezo.cli.args import CLIError, num, raw
-from pezo.cli.net import add_net_args, check_mode, cmd_train_int8_net, net_sim_result, net_train_config, print_sim
+from pezo.cli.args import CLIError, num, option_error, raw
+from pezo.cli.net import (add_net_args, add_split_seed_arg, check_mode, check_saturation, check_seed_option,
+                          cmd_train_int8_net, net_sim_result, net_train_config, print_sim)
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule, train_int8
@@ -29,7 +30,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
     p.add_argument("--pool-size", type=raw, help=f"pregen: pool values N (default {d.pool_size})")
     p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
-    p.add_argument("--seed", type=raw, help=f"seed of the split and the batch order (default {t.seed})")
+    add_split_seed_arg(p, f"seed of the data split and the batch order (default {t.seed})")
     p.add_argument("--lr", type=num, help=f"MeZO learning rate on the real weights (default {t.lr:g})")
     p.add_argument("--weight-exponent", type=raw, help=f"weight LSB = 2^E (default {t.weight_exponent})")
 
@@ -38,34 +39,45 @@ def _train_defaults():
     return Int8TrainConfig()
 
 
+ENGINE_OPTIONS = {"rows": "--rows", "cols": "--cols", "batch": "--batch", "eps_shift": "--eps-shift",
+                  "seed": "--stream-seed", "rng_bits": "--rng-bits", "pool_size": "--pool-size"}
+"""EngineConfig field -> the option that sets it (its ``seed`` is the stream's: ``--stream-seed``)."""
+TRAIN_OPTIONS = {"shots": "--shots", "seed": "--split-seed", "lr": "--lr", "weight_exponent": "--weight-exponent",
+                 "eval_every": "--eval-every", "steps": "--steps"}
+"""Int8TrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
+
+
 def int8_config(args, steps: int | None = None):
-    """The ``Int8TrainConfig`` (with its ``EngineConfig``) of the options; one error line per bad field."""
+    """The ``Int8TrainConfig`` (with its ``EngineConfig``) of the options; one error line per bad field, in the
+    options' names."""
+    check_seed_option(args)
     engine_fields = {"strategy": args.strategy}
-    for option, field in (("rows", "rows"), ("cols", "cols"), ("batch", "batch"), ("eps_shift", "eps_shift"),
-                          ("stream_seed", "seed"), ("rng_bits", "rng_bits"), ("pool_size", "pool_size")):
-        value = getattr(args, option, None)
+    for field, option in ENGINE_OPTIONS.items():
+        value = getattr(args, option[2:].replace("-", "_"), None)
         if value is not None:
             engine_fields[field] = value
     if args.strategy != "pregen" and args.pool_size is not None:
         raise CLIError("--pool-size applies to --strategy pregen only")
     if args.strategy != "otf" and args.rng_bits is not None:
         raise CLIError("--rng-bits applies to --strategy otf only")
-    fields = {}
-    for name in ("shots", "seed", "lr", "weight_exponent", "eval_every"):
-        value = getattr(args, name, None)
-        if value is not None:
-            fields[name] = value
-    if steps is not None:
-        fields["steps"] = steps
     try:
-        return Int8TrainConfig(engine=EngineConfig(**engine_fields), **fields)
+        engine = EngineConfig(**engine_fields)
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise option_error(exc, ENGINE_OPTIONS, engine_fields, EngineConfig()) from None
+    fields = {}
+    for field, option in TRAIN_OPTIONS.items():
+        value = getattr(args, option[2:].replace("-", "_"), None) if field != "steps" else steps
+        if value is not None:
+            fields[field] = value
+    try:
+        return Int8TrainConfig(engine=engine, **fields)
+    except ValueError as exc:
+        raise option_error(exc, TRAIN_OPTIONS, fields, Int8TrainConfig()) from None
 
 
 def _check_steps(steps, hi: int) -> int:
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= hi:
-        raise CLIError(f"steps must be an integer in 1..{hi}, got {steps!r}")
+        raise CLIError(f"--steps must be an integer in 1..{hi}, got {steps!r}")
     return steps
 
 
@@ -100,7 +112,8 @@ def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
         "final_weight_range": r["final_weight_range"],
         "loss_first": sum(r["losses"][0]) / 2, "loss_last": sum(r["losses"][-1]) / 2,
         "array": f"{engine.rows}x{engine.cols}", "macs": engine.macs, "weights": engine.weights,
-        "task": train.task, "shots": train.shots, "seed": train.seed, "act_exponent": task.act_exponent,
+        "task": train.task, "shots": train.shots, "seed": train.seed, "split_seed": train.seed,
+        "act_exponent": task.act_exponent,
         "build_s": r.get("build_s"), "test_s": r.get("test_s"),
         "config": {**train.to_dict(), "engine": engine.to_dict()},
     }
@@ -149,11 +162,13 @@ def cmd_train_int8(args) -> int:
     train = int8_config(args, steps=_check_steps(args.steps, 10_000_000) if args.steps is not None else None)
     task = _load_task(train, ("train", "val", "test"))
     result = train_int8(train, progress=not args.quiet, task=task)
+    check_saturation(result, f"--lr {train.lr:g} is too large for 2^{train.weight_exponent} weight LSBs"
+                     + ("" if args.lr is not None else " (the default)"))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"INT8 ZO ({train.engine.strategy}, engine {train.engine.rows}x{train.engine.cols}) on {train.task}, "
-          f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, seed {train.seed}")
+          f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, split seed {train.seed}")
     print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
           f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "
           f"(INT8 ZO {-result['gap_points']:+.1f} points against it)")

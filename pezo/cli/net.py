@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from pezo.cli.args import CLIError, num, raw
+from pezo.cli.args import CLIError, num, option_error, raw
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
@@ -18,6 +18,10 @@ LOSS_CHOICES = ("on-chip", "host")
 HEAD_ONLY = ("weight_exponent",)
 """Options of the head engine that a --net run does not take."""
 NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap")
+NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
+    "rows", "cols", "batch", "eps_shift", "stream_seed", "rng_bits", "pool_size", "shots", "lr", "g_mode", "margin",
+    "g_lr", "g_shift", "eval_every", "steps")} | {"seed": "--split-seed"}
+"""NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
 def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
@@ -33,6 +37,21 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
     if sim:
         p.add_argument("--no-overlap", action="store_true", help="with --net: load each batch while the engine "
                        "waits (the comparison without double buffering)")
+
+
+def add_split_seed_arg(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--split-seed`` (the data: split, initial weights, batch order). ``--seed`` names the LFSR / pool master
+    seed in ``build`` and ``report``; here it is refused with one line naming both seeds, never reinterpreted."""
+    p.add_argument("--split-seed", type=raw, help=help_text)
+    p.add_argument("--seed", dest="ambiguous_seed", help=argparse.SUPPRESS)
+
+
+def check_seed_option(args) -> None:
+    """One error for ``--seed`` where it would be ambiguous (see ``add_split_seed_arg``)."""
+    if getattr(args, "ambiguous_seed", None) is not None:
+        stream = " or --stream-seed (the LFSR / pool master seed)" if hasattr(args, "stream_seed") else ""
+        raise CLIError(f"--seed is ambiguous here: give --split-seed (the data split, initial weights and batch "
+                       f"order){stream}; in build and report --seed is the LFSR / pool master seed")
 
 
 def check_mode(args) -> None:
@@ -52,15 +71,12 @@ def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options; one error line per bad field."""
     from pezo.golden.zo.int8_net import NetTrainConfig
 
+    check_seed_option(args)
     fields = {"net": args.net, "strategy": args.strategy}
     if args.loss is not None:
         fields["loss"] = args.loss
-    for option, field in (("rows", "rows"), ("cols", "cols"), ("batch", "batch"), ("eps_shift", "eps_shift"),
-                          ("stream_seed", "stream_seed"), ("rng_bits", "rng_bits"), ("pool_size", "pool_size"),
-                          ("shots", "shots"), ("seed", "seed"), ("lr", "lr"), ("g_mode", "g_mode"),
-                          ("margin", "margin"), ("g_lr", "g_lr"), ("g_shift", "g_shift"),
-                          ("eval_every", "eval_every")):
-        value = getattr(args, option, None)
+    for field, option in NET_TRAIN_OPTIONS.items():
+        value = getattr(args, option[2:].replace("-", "_"), None) if field != "steps" else steps
         if value is not None:
             fields[field] = value
     if args.strategy != "pregen" and args.pool_size is not None:
@@ -69,12 +85,11 @@ def net_train_config(args, steps: int | None = None):
         raise CLIError("--rng-bits applies to --strategy otf only")
     if fields.get("loss", "on-chip") == "host" and any(getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
-    if steps is not None:
-        fields["steps"] = steps
     try:
         return NetTrainConfig(**fields)
     except ValueError as exc:
-        raise CLIError(str(exc).replace("_", "-") if "must" in str(exc) else str(exc)) from None
+        raise option_error(exc, {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
+                           fields, NetTrainConfig(net=args.net)) from None
 
 
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
@@ -110,7 +125,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         "loss_last": records[-1] if records else None, "final_weights_nonzero": r["final_weights_nonzero"],
         "final_weight_range": r["final_weight_range"], "array": f"{net.rows}x{net.cols}", "batch": net.batch,
         "weights": net.weights, "layers": [l.describe() for l in net.layers], "build_s": r.get("build_s"),
-        "test_s": r.get("test_s"), "config": train.to_dict(),
+        "test_s": r.get("test_s"), "seed": train.seed, "split_seed": train.seed, "config": train.to_dict(),
     }
 
 
@@ -124,6 +139,25 @@ def print_sim(result: dict) -> None:
         print(f"  {line}")
 
 
+def check_saturation(result: dict, cause: str) -> None:
+    """The integer trainers cannot overflow, they saturate: a run whose g hit the Q8.16 limit in more than half
+    of its steps has diverged in the integer sense (the weights are driven to the int8 rails). One line naming
+    the first such step and the likely cause, exit 2, instead of a result that looks like training."""
+    saturated, steps = result["g_saturated_steps"], result["steps"]
+    if 2 * saturated > steps:
+        raise CLIError(f"training diverged: g hit the Q8.16 limit in {saturated} of {steps} steps (first at step "
+                       f"{result['g_saturated_first_step']}), driving the int8 weights to their rails; likely "
+                       f"cause: {cause}")
+
+
+def _saturation_cause(args, train) -> str:
+    if train.loss == "host":
+        return f"--lr {train.lr:g} is too large" + ("" if args.lr is not None else " (the default)")
+    if train.g_mode == "sign":
+        return f"--g-lr {train.g_lr} is too large (its range is 1..8388607, the Q8.16 limit)"
+    return f"--g-shift {train.g_shift} is too small"
+
+
 def cmd_train_int8_net(args, steps) -> int:
     from pezo.golden.zo.int8_net import train_int8_net
 
@@ -132,11 +166,12 @@ def cmd_train_int8_net(args, steps) -> int:
         result = train_int8_net(train, progress=not args.quiet)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    check_saturation(result, _saturation_cause(args, train))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
-          f"{'s' if result['steps'] != 1 else ''}, seed {train.seed}", file=sys.stdout)
+          f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}", file=sys.stdout)
     print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
           f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step")
     return 0

@@ -48,7 +48,22 @@ BAD_INPUTS = [
     (["build", "--out", ".", "--no-vivado"], "is the current directory or one of its parents"),
     (["verilog", "--out", ".."], "is the current directory or one of its parents"),
     (["report", "--out", "/"], "is the current directory or one of its parents"),
+    # one meaning per option name: --seed is the LFSR / pool seed in build and report, never the data split
+    (["train-int8", "--seed", "3"], "--seed is ambiguous here: give --split-seed"),
+    (["sim", "engine", "--net", "digits-mlp", "--seed", "3"], "or --stream-seed (the LFSR / pool master seed)"),
+    (["sim", "board", "--seed", "3"], "--seed is ambiguous here: give --split-seed"),
+    (["train-int8", "--net", "digits-mlp", "--split-seed", "0"], "--split-seed must be in 1..16383, got 0"),
+    (["sim", "board", "--split-seed", "0"], "--split-seed must be in 1..16383, got 0"),
+    (["train-int8", "--stream-seed", "0"], "--stream-seed must be in 1..16383, got 0"),
+    (["train-int8", "--rows", "0"], "--rows must be in 1..64, got 0"),
+    (["train-int8", "--net", "digits-mlp", "--eps-shift", "99"], "--eps-shift must be in 0..24, got 99"),
+    (["train-int8", "--net", "rt-mlp", "--g-lr", "0"], "--g-lr must be in 1..8388607, got 0"),
+    (["train-int8", "--eval-every", "0"], "--eval-every must be in 1..10000000, got 0"),
+    (["sim", "engine", "--steps", "0"], "--steps must be an integer in 1..10000, got 0"),
     # diverging training: the step and the likely cause
+    (["train-int8", "--net", "digits-mlp", "--loss", "host", "--lr", "1e6", "--steps", "20", "--quiet"],
+     "training diverged: g hit the Q8.16 limit in 20 of 20 steps (first at step 1), driving the int8 weights to "
+     "their rails; likely cause: --lr 1e+06 is too large"),
     (["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
      "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30"),
     (["train", "--task", "digits", "--eps", "1e30", "--steps", "20", "--quiet"],
@@ -56,6 +71,22 @@ BAD_INPUTS = [
     (["train", "--task", "digits", "--method", "sign-m-spsa", "--lr", "1e30", "--steps", "20", "--quiet"],
      "training diverged (a value overflowed)"),
 ]
+
+
+def test_one_seed_has_no_spread():
+    """A table over one seed shows the value alone, never "± 0.0"; two seeds show mean ± std."""
+    from pezo.golden.methods import sweep as methods_sweep
+    from pezo.golden.zo import sweeps
+
+    assert sweeps._pct(0.5, 0.0, 1) == "50.0" and sweeps._pct(0.5, 0.01, 2) == "50.0 ± 1.0"
+    assert methods_sweep._pct(0.5, 0.0, 1) == "50.0" and methods_sweep._pct(None, None, 1) == "-"
+    row = {"experiment": "fig3", "label": "n=4", "family": "pezo-otf", "shots": 16, "seeds": [1],
+           "test_accuracy_mean": 0.5, "test_accuracy_std": 0.0, "train_loss_end_mean": 0.7, "train_loss_end_std": 0.0,
+           "distinct_perturbations": None}
+    line = sweeps.figure_markdown([row], "fig3").splitlines()[-1]
+    assert "±" not in line and "| 50.0 | 0.7000 |" in line
+    assert "±" in sweeps.figure_markdown([{**row, "seeds": [1, 2]}], "fig3")
+    assert sweeps._spread([row]) == "one seed (no spread)"
 
 
 def run(argv, capsys):
