@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from pezo.boards.board_report import board_report
 from pezo.boards.power import power_proxy
 from pezo.boards.report import PEZO_TABLE6, TOOL, engine_report, grng_lut_estimate, pool_bram18_minimum, report
 from pezo.boards.timing import ECP5_TARGET, SEEDS, TIMING_KEYS, read_vivado_timing, unit_timing, values_per_cycle
@@ -16,10 +17,12 @@ from pezo.boards.vivado import VivadoReportError, read_vivado_run
 from pezo.boards.zcu102 import ZCU102_CAPACITY
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.golden.zo.int8_net import NetTrainConfig
 from pezo.hw.strategies import STRATEGIES, strategy
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))
 STRATEGY_ORDER = tuple(STRATEGIES)  # otf, pregen, gaussian
+DEFAULT_TRAINER_NET = "digits-mlp"  # the network of `pezo build --design engine` without --net
 GAUSSIAN_SYNTHESISED = 32  # generators synthesised to extrapolate MeZO's 1024
 ACTIVITY_DIM = 4096  # values per perturbation in the switching-activity run
 ZCU102 = ZCU102_CAPACITY
@@ -40,6 +43,8 @@ class Design:
     @property
     def name(self) -> str:
         c = self.config
+        if self.unit == "board":
+            return f"ZCU102 trainer: engine top {c.name} {c.rows}x{c.cols} B={c.batch} + {c.strategy}"
         if self.unit == "engine":
             return f"ZO engine {c.rows}x{c.cols} INT8 + {c.strategy} stream"
         if self.unit == "scale":
@@ -65,7 +70,14 @@ def comparison_designs(seed: int = 1) -> list[Design]:
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
     engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in STRATEGY_ORDER if STRATEGIES[s].engine]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
-            + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines)
+            + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines + trainer_designs(seed))
+
+
+def trainer_designs(seed: int = 1) -> list[Design]:
+    """The ZCU102 trainer's logic (``pezo build --design engine``, what ``make run`` writes): the engine top of
+    the default network with the trainer's defaults (digits-mlp, 8x8, batch 128), one per PeZO stream."""
+    return [Design(NetTrainConfig(net=DEFAULT_TRAINER_NET, strategy=s, stream_seed=seed).net_config, "board")
+            for s in STRATEGY_ORDER if STRATEGIES[s].engine]
 
 
 def _budget_text(r: dict) -> str:
@@ -160,6 +172,24 @@ def engine_row(design: Design) -> dict:
     return row
 
 
+def board_row(design: Design) -> dict:
+    """The comparison row of the ZCU102 trainer's engine top (``boards.board_report``: network engine + AXI4-Lite
+    registers + AXI4 burst slave); budget = its AXI overhead over the engine alone when that is cached."""
+    r = board_report(design.config)
+    overhead = r.get("axi_overhead")
+    row = {"design": design.name, "strategy": r["strategy"], "unit": "board", "source": "yosys",
+           "n_rngs": "", "rng_bits": design.config.rng_bits if design.config.strategy == "otf" else "",
+           "rewind": True, **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+           "BRAM36": r["BRAM36"],
+           "budget": f"AXI +{overhead['LUT']} LUT / +{overhead['FF']} FF over the engine" if overhead else "",
+           "within_budget": "", "pezo_table6": "", "extrapolated": False, "analytical_LUT": None,
+           "analytical_FF": None, "analytical_BRAM36": None, "paper_LUT": None, "paper_FF": None, "paper_BRAM": None,
+           "activity": None, "activity_per_value": None, "activity_rtl": None, "cycle_bound": r["cycle_bound"],
+           "net": r["net"], "batch": r["batch"]}
+    row.update(_percentages(row))
+    return row
+
+
 def _paper_text(paper: dict | None) -> str:
     if paper is None:
         return ""
@@ -188,8 +218,8 @@ def comparison_rows(designs, progress=None, activity: bool = False, timing: bool
         if isinstance(design, PerturbConfig):
             design = Design(design)
         c = design.config
-        if design.unit == "engine":
-            rows.append(add_timing(engine_row(design), design, timing))
+        if design.unit in ("engine", "board"):
+            rows.append(add_timing((engine_row if design.unit == "engine" else board_row)(design), design, timing))
             if progress is not None:
                 progress.update(1)
             continue
@@ -281,7 +311,10 @@ def three_way(rows: list[dict]) -> list[dict]:
 
 SECTIONS = (("generator", "Random-number generation (PeZO Table 6 rows; * = extrapolated linearly)"),
             ("stream", "Perturbation stream units (what the PE array consumes: source + rewind + scaling + sign)"),
-            ("host", "ZCU102 logic: stream + AXI4-Lite register file (the PS block design not counted)"),
+            ("host", "ZCU102 logic, stream designs (`pezo build --design stream`): stream + AXI4-Lite register file "
+                     "(the PS block design not counted)"),
+            ("board", "ZCU102 logic, the on-device trainer (`pezo build --design engine`, what `make run` writes): "
+                      "network engine + AXI4-Lite registers + AXI4 burst slave (the PS block design not counted)"),
             ("scale", "otf scale LUT"),
             ("engine", "ZO engine: 8x8 INT8 MAC array + perturbation stream + controller + weight/activation/logit "
                        "memories (estimate: BRAM36 by hand; DSP48E2 = one per MAC + one per lane for g*p)"))

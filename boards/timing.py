@@ -31,6 +31,7 @@ from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
+from pezo.boards.board_report import BOARD_TOP
 from pezo.boards.report import ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
 from pezo.boards.synth import SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
@@ -38,6 +39,7 @@ from pezo.golden.rng.perturb import stream_lanes
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
+from pezo.hw.engine_top import EngineTop
 from pezo.sim.runner import cache_dir
 
 SEEDS = (1, 7, 13)
@@ -284,7 +286,9 @@ def unit_verilog(config, unit: str) -> tuple[str, str, str]:
     """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
     ``EngineConfig`` or a ``NetConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
     circuit re-times that circuit only."""
-    if unit == "engine" and isinstance(config, NetConfig):
+    if unit == "board":  # the ZCU102 trainer's engine top (boards.board_report)
+        text, top = amaranth_verilog.convert(EngineTop(config), name=BOARD_TOP, emit_src=False), BOARD_TOP
+    elif unit == "engine" and isinstance(config, NetConfig):
         text, top = amaranth_verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), NET_ENGINE_TOP
     elif unit == "engine":
         text, top = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), ENGINE_TOP
@@ -298,7 +302,7 @@ def values_per_cycle(config, unit: str) -> int | None:
     column); None for the scale LUT (one shift per perturbation)."""
     if unit == "scale":
         return None
-    if unit == "engine":
+    if unit in ("engine", "board"):
         return config.cols
     return stream_lanes(config) if isinstance(config, PerturbConfig) else None
 

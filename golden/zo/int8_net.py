@@ -40,8 +40,9 @@ of g * p / 2^16 moves only one sign of p (+0.5 -> 1, -0.5 -> 0), and the weights
 layer dies. The ``scaled`` mode cannot train these nets: |L+ - L-| is a few thousand logit LSBs
 (digits-mlp, batch 128: median ~3 000), so even g_shift = 0 gives |g| ~ 0.05 and round(g * p) = 0; it
 would need a left shift (a g_shift < 0) of about 5 bits. rt-mlp (512 training examples, 24 704 weights)
-overfits at margin 4 096 (validation 0.71, test 0.61 for seed 1); margin 16 384 with batch 256 closes
-the gap to the float probe. Large batches (128) pay: the stream, not the
+overfits at margin 4 096 (validation 0.71, test 0.61 for seed 1); margin 16 384 with batch 256 narrows
+it, but ZO stays 6.5-7.3 points below the float probe whose L2 is chosen on validation (0.726 / 0.746 /
+0.762, seeds 1-3; benchmarks/results/engine_net/accuracy.md). Large batches (128) pay: the stream, not the
 array arithmetic, dominates the golden step time, and the sign of L+ - L- gets more reliable.
 
 **A step** is the engine's exactly: ``on-chip`` -- ``NetEngine.train_step`` (both passes, the
@@ -246,7 +247,8 @@ TUNED = {
 """The hyperparameters the accuracy evidence uses (``benchmarks/bench_int8_net.py``), per net: the
 defaults (sign g, g_lr 2^16, eps_shift 13, batch 128, margin 4096) and the step count; rt-mlp trains
 with margin 16 384 and batch 256 (pregen screening, seed 3: 0.631 at the defaults, 0.682 with margin
-16 384, 0.699 with both; seed 1: 0.654 with margin 16 384 against a 0.633 probe). ``lr`` is the
+16 384, 0.699 with both; seed 1: 0.654 with margin 16 384 against the fixed-L2 probe's 0.633, which is
+0.726 with its L2 chosen on validation). ``lr`` is the
 host mode's (measured, seed 1: digits-mlp 1e-3 -> 0.734 after 2 000 steps, 3e-3 0.549, 1e-2 0.187;
 rt-mlp 0.02 -> 0.632 after 1 000 steps, 0.1 0.576; rt-head's 0.02 is untested)."""
 

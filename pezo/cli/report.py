@@ -230,7 +230,7 @@ def brief_summary(rows: list[dict], out: Path | None) -> str:
 
     picked = [r for r in rows if r["unit"] == "generator" and r.get("paper_LUT") is not None
               and r["strategy"] != "otf" or r["design"] == "otf 32 x 14"]
-    picked += [r for r in rows if r["unit"] == "engine"]
+    picked += [r for r in rows if r["unit"] in ("engine", "board")]
     width = max(len(r["design"]) for r in picked)
     lines = ["Resources (Yosys synth_xilinx xcup, out of context; PeZO Table 6 where it reports the design):"]
     for r in picked:
