@@ -150,3 +150,62 @@ def sign_spsa_expectation(dim: int, samples: int, seed: int, family: str = "gaus
         "cosine": float(mean @ grad) / norm if norm > 0 else 0.0,
         "second_moment": s2,
     }
+
+
+QUALITY_N = 31
+"""The on-the-fly array's default RNG count (``OtfSampler``): lags 1 .. 2n are where its rotation hands one
+LFSR's shifted copy to the next lane, so every family is measured over the same lags."""
+MAX_LAG = 4096
+LAG_ELEMENTS = 1 << 22
+"""At most this many elements (32 MiB of float64) enter the lag correlations."""
+
+
+def lag_correlations(sampler: Sampler, perturbations: int, max_lag: int) -> np.ndarray:
+    """Pearson correlation between elements L apart inside one perturbation, for L = 1 .. ``max_lag``,
+    pooled over perturbations 0 .. ``perturbations`` - 1 (centred by the pooled mean). For independent
+    elements each value is 0 within about 1/sqrt(perturbations * (d - L))."""
+    z = _matrix(sampler, 0, perturbations)
+    z -= z.mean()
+    var = float((z * z).mean())
+    if var == 0.0:
+        return np.zeros(max_lag)
+    return np.array([float((z[:, :-lag] * z[:, lag:]).mean()) / var for lag in range(1, max_lag + 1)])
+
+
+def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials: int = 200, seed: int = 1,
+                         max_lag: int | None = None, **family_options) -> dict:
+    """How independent one family's perturbation values are, and what that does to the estimator.
+
+    * ``lag_correlations`` (L = 1 .. ``max_lag``, default 2n with n the family's ``n_rngs`` or
+      ``QUALITY_N``, at most d - 1) over ``lag_perturbations`` = min(T·Q, 2^22 / d) perturbations;
+      ``max_lag_correlation`` is the largest |value|, at ``max_lag_correlation_lag``; ``lag_noise`` =
+      3 / sqrt(lag_perturbations·(d - max_lag)) is what independent values reach by chance (3 sigma).
+    * ``cosine``: mean cos(ghat, g) of ``rge_norm_inflation`` (``queries`` perturbations an estimate,
+      ``trials`` estimates); ``cosine_theory`` = sqrt(Q / (Q + d - 1)), independent values.
+    * ``inflation``: mean ||ghat||^2 / ||g||^2; ``inflation_theory``: the same for independent values
+      with the family's own measured moments ((m4 + (d + Q - 2) s2^2) / Q); ``inflation_excess`` =
+      inflation / inflation_theory - 1.
+    """
+    dim = check_int("dim", dim, 2, MAX_DIM)
+    queries = check_int("queries", queries, 1, MAX_QUERIES)
+    trials = check_int("trials", trials, 1, MAX_TRIALS)
+    sampler = make_check_sampler(family, dim, seed, **family_options)  # checks the family's options first
+    if max_lag is None:
+        max_lag = min(2 * family_options.get("n_rngs", QUALITY_N), dim - 1, MAX_LAG)
+    max_lag = check_int("max_lag", max_lag, 1, min(dim - 1, MAX_LAG))
+    rge = rge_norm_inflation(dim, queries, trials, seed, family, **family_options)
+    count = max(1, min(trials * queries, LAG_ELEMENTS // dim))
+    lags = lag_correlations(sampler, count, max_lag)
+    worst = int(np.argmax(np.abs(lags)))
+    return {
+        "family": family, "d": dim, "queries": queries, "trials": trials, "seed": seed,
+        "options": dict(family_options), "max_lag": max_lag, "lag_correlations": [round(float(v), 5) for v in lags],
+        "max_lag_correlation": float(abs(lags[worst])), "max_lag_correlation_lag": worst + 1,
+        "max_lag_correlation_signed": float(lags[worst]),
+        "lag_perturbations": count, "lag_noise": 3.0 / math.sqrt(count * (dim - max_lag)),
+        "cosine": rge["measured_cosine"], "cosine_theory": rge["expected_cosine"], "cosine_stderr": rge["cosine_stderr"],
+        "inflation": rge["measured_inflation"], "inflation_theory": rge["moment_prediction"],
+        "inflation_excess": rge["measured_inflation"] / rge["moment_prediction"] - 1.0,
+        "inflation_stderr": rge["inflation_stderr"], "second_moment": rge["second_moment"],
+        "fourth_moment": rge["fourth_moment"],
+    }

@@ -206,7 +206,7 @@ def cmd_report_board(args, strategy: str) -> int:
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
     from pezo.boards.board_report import RESOURCE_KEYS, board_report
-    from pezo.cli.report import _print_timing, _timing
+    from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.nets import net_config
 
@@ -222,7 +222,7 @@ def cmd_report_board(args, strategy: str) -> int:
     if not args.json:
         print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)
     result = board_report(net, use_cache=not args.no_cache)
-    result.update(_timing(net, "board", result["LUT"], args))
+    result.update(timing_keys(net, "board", result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -232,5 +232,5 @@ def cmd_report_board(args, strategy: str) -> int:
         extra = f"   (engine alone {result['engine_only'][key]}, AXI {result['axi_overhead'][key]:+d})" \
             if "engine_only" in result and key in result["engine_only"] else ""
         print(f"  {key:<7}{result[key]:>8}{extra}")
-    _print_timing(result, args)
+    print_timing(result, args)
     return 0

@@ -18,7 +18,7 @@ import argparse
 import re
 import sys
 
-from pezo.cli import board, engine, hardware, training
+from pezo.cli import board, engine, hardware, quality, training
 from pezo.cli.args import CLIError, Parser
 from pezo.cli.output import OutputDirError
 from pezo.golden.lm.data import TaskDataMissing
@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_parsers(sub)
     engine.add_parsers(sub)
     board.add_parsers(sub)  # 'sim board', under engine's 'sim'
+    quality.add_parsers(sub)
     return parser
 
 

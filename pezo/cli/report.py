@@ -16,6 +16,7 @@ from pezo.boards.vivado import VivadoReportError
 from pezo.cli.args import CLIError
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
 from pezo.cli.output import check_new_file, quoted, staged_output
+from pezo.cli.timing import print_timing, timing_keys
 from pezo.golden.engine.nets import NET_NAMES, net_config
 from pezo.golden.engine.zo_engine import EngineConfig
 
@@ -37,14 +38,14 @@ def cmd_report(args) -> int:
     if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
         print("synthesizing with Yosys (first run of a config takes 10-60 s) ...", file=sys.stderr)
     result = report(config, use_cache=not args.no_cache, unit=args.unit)
-    result.update(_timing(config, args.unit, result["LUT"], args))
+    result.update(timing_keys(config, args.unit, result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{_design_name(config, args.unit)} - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
-    _print_timing(result, args)
+    print_timing(result, args)
     if args.unit == "scale":
         stats = result["lut_statistics"]
         print(f"  ROM style {result['rom_style']}; shifts k: {stats['shift_histogram']}; applied/exact norm "
@@ -103,7 +104,7 @@ def _report_engine(args) -> int:
     if args.net:
         return _report_net_engine(config, args)
     result = engine_report(config, use_cache=not args.no_cache)
-    result.update(_timing(config, "engine", result["LUT"], args))
+    result.update(timing_keys(config, "engine", result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -113,7 +114,7 @@ def _report_engine(args) -> int:
     print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.macs} MACs + {config.cols} "
           f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
     print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
-    _print_timing(result, args)
+    print_timing(result, args)
     print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
           f"{' (cached)' if result.get('cached') else ''}")
     return 0
@@ -123,7 +124,7 @@ def _report_net_engine(config, args) -> int:
     from pezo.boards.report import net_engine_report
 
     result = net_engine_report(config, use_cache=not args.no_cache)
-    result.update(_timing(config, "engine", result["LUT"], args))
+    result.update(timing_keys(config, "engine", result["LUT"], args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -133,38 +134,8 @@ def _report_net_engine(config, args) -> int:
         print(f"  {key:<7}{result[key]:>8}")
     print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}); BRAM36 {result['BRAM36']:g}")
     print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
-    _print_timing(result, args)
+    print_timing(result, args)
     return 0
-
-
-def _timing(config, unit: str, luts: int, args) -> dict:
-    """The timing keys of one design (``boards.timing.unit_timing``; None each with --no-timing)."""
-    from pezo.boards.timing import TIMING_KEYS, is_timing_cached, unit_timing, unit_verilog
-
-    if args.no_timing:
-        return {k: None for k in TIMING_KEYS}
-    if not args.json and (args.no_cache or not is_timing_cached(unit_verilog(config, unit)[2])):
-        print("placing and routing on ECP5 with nextpnr, 3 seeds (10 s - 3 min; --no-timing skips it) ...",
-              file=sys.stderr)
-    result = unit_timing(config, unit, luts=luts, use_cache=not args.no_cache)
-    if not args.timing_path:
-        result.pop("critical_path")
-    return result
-
-
-def _print_timing(result: dict, args) -> None:
-    if result.get("fmax_mhz") is None:
-        return
-    throughput = result["throughput_values_per_s"]
-    print(f"  Fmax {result['fmax_mhz']:.1f} MHz ({result['fmax_target']}, nextpnr, median of seeds "
-          f"{', '.join(result['fmax_per_seed'])}: {', '.join(f'{v:.0f}' for v in result['fmax_per_seed'].values())}); "
-          f"xcup logic levels {result['logic_levels']}")
-    if throughput:
-        print(f"  throughput {throughput / 1e6:.0f} Mvalues/s ({result['values_per_cycle']} a cycle), "
-              f"{result['throughput_per_lut']:.0f} values/s per LUT")
-    print(f"  critical path: {result['critical_path_ends']}")
-    if args.timing_path:
-        print("\n".join(f"    {line}" for line in result["critical_path"]))
 
 
 def _report_table(args) -> int:

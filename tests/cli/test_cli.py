@@ -122,7 +122,10 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
     payload = json.loads((out / "resources.json").read_text())
     rows = {r["design"]: r for r in payload["rows"]}
-    assert len(rows) == 19
+    assert len(rows) == 21
+    trainers = [r for r in rows.values() if r["unit"] == "board"]  # what make run writes, under "ZCU102 logic"
+    assert {r["strategy"] for r in trainers} == {"engine-otf", "engine-pregen"} and "the on-device trainer" in text
+    assert all(r["net"] == "digits-mlp" and r["batch"] == 128 and r["DSP"] >= 72 for r in trainers)
     engines = [r for r in rows.values() if r["unit"] == "engine"]
     assert {r["strategy"] for r in engines} == {"engine-otf", "engine-pregen"}
     assert all(r["DSP"] == r["analytical_DSP"] == 72 for r in engines)
@@ -141,13 +144,13 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
         assert all(r["activity"] > 0 and r["activity_per_value"] > 0 for r in streams)
     else:
         assert "without the switching-activity proxy" in err
-    assert csv_path.read_text().count("\n") == 20 == (out / "resources.csv").read_text().count("\n")
+    assert csv_path.read_text().count("\n") == 22 == (out / "resources.csv").read_text().count("\n")
     assert png.read_bytes()[:4] == b"\x89PNG" and (out / "resources.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "resources.md").read_text().startswith("Resources - ")
     # --json: a list of objects with the foundation keys plus strategy
     code, text, _ = run(["report", "--json", "--no-activity", "--no-timing"], capsys)
     listing = json.loads(text)
-    assert isinstance(listing, list) and len(listing) == 19
+    assert isinstance(listing, list) and len(listing) == 21
     for row in listing:
         assert {"LUT", "FF", "BRAM", "DSP", "strategy", "unit", "design"} <= row.keys()
         assert all(isinstance(row[k], int) for k in ("LUT", "FF", "BRAM", "DSP"))
