@@ -48,6 +48,14 @@ BAD_INPUTS = [
     (["build", "--out", ".", "--no-vivado"], "is the current directory or one of its parents"),
     (["verilog", "--out", ".."], "is the current directory or one of its parents"),
     (["report", "--out", "/"], "is the current directory or one of its parents"),
+    # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
+    (["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--scheduler",
+      "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered within 1 s"),
+    (["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--scheduler", "127.0.0.1:8786"],
+     "--scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got '127.0.0.1:8786'"),
+    (["sweep", "--methods", "mezo", "--jobs", "0"], "--jobs must be an integer in 1..64, got 0"),
+    (["sweep", "--methods", "mezo", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"],
+     "--jobs sets the workers of the local cluster; with --scheduler"),
     # diverging training: the step and the likely cause
     (["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
      "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30"),
@@ -67,6 +75,7 @@ def run(argv, capsys):
 @pytest.mark.parametrize("argv,needle", BAD_INPUTS, ids=[" ".join(a)[:60] for a, _ in BAD_INPUTS])
 def test_bad_input_one_clean_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PEZO_SCHEDULER_TIMEOUT", "1")
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "", (code, out, err)
     assert err.startswith("pezo: error: ") and err.count("\n") == 1 and needle in err, err
@@ -167,8 +176,8 @@ def test_power_saif_is_not_overwritten_without_force(tmp_path, capsys):
 def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
     import pezo.golden.methods.sweep as sweep
 
-    def failing(base, methods, tasks, seeds, jobs=1, progress=True):
-        real = original(base, methods, tasks, seeds, jobs=jobs, progress=progress)
+    def failing(base, methods, tasks, seeds, executor=None, progress=True):
+        real = original(base, methods, tasks, seeds, executor=executor, progress=progress)
         real[0] = {**real[0], "error": "refused"}
         real[0].pop("test_accuracy", None)
         return real
