@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from pezo.cli.main import main
 from pezo.cli.output import MARKER, OutputDirError, staged_output
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
 BAD_INPUTS = [
     # options that do not apply to the chosen mode
     (["sweep", "--tasks", "digits"], "--tasks applies to pezo sweep --methods only"),
@@ -56,6 +58,25 @@ BAD_INPUTS = [
     (["sweep", "--methods", "mezo", "--jobs", "0"], "--jobs must be an integer in 1..64, got 0"),
     (["sweep", "--methods", "mezo", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"],
      "--jobs sets the workers of the local cluster; with --scheduler"),
+    # pezo explore (space files under tests/fixtures/explore)
+    (["explore", "--objectives", "accuracy,area"], "--objectives must be a comma-separated subset of accuracy, lut, "
+     "ff, bram, dsp, power, cycles, got 'area'"),
+    (["explore", "--task", "mnist"], "--task must be one of digits, digits-rot30, digits-rot45"),
+    (["explore", "--trials", "0"], "--trials must be an integer in 1..10000, got 0"),
+    (["explore", "--trials", "-3"], "--trials must be an integer in 1..10000, got -3"),
+    (["explore", "--space", "/dev/null"], "--space /dev/null is empty; give a JSON object of strategy, n_rngs"),
+    (["explore", "--space", str(FIXTURES / "empty_object.json")], "empty_object.json is empty"),
+    (["explore", "--space", str(FIXTURES / "unknown_key.json")], "key 'n_rng' is not a search-space key"),
+    (["explore", "--space", str(FIXTURES / "bad_range.json")], "key 'rng_bits' must be {\"low\": L, \"high\": H} "
+     "with integers L <= H"),
+    (["explore", "--space", "/nonexistent/space.json"], "--space /nonexistent/space.json: No such file"),
+    (["explore", "--storage", "sqlite:////proc/pezo/study.db"], "--storage sqlite:////proc/pezo/study.db: cannot "
+     "write in /proc"),
+    (["explore", "--storage", "postgresql://db/x"], "--storage must be an SQLite URL sqlite:///PATH"),
+    (["explore", "--storage", "sqlite:///out/s.db", "--out", "out"], "is inside --out out, which pezo replaces"),
+    (["explore", "--steps", "0"], "--steps must be an integer in 1..1000000, got 0"),
+    (["explore", "--sampler", "grid"], "--sampler must be one of tpe, nsga2, got 'grid'"),
+    (["explore", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered"),
     # diverging training: the step and the likely cause
     (["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
      "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30"),
