@@ -308,10 +308,13 @@ def run_study(study, setting: Setting, space: dict, trials: int, executor,
 
     done = 0
     while (left := trials - finished(study)) > 0:
-        batch = [study.ask() for _ in range(min(left, executor.workers))]
-        params = [suggest(t, space) for t in batch]
-        pending = set(range(len(batch)))
+        batch: list = []
+        pending: set = set()
         try:
+            for _ in range(min(left, executor.workers)):
+                batch.append(study.ask())
+                pending.add(len(batch) - 1)
+            params = [suggest(t, space) for t in batch]
             for i, result in executor.imap(evaluate, [(p, setting) for p in params]):
                 trial = batch[i]
                 for key, value in {**result["attrs"], "reason": result["reason"]}.items():

@@ -6,7 +6,7 @@
   ``dask worker``, or dask-jobqueue's ``SLURMCluster``); ``SchedulerUnreachable`` when nothing answers, or no
   worker joins, within ``timeout`` seconds (default ``$PEZO_SCHEDULER_TIMEOUT`` or 10).
 * else ``jobs`` > 1 (default: the machine's cores): a ``LocalCluster`` of ``jobs`` worker processes, one
-  thread and one BLAS thread each (Dask's nanny sets ``OMP_NUM_THREADS=1`` etc.), no dashboard, no memory
+  thread and one BLAS thread each (Dask's nanny sets ``OMP_NUM_THREADS=1`` etc.), the dashboard on a free port, no memory
   limit, Dask's own logging silenced below ERROR.
 * else (``jobs == 1``): the calls run in this process, in order (``Executor(None)``).
 
@@ -170,7 +170,7 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None,
     _quiet_dask_logs()
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit=0, silence_logs=logging.CRITICAL)
     try:
         client = Client(cluster, set_as_default=False)

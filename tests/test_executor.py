@@ -108,3 +108,17 @@ def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path):
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.synth
+def test_report_table_rows_on_a_local_cluster_equal_the_serial_rows():
+    """pezo report's designs are tasks too: the rows (in design order) do not depend on the executor."""
+    from pezo.boards.comparison import Design, comparison_rows
+    from pezo.golden.config import PerturbConfig
+
+    designs = [Design(PerturbConfig(n_rngs=7, rng_bits=5)), Design(PerturbConfig(strategy="gaussian", lanes=1)),
+               Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
+    serial = comparison_rows(designs)
+    with open_executor(jobs=2) as executor:
+        assert comparison_rows(designs, executor=executor) == serial
+    assert [r["strategy"] for r in serial] == ["otf", "gaussian", "pregen"]
