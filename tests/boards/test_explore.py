@@ -185,3 +185,22 @@ def test_sigint_stops_explore_and_the_rerun_resumes(tmp_path):
     summary = json.loads(rerun.stdout)
     assert summary["resumed_from"] == before and summary["ran_this_run"] == 4 - before
     assert summary["counts"]["complete"] + summary["counts"]["pruned"] == 4
+
+
+def test_cycles_and_power_objectives(monkeypatch):
+    """cycles: the engine's cycle bound with C = the stream's lanes (a gaussian trial is pruned: no engine);
+    power: the activity proxy per delivered value (faked here: the plumbing, not the simulation)."""
+    import pezo.boards.comparison as comparison
+    import pezo.boards.report as report
+    from pezo.golden.engine.nets import net_config
+
+    monkeypatch.setattr(report, "report", _fake_report)
+    monkeypatch.setattr(comparison, "stream_activity", lambda c: {"activity_per_value_synth_scaled": 1.5 * c.lanes})
+    setting = Setting(steps=10, objectives=("accuracy", "cycles", "power"))
+    pool = {"strategy": "pregen", "pool_size": 4095, "pool_bits": 12, "lanes": 8, "banks": 8, "eps_shift": 10}
+    result = evaluate((pool, setting))
+    assert result["state"] == "complete" and set(result["values"]) == {"accuracy", "cycles", "power"}
+    assert result["values"]["cycles"] == net_config("digits-mlp", strategy="pregen", cols=8).cycle_bound()
+    assert result["values"]["power"] == 12.0
+    gaussian = evaluate(({"strategy": "gaussian", "lanes": 8, "eps_shift": 10}, setting))
+    assert gaussian["state"] == "pruned" and gaussian["reason"].startswith("cycles: the engine has no gaussian stream")
