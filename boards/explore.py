@@ -59,7 +59,7 @@ FIELDS = {"otf": ("n_rngs", "rng_bits", "eps_shift"),
 DEFAULT_SPACE = {
     "strategy": list(STRATEGIES),
     "n_rngs": [3, 5, 7, 15, 31, 32, 63],           # 3 | 2^b-1 for even b, 7 for b = 3k, 31 for b = 5k: traps
-    "rng_bits": {"low": 4, "high": 16},
+    "rng_bits": {"low": 4, "high": 14},           # PeZO: 8 and 14; 16 is a 64K-entry scale LUT (minutes of Yosys)
     "pool_size": [511, 1023, 2047, 4095, 4096, 4240, 8191],  # 4096 and 4240 share 64 / 848 with digits' d = 3392
     "pool_bits": {"low": 6, "high": 14},
     "lanes": [4, 8, 16],
