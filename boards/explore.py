@@ -18,8 +18,9 @@ function of (configuration, ``Setting``):
 * ``power`` (minimised): the switching-activity proxy per delivered value (``boards.power``; a relative
   figure, not watts; an Icarus simulation, about as slow as the synthesis: not a default objective).
 * ``cycles`` (minimised): the network engine's cycle bound per ZO step for the task's net (digits-mlp or
-  rt-head) with C = the stream's lanes (``golden.engine.network.NetConfig.cycle_bound``); only otf and
-  pregen have an engine, so a gaussian trial is pruned when ``cycles`` is an objective.
+  rt-head) on an R x C PE array, C = the stream's lanes and R = ``rows`` (drawn from the space only with
+  this objective) (``golden.engine.network.NetConfig.cycle_bound``); only otf and pregen have an engine, so
+  a gaussian trial is pruned, and so is a C the net's layers do not tile (the engine does not pad).
 
 A configuration its own validation refuses (``PerturbConfig``, the trainer's family, the stream unit's
 scale LUT, the engine's tiling) or whose run diverges is **pruned** with the reason in the trial's
@@ -52,6 +53,8 @@ OBJECTIVES = {"accuracy": "maximize", "lut": "minimize", "ff": "minimize", "bram
 DEFAULT_OBJECTIVES = ("accuracy", "lut", "ff", "bram")
 SAMPLERS = ("tpe", "nsga2")
 FAMILY = {"otf": "pezo-otf", "pregen": "pezo-pregen", "gaussian": "gaussian"}
+ENGINE_STREAMS = ("otf", "pregen")
+"""The strategies the engine has a stream for (``golden.engine.zo_engine.ENGINE_STRATEGIES``)."""
 FIELDS = {"otf": ("n_rngs", "rng_bits", "eps_shift"),
           "pregen": ("pool_size", "pool_bits", "lanes", "banks", "eps_shift"),
           "gaussian": ("lanes", "eps_shift")}
@@ -65,6 +68,7 @@ DEFAULT_SPACE = {
     "lanes": [4, 8, 16],
     "banks": [1, 2, 4, 8],
     "eps_shift": {"low": 7, "high": 13},
+    "rows": [4, 8, 16],                            # the PE array's rows R (drawn only for the cycles objective)
 }
 """The default search space: a list is a categorical choice, ``{"low", "high"}`` an integer range."""
 SPACE_KEYS = tuple(DEFAULT_SPACE)
@@ -145,11 +149,13 @@ class Setting:
 
 
 # -- one trial ----------------------------------------------------------------------------------------
-def suggest(trial, space: dict) -> dict:
-    """Draw a configuration from ``space`` on an Optuna trial: the strategy, then the fields it reads."""
+def suggest(trial, space: dict, array: bool = False) -> dict:
+    """Draw a configuration from ``space`` on an Optuna trial: the strategy, then the fields it reads; with
+    ``array`` (the cycles objective) and an engine strategy also the PE array's ``rows``."""
     strategy = trial.suggest_categorical("strategy", list(space["strategy"]))
     params = {"strategy": strategy}
-    for name in FIELDS[strategy]:
+    names = FIELDS[strategy] + (("rows",) if array and strategy in ENGINE_STREAMS and "rows" in space else ())
+    for name in names:
         value = space[name]
         if isinstance(value, list):
             params[name] = trial.suggest_categorical(name, list(value))
@@ -161,7 +167,7 @@ def suggest(trial, space: dict) -> dict:
 def config_of(params: dict, perturb_dim: int = 1) -> PerturbConfig:
     """The stream configuration of a trial's parameters (ValueError from its own validation); otf's lanes are
     its n_rngs."""
-    fields = dict(params)
+    fields = {k: v for k, v in params.items() if k != "rows"}
     if fields["strategy"] == "otf":
         fields["lanes"] = fields["n_rngs"]
         fields["banks"] = 1
@@ -240,7 +246,8 @@ def _evaluate(job: tuple) -> dict:
             return _pruned(f"cycles: the engine has no {strategy} stream (only {', '.join(ENGINE_STRATEGIES)})",
                            attrs)
         try:
-            net = net_config(_net(setting.task), strategy=strategy, cols=config.lanes, rng_bits=config.rng_bits,
+            net = net_config(_net(setting.task), strategy=strategy, rows=params.get("rows", 8), cols=config.lanes,
+                             rng_bits=config.rng_bits,
                              pool_size=config.pool_size, pool_bits=config.pool_bits, eps_shift=config.eps_shift)
         except ValueError as exc:
             return _pruned(f"cycles: {exc}", attrs)
@@ -314,7 +321,7 @@ def run_study(study, setting: Setting, space: dict, trials: int, executor,
             for _ in range(min(left, executor.workers)):
                 batch.append(study.ask())
                 pending.add(len(batch) - 1)
-            params = [suggest(t, space) for t in batch]
+            params = [suggest(t, space, "cycles" in setting.objectives) for t in batch]
             for i, result in executor.imap(evaluate, [(p, setting) for p in params]):
                 trial = batch[i]
                 for key, value in {**result["attrs"], "reason": result["reason"]}.items():
@@ -398,7 +405,7 @@ def front_markdown(front: list[dict], setting: Setting, study_name: str, counts:
     return "\n".join(lines) + "\n"
 
 
-CSV_PARAMS = ("strategy", "n_rngs", "rng_bits", "pool_size", "pool_bits", "lanes", "banks", "eps_shift")
+CSV_PARAMS = ("strategy", "n_rngs", "rng_bits", "pool_size", "pool_bits", "lanes", "banks", "eps_shift", "rows")
 
 
 def write_csv(rows: list[dict], setting: Setting, path: Path) -> None:

@@ -84,6 +84,11 @@ def _check(args):
             raise CLIError(f"--space {shown} {exc}") from None
         except OSError as exc:
             raise CLIError(f"--space {shown}: {exc.strerror}") from None
+    if "cycles" not in objectives:  # the array shape matters to the cycles objective only
+        if args.space is not None and "rows" in json.loads(Path(args.space).read_text()):
+            raise CLIError(f"--space {quoted(args.space)}: key 'rows' (the PE array's rows) applies to the cycles "
+                           "objective only; add cycles to --objectives or drop the key")
+        space = {k: v for k, v in space.items() if k != "rows"}
     if "cycles" in objectives and "gaussian" in space["strategy"] and len(space["strategy"]) == 1:
         raise CLIError("--objectives cycles needs an engine strategy (otf or pregen) in the space; the engine has "
                        "no gaussian stream")

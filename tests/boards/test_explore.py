@@ -204,3 +204,20 @@ def test_cycles_and_power_objectives(monkeypatch):
     assert result["values"]["power"] == 12.0
     gaussian = evaluate(({"strategy": "gaussian", "lanes": 8, "eps_shift": 10}, setting))
     assert gaussian["state"] == "pruned" and gaussian["reason"].startswith("cycles: the engine has no gaussian stream")
+    wide = evaluate(({**pool, "rows": 16}, setting))
+    assert wide["values"]["cycles"] == net_config("digits-mlp", strategy="pregen", rows=16, cols=8).cycle_bound()
+    assert wide["values"]["cycles"] < result["values"]["cycles"]
+    untiled = evaluate(({"strategy": "otf", "n_rngs": 7, "rng_bits": 9, "eps_shift": 10, "rows": 8}, setting))
+    assert untiled["state"] == "pruned" and "does not tile the array" in untiled["reason"]
+
+
+def test_the_array_shape_is_drawn_only_for_the_cycles_objective():
+    import optuna
+
+    from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES
+
+    assert explore.ENGINE_STREAMS == ENGINE_STRATEGIES
+    study = optuna.create_study(directions=["maximize"], sampler=optuna.samplers.RandomSampler(seed=1))
+    drawn = [explore.suggest(study.ask(), DEFAULT_SPACE, array=True) for _ in range(30)]
+    assert all(("rows" in p) == (p["strategy"] != "gaussian") for p in drawn)
+    assert not any("rows" in explore.suggest(study.ask(), DEFAULT_SPACE) for _ in range(10))

@@ -69,6 +69,8 @@ BAD_INPUTS = [
     (["explore", "--space", str(FIXTURES / "unknown_key.json")], "key 'n_rng' is not a search-space key"),
     (["explore", "--space", str(FIXTURES / "bad_range.json")], "key 'rng_bits' must be {\"low\": L, \"high\": H} "
      "with integers L <= H"),
+    (["explore", "--space", str(FIXTURES / "rows_without_cycles.json")], "key 'rows' (the PE array's rows) applies "
+     "to the cycles objective only"),
     (["explore", "--space", "/nonexistent/space.json"], "--space /nonexistent/space.json: No such file"),
     (["explore", "--storage", "sqlite:////proc/pezo/study.db"], "--storage sqlite:////proc/pezo/study.db: cannot "
      "write in /proc"),
