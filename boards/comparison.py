@@ -207,46 +207,54 @@ def add_timing(row: dict, design: Design, timing: bool) -> dict:
     return {**row, **{k: t[k] for k in TIMING_KEYS}}
 
 
-def comparison_rows(designs, progress=None, activity: bool = False, timing: bool = False) -> list[dict]:
+def comparison_rows(designs, progress=None, activity: bool = False, timing: bool = False,
+                    executor=None) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
     after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
     proxy of ``boards.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
     Fmax (``boards.timing``: ECP5 place and route, median of the seeds), xcup logic levels and throughput
-    (the timing keys are None otherwise)."""
-    rows = []
-    for design in designs:
-        if isinstance(design, PerturbConfig):
-            design = Design(design)
-        c = design.config
-        if design.unit in ("engine", "board"):
-            rows.append(add_timing((engine_row if design.unit == "engine" else board_row)(design), design, timing))
-            if progress is not None:
-                progress.update(1)
-            continue
-        r = report(c, unit=design.unit)
-        row = add_timing(_row(design, r, "yosys"), design, timing)
-        if activity and design.unit == "stream":
-            proxy = stream_activity(c)
-            row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
-                       activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
-                       activity_rtl=round(proxy["activity_proxy"], 1))
-        rows.append(row)
-        if c.strategy == "gaussian" and design.unit == "generator" and c.lanes == GAUSSIAN_SYNTHESISED:
-            e = r["extrapolated_1024"]
-            ext = {"design": "gaussian x 1024 (MeZO)", "strategy": "gaussian", "unit": "generator",
-                   "n_rngs": "", "rng_bits": "", "rewind": False,
-                   **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
-                   "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0, "BRAM36": 0, "source": "extrapolated",
-                   "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
-                   "pezo_table6": _paper_text(PEZO_TABLE6[0]), "extrapolated": True,
-                   "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
-                   "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
-                   "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None,
-                   **{k: None for k in TIMING_KEYS}}
-            ext.update(_percentages(ext))
-            rows.append(ext)
+    (the timing keys are None otherwise). Each design is one task on ``executor`` (``pezo.executor``;
+    None: in this process); the rows come in design order, the same on every executor; ``progress``
+    (a tqdm bar) moves as designs finish."""
+    from pezo.executor import SERIAL
+
+    designs = [d if isinstance(d, Design) else Design(d) for d in designs]
+    rows: list = [None] * len(designs)
+    for i, design_rows in (executor or SERIAL).imap(_design_rows, [(d, activity, timing) for d in designs]):
+        rows[i] = design_rows
         if progress is not None:
             progress.update(1)
+    return [row for design_rows in rows for row in design_rows]
+
+
+def _design_rows(job) -> list[dict]:
+    """The row(s) of one design: ``job = (design, activity, timing)``."""
+    design, activity, timing = job
+    c = design.config
+    if design.unit in ("engine", "board"):
+        return [add_timing((engine_row if design.unit == "engine" else board_row)(design), design, timing)]
+    r = report(c, unit=design.unit)
+    row = add_timing(_row(design, r, "yosys"), design, timing)
+    if activity and design.unit == "stream":
+        proxy = stream_activity(c)
+        row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
+                   activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
+                   activity_rtl=round(proxy["activity_proxy"], 1))
+    rows = [row]
+    if c.strategy == "gaussian" and design.unit == "generator" and c.lanes == GAUSSIAN_SYNTHESISED:
+        e = r["extrapolated_1024"]
+        ext = {"design": "gaussian x 1024 (MeZO)", "strategy": "gaussian", "unit": "generator",
+               "n_rngs": "", "rng_bits": "", "rewind": False,
+               **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
+               "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0, "BRAM36": 0, "source": "extrapolated",
+               "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
+               "pezo_table6": _paper_text(PEZO_TABLE6[0]), "extrapolated": True,
+               "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
+               "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
+               "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None,
+               **{k: None for k in TIMING_KEYS}}
+        ext.update(_percentages(ext))
+        rows.append(ext)
     return rows
 
 

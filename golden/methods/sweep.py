@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from pezo.executor import SERIAL
 from pezo.golden.methods.registry import train_method
-from pezo.golden.zo.sweeps import map_runs
 
 ELASTIC_SPLITS = ("full-zo", "cls2", "cls1", "full-bp")
 SPLIT_LABELS = {"full-zo": "Full ZO", "cls2": "ZO-Feat-Cls2", "cls1": "ZO-Feat-Cls1", "full-bp": "Full BP"}
@@ -69,9 +69,10 @@ def _run(args) -> dict:
     return summary
 
 
-def run_methods(base, methods, tasks, seeds, jobs: int = 1, progress: bool = True) -> list[dict]:
+def run_methods(base, methods, tasks, seeds, executor=None, progress: bool = True) -> list[dict]:
+    """Every run on ``executor`` (``pezo.executor.Executor``; None: in this process), in job order."""
     todo = jobs_for(methods, tasks, seeds, len(base.hidden) + 1)
-    return map_runs(_run, [(base, j) for j in todo], jobs, progress, "methods")
+    return (executor or SERIAL).map(_run, [(base, j) for j in todo], progress, "methods")
 
 
 def _mean_std(values):

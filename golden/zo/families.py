@@ -54,8 +54,9 @@ takes each perturbation's d values (``en`` on every valid cycle) and then pulses
   state at the start, the LUT address of the hardware).
 
 Parameter policy (bad input raises one ``ValueError`` naming the parameter and its allowed range):
-unknown family; ``dim`` outside 1..2^31-1; ``seed`` outside 0..2^64-1 (NumPy families) or outside
-PerturbConfig's 1..2^b-1 (PeZO families, b = ``rng_bits``, default 14, also for the pool's seed);
+unknown family; ``dim`` outside 1..2^31-1; ``seed`` outside 0..2^64-1 (NumPy families) or below 1
+(PeZO families; pezo-otf folds a seed above 2^b - 1 onto 1..2^b - 1, b = ``rng_bits``, so every width takes
+every seed; the pool's seed must be in PerturbConfig's 1..2^14-1);
 ``index < 0``; a segment outside 0..dim; an option the family does not take; ``pool_size``,
 ``pool_bits``, ``n_rngs``, ``rng_bits`` outside PerturbConfig's ranges (its own error); ``rng_bits`` >
 16 for pezo-otf (the LUT and the value table have 2^b entries); ``scaling`` not in ``SCALINGS``.
@@ -240,6 +241,9 @@ class OtfSampler(Sampler):
     family = "pezo-otf"
 
     def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut"):
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
+                and seed > (1 << rng_bits) - 1:
+            seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
         super().__init__(dim, seed)
         self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim)
         check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)

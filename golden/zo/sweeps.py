@@ -12,7 +12,7 @@ every perturbation is identical) is kept as a row with its ``error`` and no accu
 
 Every run is ``pezo.golden.zo.trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
 eps, trainable set for all) and its own family, options, k and seed; a split's frozen prefix is
-computed once per worker (jobs are grouped by split). Outputs: ``sweep.json`` (every run's summary
+computed once per worker (jobs are grouped by split); the runs go through ``pezo.executor``. Outputs: ``sweep.json`` (every run's summary
 + the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` / ``fig3.md`` / ``fig4.md`` (mean
 +- sample std over seeds) and ``fig3.png`` / ``fig4.png`` / ``table3.png``.
 """
@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pezo.executor import SERIAL
 from pezo.golden.zo.families import FAMILIES
 from pezo.golden.zo.trainer import train
 
@@ -81,59 +80,14 @@ def _run(args) -> dict:
     return summary
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the main process, which stops them (no traceback from each worker)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def map_runs(run, args: list, jobs: int = 1, progress: bool = True, desc: str = "sweep",
-             chunksize: int = 1) -> list:
-    """``[run(a) for a in args]`` in ``jobs`` spawned worker processes (one BLAS thread each), in order,
-    with a progress bar; ``chunksize`` consecutive runs go to one worker (so it can reuse its caches). An
-    exception or interrupt in the main process terminates the workers before it propagates."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(args), desc=desc, unit="run", file=sys.stderr)
-    results: list = [None] * len(args)
-    if jobs <= 1:
-        for i, a in enumerate(args):
-            results[i] = run(a)
-            if bar is not None:
-                bar.update(1)
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = "1"  # inherited by the spawned workers before they import numpy
-        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
-        try:
-            for i, summary in enumerate(pool.map(run, args, chunksize=chunksize)):
-                results[i] = summary
-                if bar is not None:
-                    bar.update(1)
-        except BaseException:  # an interrupt (or a failed run) stops the workers now, not after the queue
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
-    if bar is not None:
-        bar.close()
-    return results
-
-
-def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), jobs: int = 1,
+def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), executor=None,
               progress: bool = True) -> list[dict]:
-    """Run every job (``jobs`` worker processes, each with one BLAS thread); summaries in job order."""
+    """Run every job on ``executor`` (``pezo.executor.Executor``; None: in this process); summaries in job
+    order, the same on every executor."""
     todo = jobs_for(experiments, shots, seeds)
     # contiguous chunks: one worker walks one split's jobs in order and reuses its prefix cache
-    return map_runs(_run, [(base, j) for j in todo], jobs, progress, "sweep",
-                    chunksize=max(1, len(todo) // (len(shots) * len(seeds))))
+    return (executor or SERIAL).map(_run, [(base, j) for j in todo], progress, "sweep",
+                                    chunksize=max(1, len(todo) // (len(shots) * len(seeds))))
 
 
 # -- aggregation and outputs ------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from pezo.cli.args import CLIError, int_list, num, option_error, raw
+from pezo.cli.cluster import check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
 from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
 from pezo.golden.methods.registry import train_method
@@ -173,8 +174,7 @@ def cmd_sweep_methods(args) -> int:
     seeds = int_list(args.seeds)
     if not seeds:
         raise CLIError("seeds must list at least one integer (e.g. --seeds 1,2,3)")
-    if not isinstance(args.jobs, int) or not 1 <= args.jobs <= 64:
-        raise CLIError(f"jobs must be an integer in 1..64, got {args.jobs!r}")
+    check_executor_args(args)
     shots = int_list(args.shots)[0] if args.shots else 16
     base = method_config(args, method="mezo", task=tasks[0], shots=shots)
     for seed in seeds:
@@ -188,9 +188,10 @@ def cmd_sweep_methods(args) -> int:
                 except ValueError as exc:
                     raise option_error(exc, ("shots", "seed"), ("shots", "seed")) from None
     out = args.out if args.out != Path("build/sweep") else Path("build/methods")
-    with staged_output(out, args.force, {"command": "pezo sweep --methods", "methods": methods,
-                                         "tasks": tasks}) as staging:
-        results = run_methods(base, methods, tasks, seeds, jobs=args.jobs, progress=not args.quiet)
+    with executor_from_args(args) as executor, \
+            staged_output(out, args.force, {"command": "pezo sweep --methods", "methods": methods,
+                                            "tasks": tasks}) as staging:
+        results = run_methods(base, methods, tasks, seeds, executor=executor, progress=not args.quiet)
         written = write_outputs(results, base, staging.path)
     print((out / "methods.md").read_text())
     for path in written:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pezo.boards.vivado import VivadoReportError
 from pezo.cli.args import CLIError
+from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
 from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.timing import print_timing, timing_keys
@@ -31,6 +32,9 @@ def cmd_report(args) -> int:
     if args.vivado or args.csv or args.plot or args.out:
         raise CLIError("--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
                        "generator options); one design's report is printed as text or --json")
+    if args.jobs is not None or args.scheduler is not None:
+        raise CLIError("--jobs and --scheduler spread the comparison table's designs (pezo report without "
+                       "generator options); one design is one synthesis")
     if args.strategy in ENGINE_STRATEGIES:
         return _report_engine(args)
     args.unit = args.unit or "generator"
@@ -151,6 +155,7 @@ def _report_table(args) -> int:
         raise CLIError(f"--plot {quoted(args.plot)}: the plot is a PNG; name the file *.png")
     check_new_file("--csv", args.csv, args.force)
     check_new_file("--plot", args.plot, args.force)
+    check_executor_args(args)
     vivado = None
     if args.vivado is not None:
         try:
@@ -159,7 +164,7 @@ def _report_table(args) -> int:
             raise CLIError(str(exc)) from None
     staged = (staged_output(args.out, args.force, {"command": "report"}) if args.out is not None
               else contextlib.nullcontext())
-    with staged as staging:
+    with executor_from_args(args) as executor, staged as staging:
         activity = not args.no_activity
         if activity and not shutil.which("iverilog"):
             print("pezo: note: Icarus Verilog is not installed (apt-get install -y iverilog): the table is printed "
@@ -170,7 +175,8 @@ def _report_table(args) -> int:
                            *([] if args.no_timing else ["place and route (nextpnr-ecp5)"])])
         with tqdm(total=len(designs), desc=work, unit="design", file=sys.stderr,
                   disable=args.quiet or args.json) as bar:
-            rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing)
+            rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing,
+                                   executor=executor)
         if vivado is not None:
             rows.append(vivado)
         if args.csv is not None:
@@ -243,6 +249,7 @@ def add_report_parser(sub) -> None:
     p.add_argument("--timing-path", action="store_true", help="one design: print its critical path (nextpnr's "
                    "report of the median seed) and add it to --json as critical_path")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_args(p, "table's designs (synthesis, activity, place and route)")
     p.add_argument("--brief", action="store_true", help="table: print a short comparison (the PeZO generators "
                    "and the ZO engines), where the full tables are and the next commands (what make run ends with)")
     p.set_defaults(func=cmd_report)

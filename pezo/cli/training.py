@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pezo.cli.args import CLIError, int_list, num, option_error, raw
 from pezo.cli.methods import add_method_args, cmd_sweep_methods, cmd_train_method, diverged, failed_runs, quiet_overflow, uses_methods
+from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.zo.families import FAMILIES, make_sampler
@@ -136,14 +137,15 @@ def cmd_sweep(args) -> int:
     shots, seeds = int_list(args.shots), int_list(args.seeds)
     if not shots or not seeds:
         raise CLIError("shots and seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
-    if not isinstance(args.jobs, int) or not 1 <= args.jobs <= 64:
-        raise CLIError(f"jobs must be an integer in 1..64, got {args.jobs!r}")
+    check_executor_args(args)
     base = _train_config(args, family="gaussian")
     for k in shots:
         for seed in seeds:
             _check_training_inputs(_train_config(args, family="gaussian", shots=k, seed=seed))
-    with staged_output(args.out, args.force, {"command": "pezo sweep", "experiments": experiments}) as staging:
-        results = run_sweep(base, experiments, tuple(shots), tuple(seeds), jobs=args.jobs, progress=not args.quiet)
+    with executor_from_args(args) as executor, \
+            staged_output(args.out, args.force, {"command": "pezo sweep", "experiments": experiments}) as staging:
+        results = run_sweep(base, experiments, tuple(shots), tuple(seeds), executor=executor,
+                            progress=not args.quiet)
         written = write_outputs(results, base, staging.path)
     table = args.out / "table3.md"
     if table.exists():
@@ -214,7 +216,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--tasks", type=str, help="--methods: comma-separated tasks (default digits,digits-rot45)")
     p.add_argument("--shots", default="16,256", help="comma-separated k values (default 16,256)")
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
-    p.add_argument("--jobs", type=raw, default=2, help="worker processes (default 2)")
+    add_executor_args(p)
     _add_train_args(p, sweep=True)
     p.add_argument("--out", type=Path, default=Path("build/sweep"), help="output directory (default build/sweep)")
     p.add_argument("--force", action="store_true", help="replace an --out pezo did not write")

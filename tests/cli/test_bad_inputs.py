@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from pezo.cli.main import main
 from pezo.cli.output import MARKER, OutputDirError, staged_output
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
 BAD_INPUTS = [
     # options that do not apply to the chosen mode
     (["sweep", "--tasks", "digits"], "--tasks applies to pezo sweep --methods only"),
@@ -60,6 +62,35 @@ BAD_INPUTS = [
     (["train-int8", "--net", "rt-mlp", "--g-lr", "0"], "--g-lr must be in 1..8388607, got 0"),
     (["train-int8", "--eval-every", "0"], "--eval-every must be in 1..10000000, got 0"),
     (["sim", "engine", "--steps", "0"], "--steps must be an integer in 1..10000, got 0"),
+    # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
+    (["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--scheduler",
+      "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered within 1 s"),
+    (["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--scheduler", "127.0.0.1:8786"],
+     "--scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got '127.0.0.1:8786'"),
+    (["sweep", "--methods", "mezo", "--jobs", "0"], "--jobs must be an integer in 1..64, got 0"),
+    (["sweep", "--methods", "mezo", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"],
+     "--jobs sets the workers of the local cluster; with --scheduler"),
+    # pezo explore (space files under tests/fixtures/explore)
+    (["explore", "--objectives", "accuracy,area"], "--objectives must be a comma-separated subset of accuracy, lut, "
+     "ff, bram, dsp, power, cycles, got 'area'"),
+    (["explore", "--task", "mnist"], "--task must be one of digits, digits-rot30, digits-rot45"),
+    (["explore", "--trials", "0"], "--trials must be an integer in 1..10000, got 0"),
+    (["explore", "--trials", "-3"], "--trials must be an integer in 1..10000, got -3"),
+    (["explore", "--space", "/dev/null"], "--space /dev/null is empty; give a JSON object of strategy, n_rngs"),
+    (["explore", "--space", str(FIXTURES / "empty_object.json")], "empty_object.json is empty"),
+    (["explore", "--space", str(FIXTURES / "unknown_key.json")], "key 'n_rng' is not a search-space key"),
+    (["explore", "--space", str(FIXTURES / "bad_range.json")], "key 'rng_bits' must be {\"low\": L, \"high\": H} "
+     "with integers L <= H"),
+    (["explore", "--space", str(FIXTURES / "rows_without_cycles.json")], "key 'rows' (the PE array's rows) applies "
+     "to the cycles objective only"),
+    (["explore", "--space", "/nonexistent/space.json"], "--space /nonexistent/space.json: No such file"),
+    (["explore", "--storage", "sqlite:////proc/pezo/study.db"], "--storage sqlite:////proc/pezo/study.db: cannot "
+     "write in /proc"),
+    (["explore", "--storage", "postgresql://db/x"], "--storage must be an SQLite URL sqlite:///PATH"),
+    (["explore", "--storage", "sqlite:///out/s.db", "--out", "out"], "is inside --out out, which pezo replaces"),
+    (["explore", "--steps", "0"], "--steps must be an integer in 1..1000000, got 0"),
+    (["explore", "--sampler", "grid"], "--sampler must be one of tpe, nsga2, got 'grid'"),
+    (["explore", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered"),
     # diverging training: the step and the likely cause
     (["train-int8", "--net", "digits-mlp", "--loss", "host", "--lr", "1e6", "--steps", "20", "--quiet"],
      "training diverged: g hit the Q8.16 limit in 20 of 20 steps (first at step 1), driving the int8 weights to "
@@ -98,6 +129,7 @@ def run(argv, capsys):
 @pytest.mark.parametrize("argv,needle", BAD_INPUTS, ids=[" ".join(a)[:60] for a, _ in BAD_INPUTS])
 def test_bad_input_one_clean_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PEZO_SCHEDULER_TIMEOUT", "1")
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "", (code, out, err)
     assert err.startswith("pezo: error: ") and err.count("\n") == 1 and needle in err, err
@@ -198,8 +230,8 @@ def test_power_saif_is_not_overwritten_without_force(tmp_path, capsys):
 def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
     import pezo.golden.methods.sweep as sweep
 
-    def failing(base, methods, tasks, seeds, jobs=1, progress=True):
-        real = original(base, methods, tasks, seeds, jobs=jobs, progress=progress)
+    def failing(base, methods, tasks, seeds, executor=None, progress=True):
+        real = original(base, methods, tasks, seeds, executor=executor, progress=progress)
         real[0] = {**real[0], "error": "refused"}
         real[0].pop("test_accuracy", None)
         return real
