@@ -105,7 +105,7 @@ class PerturbConfig:
         check_int("lfsr_leap", self.lfsr_leap, 1, self.rng_bits)
         common = math.gcd(self.lfsr_leap, period)
         if common != 1:
-            raise ValueError(f"lfsr_leap must be coprime to 2^rng_bits - 1 = {period} (k steps per clock keep "
+            raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {period} (k steps per clock keep "
                              f"the full period only then), got {self.lfsr_leap} (common factor {common})")
 
     @property

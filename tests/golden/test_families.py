@@ -311,7 +311,7 @@ def test_segment_allocates_only_its_output(family, options):
     (lambda: make_sampler("pezo-otf", 10, rng_bits=17), "rng_bits must be in 3..16"),
     (lambda: make_sampler("pezo-otf", 10, scaling="log"), "scaling must be one of lut, exact, none"),
     (lambda: make_sampler("pezo-otf", 10, leap=15), r"^leap must be in 1\.\.14, got 15"),
-    (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^rng_bits - 1 = 16383"),
+    (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^14 - 1 = 16383"),
     (lambda: make_sampler("pezo-otf", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
 ])
 def test_bad_input_raises_one_value_error(call, match):

@@ -22,7 +22,7 @@ def test_default_is_one_step_per_clock():
 @pytest.mark.parametrize("kwargs,match", [
     ({"lfsr_leap": 0}, r"lfsr_leap must be in 1\.\.14, got 0"),
     ({"lfsr_leap": 15}, r"lfsr_leap must be in 1\.\.14, got 15"),
-    ({"lfsr_leap": 3}, r"lfsr_leap must be coprime to 2\^rng_bits - 1 = 16383 .* got 3 \(common factor 3\)"),
+    ({"lfsr_leap": 3}, r"lfsr_leap must be coprime to 2\^14 - 1 = 16383 .* got 3 \(common factor 3\)"),
     ({"rng_bits": 12, "lfsr_leap": 12}, r"lfsr_leap must be coprime .* 4095 .* got 12 \(common factor 3\)"),
     ({"rng_bits": 6, "lfsr_leap": 6}, r"lfsr_leap must be coprime .* 63 .* got 6 \(common factor 3\)"),
     ({"lfsr_leap": True}, r"lfsr_leap must be an integer"),
@@ -134,3 +134,13 @@ def test_leap_feedback_is_the_flat_k_step_map(bits, leap):
     for state in np.random.default_rng(bits).integers(1, 1 << bits, 50).tolist():
         flat = sum((sum(state >> j & 1 for j in row) & 1) << i for i, row in enumerate(rows))
         assert flat == lfsr_jump(state, bits, leap)
+
+
+def test_report_budget_counts_the_leap_xors():
+    """The otf budget: one LUT per LFSR at leap 1 (PeZO's physical limit), the flat XOR trees beyond."""
+    from pezo.boards.report import budget, lfsr_luts
+
+    assert lfsr_luts(14, 1) == lfsr_luts(8, 1) == 1
+    assert lfsr_luts(14, 5) == 5 and lfsr_luts(8, 8) == 8 and lfsr_luts(14, 14) == 22
+    assert budget(PerturbConfig(n_rngs=32, rng_bits=14))["bare"] == {"LUT": 37, "FF": 455}
+    assert budget(PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14))["bare"]["LUT"] == 32 * 22 + 5
