@@ -21,6 +21,7 @@ import pezo.golden.rng
 import pezo.hw
 from pezo.boards.synth import TOOL, is_cached, synthesize
 from pezo.golden.config import PerturbConfig
+from pezo.golden.rng.lfsr import leap_feedback
 from pezo.golden.rng.pool import bank_depth
 from pezo.golden.rng.scale import check_scalable, lut_statistics
 from pezo.hw.engine.net_engine import NetEngine
@@ -110,11 +111,18 @@ def pool_bram18_minimum(config: PerturbConfig) -> int:
     return config.banks * per_bank * -(-ports // 2)
 
 
+def lfsr_luts(bits: int, leap: int = 1) -> int:
+    """LUT6s of one LFSR's next state: per state bit an XOR of ``leap_feedback`` inputs, 0 for a wire, else
+    a tree of ceil((f - 1) / 5) LUT6 (1 for PeZO's array: one feedback LUT; 22 for b = k = 14)."""
+    return sum(-(-(len(row) - 1) // 5) for row in leap_feedback(bits, leap))
+
+
 def budget(config: PerturbConfig) -> dict:
-    """Resource budget of the bare array, and of the rewind overhead."""
+    """Resource budget of the bare array (n LUTs at leap 1, the physical limit; n * ``lfsr_luts`` with a
+    leap-forward LFSR), and of the rewind overhead."""
     n, b = config.n_rngs, config.rng_bits
     log_n = math.ceil(math.log2(n)) if n > 1 else 0
-    return {"bare": {"LUT": n + log_n, "FF": n * b + log_n + 2},
+    return {"bare": {"LUT": n * lfsr_luts(b, config.lfsr_leap) + log_n, "FF": n * b + log_n + 2},
             "rewind_overhead": {"LUT": n * b, "FF": n * b}}
 
 
@@ -149,6 +157,8 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
     resources = _synthesize(config, use_cache, unit)
     out = {"strategy": config.strategy, "unit": unit, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
            "seed": config.seed, "rewind": config.rewind}
+    if config.strategy == "otf":
+        out["lfsr_leap"] = config.lfsr_leap
     out.update(resources)
     if unit != "generator":
         out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift,

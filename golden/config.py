@@ -67,6 +67,9 @@ class PerturbConfig:
     perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
     eps_shift -- epsilon as a right shift s, 0..24: the perturbation stream emits round(z * 2^(12 - s)),
                  i.e. epsilon = 2^(12 - s) output LSBs (``pezo.golden.rng.perturb``); the default 12 gives round(z).
+    lfsr_leap -- k, LFSR steps per clock of the on-the-fly array (leap-forward), 1..b (default 1, PeZO's
+                 array); coprime to 2^b - 1 so every LFSR keeps its full period. k = b makes each new state
+                 b fresh bits of the m-sequence (no overlap with the last one).
     """
 
     strategy: str = "otf"
@@ -80,6 +83,7 @@ class PerturbConfig:
     banks: int = 8
     perturb_dim: int = 1 << 20
     eps_shift: int = 12
+    lfsr_leap: int = 1
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -98,6 +102,11 @@ class PerturbConfig:
             raise ValueError(f"banks must be a power of two dividing lanes={self.lanes}, got {self.banks}")
         check_int("perturb_dim", self.perturb_dim, 1, MAX_PERTURB_DIM)
         check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
+        check_int("lfsr_leap", self.lfsr_leap, 1, self.rng_bits)
+        common = math.gcd(self.lfsr_leap, period)
+        if common != 1:
+            raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {period} (k steps per clock keep "
+                             f"the full period only then), got {self.lfsr_leap} (common factor {common})")
 
     @property
     def lfsr_period(self) -> int:

@@ -13,6 +13,10 @@ i.e. the register shifts right and the feedback bit enters at the MSB. Every b h
 feedback is always a single LUT on an FPGA, even with a 2-input restore mux folded in.
 The state is never 0; over 2^b - 1 steps it visits every nonzero b-bit value once.
 
+Leap-forward (``PerturbConfig.lfsr_leap`` = k): a register that takes k of these steps per clock. Each
+bit of the new state is an XOR of old state bits (the k-th power of the one-step GF(2) map); the period
+in clocks stays 2^b - 1 iff gcd(k, 2^b - 1) = 1, and with k = b consecutive states share no bits.
+
 Signed value: ``value = s - 2^(b-1)``, symmetric in [-(2^(b-1) - 1), 2^(b-1) - 1]. In bits this is the
 "offset binary" code: the two's-complement value is ``s`` with its MSB inverted.
 """
@@ -53,6 +57,21 @@ def lfsr_next_array(states: np.ndarray, bits: int) -> np.ndarray:
     """``lfsr_next`` applied elementwise to a uint64 array."""
     fb = np.bitwise_count(states & np.uint64(feedback_mask(bits))) & np.uint8(1)
     return (states >> np.uint64(1)) | (fb.astype(np.uint64) << np.uint64(bits - 1))
+
+
+def lfsr_leap_array(states: np.ndarray, bits: int, leap: int = 1) -> np.ndarray:
+    """``leap`` LFSR steps at once, elementwise (the leap-forward LFSR's next state: ``lfsr_next`` k times)."""
+    for _ in range(leap):
+        states = lfsr_next_array(states, bits)
+    return states
+
+
+def leap_feedback(bits: int, leap: int) -> tuple[tuple[int, ...], ...]:
+    """Bit i of the state ``leap`` steps on is the XOR of old bits ``leap_feedback(bits, leap)[i]`` (the
+    k-th power of the one-step GF(2) map, row by row): the flat form of the 1-bit update unrolled k times.
+    For leap = 1 bit i < b-1 is old bit i+1 and bit b-1 the feedback ``feedback_bits(bits)``."""
+    images = [lfsr_jump(1 << j, bits, leap) for j in range(bits)]  # image of old bit j
+    return tuple(tuple(j for j in range(bits) if images[j] >> i & 1) for i in range(bits))
 
 
 def _apply(matrix: list[int], state: int) -> int:

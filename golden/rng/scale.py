@@ -4,7 +4,8 @@ A perturbation of d values from the URNG array starts at an aligned cycle (point
 holds RNG p) and takes the lanes of ``ceil(d / n)`` enabled cycles in cycle-major order: element j is
 lane ``j mod n`` of relative cycle ``j // n`` (the unused lanes of the last cycle are dropped). Lane p of
 relative cycle t is RNG ``(p + t) mod n`` stepped t times, and RNG k sits ``phase_k`` steps after RNG 0
-along the one m-sequence, so element (t, p) is the m-sequence value at index ``e + t + phase_((p+t) mod n)``
+along the one m-sequence, so element (t, p) is the m-sequence value at index ``e + k*t + phase_((p+t) mod n)``
+(k = ``lfsr_leap``, LFSR steps per clock)
 where e is RNG 0's index at the start. Hence ``||u||^2`` is a function of RNG 0's start state alone -- the
 state on lane 0 at the start, which addresses the LUT -- and for all 2^b - 1 states at once it is the
 cyclic correlation of the squared sequence values with the histogram of those offsets (FFT, float64;
@@ -57,7 +58,7 @@ def element_offsets(config: PerturbConfig) -> np.ndarray:
     phases = np.array(rng_phases(config), dtype=np.int64)
     j = np.arange(d, dtype=np.int64)
     t, p = j // n, j % n
-    return (t + phases[(p + t) % n]) % period
+    return (config.lfsr_leap * t + phases[(p + t) % n]) % period
 
 
 def squared_norms(config: PerturbConfig) -> np.ndarray:

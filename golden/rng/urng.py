@@ -10,7 +10,8 @@ Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
   (a lane of a 32 x 14 array then repeats its own value 511 cycles later in 31 of 32 cycles); exact
   multiples of S, even shuffled, leave 1/n of such repeats. ``tests/test_golden_urng.py`` checks both.
 * Positions: at cycle t, position p holds RNG ``(p + t) mod n``; ``pointer = t mod n`` names the RNG in
-  position 0. After each enabled cycle every RNG steps once and the RNG in position 0 moves to the end
+  position 0. After each enabled cycle every RNG steps once (``lfsr_leap`` = k LFSR steps: a
+  leap-forward LFSR; k = 1 is PeZO's array) and the RNG in position 0 moves to the end
   (position p loads the next state of position p + 1; position n-1 loads that of position 0).
   With ``rotate=False`` (the comparison baseline) position p always holds RNG p and the pointer stays 0.
 * Lanes: lane p of a cycle is the value of position p, ``state - 2^(b-1)`` (``lanes``), or the raw
@@ -21,7 +22,11 @@ Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
   their lanes, to get there), so the saved pointer is always 0 and the hardware stores n*b state bits
   and no pointer. ``step(restore=1)`` makes the shadow the next state with pointer 0, taking priority
   over ``en``. Save and restore in one cycle swap: the shadow takes the current state (if pointer is
-  0) and the array the old shadow. The shadow starts equal to the reset state.
+  0) and the array the old shadow. The shadow starts equal to the reset state. The leap changes none
+  of this: the shadow holds states, and the pointer counts clocks, whatever k.
+* Leap-forward (k > 1): RNG i at cycle t sits at m-sequence index ``phase_i + k*t``. With k = 1 the RNG
+  a lane sees next cycle is its neighbour's, shifted by one bit (lanes n - 1 apart correlate at about
+  +0.48); with k = b its next value is b fresh bits. Phases (reset states) do not depend on k.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import warnings
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next_array, offset_to_signed
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ class URNGArray:
 
     # -- one clock edge ---------------------------------------------------------------------
     def _advance(self) -> None:
-        nxt = lfsr_next_array(self._states, self.config.rng_bits)
+        nxt = lfsr_leap_array(self._states, self.config.rng_bits, self.config.lfsr_leap)
         if self.rotate:
             self._states = np.roll(nxt, -1)
             self._pointer = (self._pointer + 1) % self.config.n_rngs
@@ -166,17 +171,18 @@ def distinct_combinations(config: PerturbConfig) -> int:
 
     The tuple at cycle t depends on (t mod n, t mod 2^b-1), so at most lcm(n, 2^b-1) tuples exist;
     that is n(2^b-1), PeZO's claim, when gcd(n, 2^b-1) = 1. Tuples at t and t+D coincide iff for
-    d = D mod n the phase differences phi_k - phi_(k+d) are one constant c (mod 2^b-1) and D = c
-    (mod 2^b-1); each such d removes one residue class. Tiny arrays with n | 2^b-1 (n = 3, b = 4)
+    d = D mod n the phase differences phi_k - phi_(k+d) are one constant c (mod 2^b-1) and L*D = c
+    (mod 2^b-1), L the leap (coprime to 2^b-1, so D = c/L); each such d removes one residue class. Tiny arrays with n | 2^b-1 (n = 3, b = 4)
     collapse this way; ``count_distinct_combinations`` brute-forces the same number.
     """
     n, period = config.n_rngs, config.lfsr_period
     phases = rng_phases(config)
     g = math.gcd(n, period)
+    inverse_leap = pow(config.lfsr_leap, -1, period) if period > 1 else 0
     repeats = 0
     for d in range(n):
         diffs = {(phases[k] - phases[(k + d) % n]) % period for k in range(n)}
-        if len(diffs) == 1 and (next(iter(diffs)) - d) % g == 0:
+        if len(diffs) == 1 and (next(iter(diffs)) * inverse_leap - d) % g == 0:
             repeats += 1
     return math.lcm(n, period) // repeats
 

@@ -47,7 +47,7 @@ takes each perturbation's d values (``en`` on every valid cycle) and then pulses
   t starts after ``A_t = t * n * ceil(C / n) = t * n * ceil(d / n^2)`` enabled cycles, and RNG 0 then
   sits at m-sequence index::
 
-      e_t = t * n * ceil(d / n^2)  mod  (2^b - 1)
+      e_t = k * t * n * ceil(d / n^2)  mod  (2^b - 1)     (k = ``leap``, LFSR steps per clock, default 1)
 
   Element j is the signed m-sequence value at ``(e_t + element_offsets[j]) mod (2^b - 1)``
   (``pezo.golden.rng.scale.element_offsets``), and the LUT shift is ``scale_lut[msequence[e_t]]`` (RNG 0's
@@ -240,12 +240,18 @@ class OtfSampler(Sampler):
 
     family = "pezo-otf"
 
-    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut"):
+    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut",
+                 leap: int = 1):
         if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
                 and seed > (1 << rng_bits) - 1:
             seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
         super().__init__(dim, seed)
-        self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim)
+        try:
+            self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim,
+                                        lfsr_leap=leap)
+        except ValueError as exc:  # the option is called leap here
+            message = str(exc)
+            raise ValueError(message[len("lfsr_"):] if message.startswith("lfsr_leap") else message) from None
         check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)
         if scaling not in SCALINGS:
             raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
@@ -265,8 +271,8 @@ class OtfSampler(Sampler):
         phases = np.array(rng_phases(self.config), dtype=np.intp)
         i = np.arange(self.chunk, dtype=np.intp)
         t, p = i // n, i % n
-        self._rel = t + phases[(p + t) % n]  # < chunk/n + P
-        self._chunk_step = self.chunk // n  # offset advance per chunk (only used when chunk % n^2 == 0)
+        self._rel = leap * t + phases[(p + t) % n]  # < leap*chunk/n + P
+        self._chunk_step = leap * (self.chunk // n)  # offset advance per chunk (only used when chunk % n^2 == 0)
         length = 2 * period + self._chunk_step + 1
         signed = offset_to_signed(self.msequence.astype(np.int64), rng_bits).astype(np.float32)
         signed /= np.float32(1 << (rng_bits - 1))
@@ -279,8 +285,8 @@ class OtfSampler(Sampler):
         self._tables: dict[float, np.ndarray] = {}  # scaled copies of _base (a cache, not state)
 
     def start_index(self, index: int) -> int:
-        """m-sequence index e_t of RNG 0 at perturbation ``index``'s start: t * n * ceil(d/n^2) mod P."""
-        return index * self.start_step % self.config.lfsr_period
+        """m-sequence index e_t of RNG 0 at perturbation ``index``'s start: k * t * n * ceil(d/n^2) mod P."""
+        return self.config.lfsr_leap * (index * self.start_step % self.config.lfsr_period) % self.config.lfsr_period
 
     def scale_factor(self, index: int) -> float:
         """The factor applied to perturbation ``index``: 2^k (lut), Eq. 3 (exact) or 1 (none)."""
@@ -298,7 +304,10 @@ class OtfSampler(Sampler):
         return int(self._lut[self.msequence[self.start_index(index)]])
 
     def options(self):
-        return {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
+        out = {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
+        if self.config.lfsr_leap != 1:
+            out["leap"] = self.config.lfsr_leap
+        return out
 
     def describe(self):
         out = super().describe()
@@ -337,13 +346,14 @@ _CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, Unif
                                         PregenSampler, OtfSampler)}
 # The keyword options each family takes (its make_sampler options).
 FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
-            "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling")}
+            "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap")}
 
 
 def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:
     """The sampler of one family (``FAMILIES``); ``options`` are the family's keyword options:
     pezo-pregen ``pool_size`` (4095), ``pool_bits`` (12); pezo-otf ``n_rngs`` (31), ``rng_bits`` (14),
-    ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``); the NumPy families take none."""
+    ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``), ``leap`` (1: LFSR steps per clock,
+    ``PerturbConfig.lfsr_leap``); the NumPy families take none."""
     if family not in _CLASSES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     allowed = FAMILY_OPTIONS[family]

@@ -2,6 +2,8 @@
 
 Rotation costs wiring only: position p's register loads the *next state of position p+1*, so every
 position's input is its neighbour's bits shifted by one plus one feedback bit (one LUT per RNG).
+With ``lfsr_leap`` = k > 1 (leap-forward) the next state is k steps on: k of the b bits are feedback
+XORs (the rest still wiring), so the array costs about k LUTs per RNG, not one.
 Position 0 always holds the pointed-to RNG, so a consumer (the scale LUT) reads lane 0 and needs
 no pointer mux.
 
@@ -17,7 +19,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import feedback_bits
+from pezo.golden.rng.lfsr import feedback_bits, leap_feedback
 from pezo.golden.rng.urng import initial_states
 from pezo.hw.component import ConfigComponent, ConfigSignature
 
@@ -32,12 +34,25 @@ def to_twos_complement(lane, bits: int):
     return Cat(lane[: bits - 1], ~lane[bits - 1]).as_signed()
 
 
-def lfsr_next(state, bits: int):
-    """Next state of a Fibonacci LFSR held in ``state`` (contract: ``golden.rng.lfsr``)."""
-    feedback = state[0]
-    for k in feedback_bits(bits)[1:]:
-        feedback = feedback ^ state[k]
-    return Cat(state[1:bits], feedback)
+def lfsr_next(state, bits: int, leap: int = 1):
+    """State ``leap`` steps after ``state`` of a Fibonacci LFSR (contract: ``golden.rng.lfsr``).
+
+    leap = 1: a right shift and one feedback XOR. leap = k > 1: the 1-bit update unrolled k times,
+    written flat -- bit i is one XOR of the old bits ``golden.rng.lfsr.leap_feedback(b, k)[i]`` (what
+    synthesis reduces the unrolled chain to; the nested chain itself would grow exponentially in the
+    Amaranth simulator's expression compiler)."""
+    if leap == 1:
+        feedback = state[0]
+        for k in feedback_bits(bits)[1:]:
+            feedback = feedback ^ state[k]
+        return Cat(state[1:bits], feedback)
+    out = []
+    for sources in leap_feedback(bits, leap):
+        bit = state[sources[0]]
+        for j in sources[1:]:
+            bit = bit ^ state[j]
+        out.append(bit)
+    return Cat(*out)
 
 
 class URNGArray(ConfigComponent):
@@ -71,7 +86,7 @@ class URNGArray(ConfigComponent):
         position = [Signal(bits, name=f"position{p}", init=reset[p]) for p in range(n)]
         pointer = Signal(cfg.pointer_bits, init=0)
 
-        next_position = [lfsr_next(position[(p + 1) % n], bits) for p in range(n)]
+        next_position = [lfsr_next(position[(p + 1) % n], bits, cfg.lfsr_leap) for p in range(n)]
 
         def advance():
             m.d.sync += [reg.eq(nxt) for reg, nxt in zip(position, next_position)]

@@ -11,11 +11,13 @@ from pathlib import Path
 from pezo.cli.args import CLIError, option_error, raw
 from pezo.cli.output import check_new_file, quoted
 
-FAMILY_OPTIONS = {"n_rngs": "pezo-otf", "rng_bits": "pezo-otf", "scaling": "pezo-otf", "pool_size": "pezo-pregen",
+FAMILY_OPTIONS = {"n_rngs": "pezo-otf", "rng_bits": "pezo-otf", "scaling": "pezo-otf", "leap": "pezo-otf",
+                  "pool_size": "pezo-pregen",
                   "pool_bits": "pezo-pregen"}
 """Family option (argparse dest) -> the family it belongs to."""
 QUALITY_FIELDS = {"dim": "--d", "queries": "--queries", "trials": "--trials", "seed": "--seed",
                   "max_lag": "--max-lag", "n_rngs": "--n-rngs", "rng_bits": "--rng-bits", "scaling": "--scaling",
+                  "leap": "--leap",
                   "pool_size": "--pool-size", "pool_bits": "--pool-bits", "family": "--family"}
 
 
@@ -160,6 +162,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--n-rngs", type=raw, help="pezo-otf: LFSR URNGs n (default 31)")
     p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
     p.add_argument("--scaling", type=str, help="pezo-otf: lut, exact or none (default lut)")
+    p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k, 1..b, coprime to 2^b - 1 (default 1; "
+                   "b decorrelates the lanes)")
     p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095)")
     p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="also write the lag correlations as a PNG")

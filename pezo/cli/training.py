@@ -23,7 +23,7 @@ from pezo.golden.zo.trainer import HEAD_INITS, TrainConfig, train, trainable_cho
 
 TRAIN_FIELDS = ("family", "task", "shots", "steps", "seed", "trainable", "lr", "eps", "queries", "weight_decay",
                 "mode", "batch_size", "head_init", "eval_every", "max_length", "pool_size", "pool_bits", "n_rngs",
-                "rng_bits", "scaling")
+                "rng_bits", "scaling", "leap")
 """``pezo train`` / ``pezo sweep`` options of the golden trainer (TrainConfig fields, then family options)."""
 
 
@@ -35,7 +35,7 @@ def _train_config(args, **overrides):
         if value is not None:
             fields[name] = value
     options = tuple(sorted((name, getattr(args, name)) for name in ("pool_size", "pool_bits", "n_rngs", "rng_bits",
-                                                                     "scaling")
+                                                                     "scaling", "leap")
                            if getattr(args, name, None) is not None))
     if options:
         fields["family_options"] = options
@@ -190,6 +190,8 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
         p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
         p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
                        "exact (PeZO Eq. 3) or none (default lut)")
+        p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k (leap-forward), 1..b, coprime "
+                       "to 2^b - 1 (default 1; b decorrelates the lanes)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_method_args(p)
 

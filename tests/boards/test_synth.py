@@ -33,6 +33,17 @@ def test_rewind_overhead_within_budget(n, bits):
     assert r["within_budget"]
 
 
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits,leap", [(32, 14, 14), (32, 8, 8)])
+def test_leap_forward_array_costs_its_xors_not_flip_flops(n, bits, leap):
+    """k steps per clock: the same n*b flip-flops; LUTs = the flat XOR trees (``lfsr_luts``), far above n."""
+    r = report(PerturbConfig(n_rngs=n, rng_bits=bits, lfsr_leap=leap))
+    log_n = math.ceil(math.log2(n))
+    assert n * bits <= r["FF"] <= n * bits + log_n + 2, r["cells"]
+    assert 4 * n < r["LUT"] <= r["budget"]["LUT"] and r["within_budget"], r["cells"]
+    assert r["lfsr_leap"] == leap and r["BRAM"] == r["DSP"] == r["LUTRAM"] == 0
+
+
 def test_summarize_counts_primitives():
     cells = {"LUT4": 32, "INV": 1, "FDRE": 200, "FDSE": 253, "CARRY8": 1, "RAMB18E2": 2, "RAMB36E2": 1,
              "DSP48E2": 3, "RAM32M16": 2, "SRLC32E": 1, "MUXF7": 4}

@@ -41,6 +41,9 @@ def test_help_lists_subcommands():
     (["report", "--strategy", "pregen", "--pool-size", "0"], "--pool-size must be in 8..1048576"),
     (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "--banks must be a power of two dividing"),
     (["report", "--strategy", "gaussian", "--lanes", "0"], "--lanes must be in 1..1024"),
+    (["report", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
+    (["report", "--rng-bits", "12", "--lfsr-leap", "12"], "--lfsr-leap must be coprime to 2^12 - 1 = 4095"),
+    (["report", "--strategy", "pregen", "--lfsr-leap", "2"], "--lfsr-leap applies to --strategy otf only"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     code, out, err = run(argv, capsys)

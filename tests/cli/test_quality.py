@@ -21,6 +21,15 @@ def test_json_contract_and_the_otf_arrays_rotation_correlation(capsys):
     assert r["cosine"] < r["cosine_theory"] - 0.02 and r["inflation_excess"] > 0.1
 
 
+def test_leap_forward_removes_the_rotation_correlation(capsys):
+    """k = b LFSR steps per clock: a lane's next value is b fresh bits, so lag n - 1 falls into the noise."""
+    assert main(["quality", "--family", "pezo-otf", "--leap", "14", "--trials", "40", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["options"] == {"leap": 14}
+    assert abs(r["lag_correlations"][29]) < 2 * r["lag_noise"] and r["max_lag_correlation"] < 2 * r["lag_noise"]
+    assert abs(r["cosine"] - r["cosine_theory"]) < 0.02 and r["inflation_excess"] < 0.08
+
+
 def test_independent_families_stay_inside_the_noise():
     for family in ("gaussian", "rademacher", "xorshift-rademacher"):
         r = perturbation_quality(family, dim=100, queries=50, trials=40, seed=3)
@@ -65,6 +74,9 @@ def test_several_families_a_table_plot_and_csv(tmp_path, capsys):
     (["--family", "gaussian", "--n-rngs", "4"], "--n-rngs applies to --family pezo-otf only"),
     (["--n-rngs", "0"], "--n-rngs must be in 1..1024, got 0"),
     (["--queries", "0"], "--queries must be in 1..65536, got 0"),
+    (["--leap", "3"], "--leap must be coprime to 2^14 - 1 = 16383"),
+    (["--leap", "15"], "--leap must be in 1..14, got 15"),
+    (["--family", "gaussian", "--leap", "2"], "--leap applies to --family pezo-otf only"),
     (["--plot", "x.txt"], "--plot x.txt: name the file *.png"),
 ])
 def test_bad_input_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):

@@ -132,10 +132,14 @@ def check_against_stream(sampler, config, integers):
     return negative
 
 
-@pytest.mark.parametrize("n,b,d", [(7, 8, 1000), (31, 14, 97), (31, 10, 1000), (7, 12, 97), (5, 6, 3),
-                                   (31, 14, 1000)])
-def test_otf_equals_the_hardware_stream(n, b, d):
-    sampler = make_sampler("pezo-otf", d, seed=5, n_rngs=n, rng_bits=b)  # scaling="lut": the hardware's
+@pytest.mark.parametrize("n,b,d,leap", [(7, 8, 1000, 1), (31, 14, 97, 1), (31, 10, 1000, 1), (7, 12, 97, 1),
+                                        (5, 6, 3, 1), (31, 14, 1000, 1), (31, 14, 1000, 14), (7, 8, 1000, 8),
+                                        (5, 6, 3, 5), (32, 14, 97, 14)])
+@pytest.mark.filterwarnings("ignore::pezo.golden.zo.families.PowerOfTwoWarning")
+def test_otf_equals_the_hardware_stream(n, b, d, leap):
+    options = {"leap": leap} if leap != 1 else {}
+    sampler = make_sampler("pezo-otf", d, seed=5, n_rngs=n, rng_bits=b, **options)  # scaling="lut": the hardware's
+    assert sampler.config.lfsr_leap == leap
     k = {sampler.scale_shift(t) for t in range(6)}
     # eps_shift making every shift a = k + 13 - b - eps_shift >= 0 where the range allows, and 12
     for eps_shift in sorted({max(0, min(k) + 13 - b), 12}):
@@ -143,15 +147,16 @@ def test_otf_equals_the_hardware_stream(n, b, d):
         check_against_stream(sampler, config, stream_perturbations(config, 6))
 
 
-def test_otf_start_index_closed_form():
+@pytest.mark.parametrize("leap", [1, 5])
+def test_otf_start_index_closed_form(leap):
     n, b, d = 7, 6, 200
-    sampler = make_sampler("pezo-otf", d, n_rngs=n, rng_bits=b)
+    sampler = make_sampler("pezo-otf", d, n_rngs=n, rng_bits=b, leap=leap)
     seq = msequence(sampler.config)
     stream = PerturbationStream(sampler.config)
     for t in range(20):
         while not stream.valid:  # the aligner runs to the rotation; then element 0 is on the port
             stream.step()
-        e = t * n * math.ceil(d / n ** 2) % (2 ** b - 1)
+        e = leap * t * n * math.ceil(d / n ** 2) % (2 ** b - 1)
         assert sampler.start_index(t) == e
         assert stream.source.pointer == 0 and stream.source.snapshot().states[0] == seq[e]
         assert stream.k == sampler.scale_shift(t)
@@ -159,11 +164,12 @@ def test_otf_start_index_closed_form():
         stream.step(next=True)
 
 
-@pytest.mark.parametrize("n,b,d", [(7, 8, 200_000), (31, 8, 150_001), (1, 5, 140_001)])
-def test_otf_chunked_fast_path_equals_element_offsets(n, b, d):
+@pytest.mark.parametrize("n,b,d,leap", [(7, 8, 200_000, 1), (31, 8, 150_001, 1), (1, 5, 140_001, 1),
+                                        (7, 8, 200_000, 8), (31, 14, 150_001, 14)])
+def test_otf_chunked_fast_path_equals_element_offsets(n, b, d, leap):
     """Several offset chunks (d > 65 536): the fast path equals element_offsets taken literally."""
     for scaling in ("none", "exact"):
-        sampler = make_sampler("pezo-otf", d, n_rngs=n, rng_bits=b, scaling=scaling)
+        sampler = make_sampler("pezo-otf", d, n_rngs=n, rng_bits=b, scaling=scaling, leap=leap)
         assert sampler.chunk < d
         seq = msequence(sampler.config).astype(np.int64) - 2 ** (b - 1)
         offsets = element_offsets(sampler.config)
@@ -304,6 +310,8 @@ def test_segment_allocates_only_its_output(family, options):
     (lambda: make_sampler("pezo-otf", 10, rng_bits=2), "rng_bits must be in 3..32"),
     (lambda: make_sampler("pezo-otf", 10, rng_bits=17), "rng_bits must be in 3..16"),
     (lambda: make_sampler("pezo-otf", 10, scaling="log"), "scaling must be one of lut, exact, none"),
+    (lambda: make_sampler("pezo-otf", 10, leap=15), r"^leap must be in 1\.\.14, got 15"),
+    (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^14 - 1 = 16383"),
     (lambda: make_sampler("pezo-otf", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
 ])
 def test_bad_input_raises_one_value_error(call, match):

@@ -209,7 +209,11 @@ def test_otf_stream_rejects_rng_bits_without_a_lut():
     ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13)),
     ("stream", PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50)),
     ("stream", PerturbConfig(strategy="gaussian", lanes=4, eps_shift=20)),
-], ids=["scale", "gaussian", "stream-otf-5x6", "stream-otf-32x14", "stream-pregen", "stream-gaussian"])
+    ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_leap=5)),
+    ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_leap=5)),
+    ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13, lfsr_leap=14)),
+], ids=["scale", "gaussian", "stream-otf-5x6", "stream-otf-32x14", "stream-pregen", "stream-gaussian",
+        "scale-leap5", "stream-otf-5x6-leap5", "stream-otf-32x14-leap14"])
 def test_hw_matches_golden_quick(bench, cfg):
     check_against_golden(bench, cfg, cycles=2000)
 
