@@ -214,9 +214,13 @@ def brief_summary(rows: list[dict], out: Path | None) -> str:
         paper = f"   (paper: {r['paper_LUT']} LUT)" if r.get("paper_LUT") else ""
         lines.append(f"  {r['design']:<{width}} {r['LUT']:>7} LUT {r['FF']:>7} FF {r['BRAM']:>3} BRAM "
                      f"{r['DSP']:>3} DSP{paper}")
+    timed = any(r.get("fmax_mhz") is not None for r in rows)
     if out is not None:
-        lines.append(f"Every design, estimates, activity and timing: {quoted(str(out) + '/resources.md')} "
-                     f"(+ .json, .csv, .png)")
+        lines.append(f"Every design, estimates, activity{' and timing' if timed else ''}: "
+                     f"{quoted(str(out) + '/resources.md')} (+ .json, .csv, .png)")
+    if not timed:
+        lines.append("Fmax of every design (nextpnr-ecp5 place and route, 3 seeds; long when cold, then cached): "
+                     f".venv/bin/pezo report --out {quoted(str(out or 'build/report'))}")
     lines.append("Next: .venv/bin/pezo --help    (every command)    make test    (the whole test suite)")
     return "\n".join(lines)
 

@@ -298,8 +298,9 @@ def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
     code, out, _ = run(["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out",
                         str(tmp_path / "my report")], capsys)
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 6 and max(len(x) for x in lines if "resources.md" not in x) < 120, out
+    assert code == 0 and len(lines) == 7 and max(len(x) for x in lines if "my report" not in x) < 120, out
     assert "otf 32 x 8" not in out and "ZO engine" in out and f"'{tmp_path}/my report/resources.md'" in out
+    assert "Fmax of every design" in lines[-2] and f"report --out '{tmp_path}/my report'" in lines[-2]  # --no-timing
     assert lines[-1].startswith("Next: .venv/bin/pezo --help") and "make test" in lines[-1]
 
 
