@@ -26,7 +26,7 @@ update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g
 
 **Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
 step needs at least ``cycle_bound`` = 2 * (B / R) * |W| / C (two forward passes) + |W| / C (update)
-+ ``FORWARD_LATENCY`` + ``UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
++ ``NET_FORWARD_LATENCY`` + ``UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
 stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
 activation buffer before the next layer reads them), the loss/g tail and any wait for the batch.
 """
@@ -52,9 +52,17 @@ MAX_LAYERS = 8
 MAX_WIDTH = 4096
 """Widest layer input or output."""
 MAX_WEIGHT_WORDS = 1 << 20
-LAYER_GAP = FORWARD_LATENCY + 1
+WEIGHT_STAGES = 1
+"""Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
+not followed by the add and the saturation in one cycle); the activation reads are issued this many
+cycles late so that both meet at the array."""
+NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES
+"""Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
+``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add."""
+LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array
-``FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the buffer."""
+``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
+buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
 
 
@@ -209,8 +217,8 @@ class NetConfig:
         return 2 * self.tiles * self.weight_words
 
     def cycle_bound(self) -> int:
-        """2 * (B / R) * |W| / C + |W| / C + FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
-        return self.useful_mac_cycles() + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
+        """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
 
     def layer_utilisation(self) -> list[dict]:
         """Per layer: words per tile and the share of the array's MACs its words use. Every word fills

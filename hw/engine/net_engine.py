@@ -4,12 +4,15 @@ activation buffer (hidden layers) or the loss unit (logits), with a double-buffe
 
 Datapath, one weight word (C weights of one output) per cycle for R examples:
 
-* issue (S0): the controller reads weight word ``word`` (global order), the layer's activation word
-  (layer 0: the batch bank at the head of the queue; later layers: the hidden buffer the previous layer
-  wrote) and, in a perturbed pass, consumes one stream vector;
-* S1: ``sat(w + p, -127, 127)`` into the array (p = 0 in plain inference, negated by the stream in the
-  -epsilon pass) or, in the update, ``g * p`` (then round, then ``sat(w - step)`` written back);
-* results leave the array ``FORWARD_LATENCY`` cycles after the issue of a row's last word: a hidden
+* issue (S0): the controller reads weight word ``word`` (global order) and, in a perturbed pass,
+  consumes one stream vector (registered as p);
+* S1: the weight word leaves the memory into a register (``WEIGHT_STAGES``: the block RAM's clock-to-out
+  is followed by no logic); the layer's activation word is read (layer 0: the batch bank at the head of
+  the queue; later layers: the hidden buffer the previous layer wrote), its address one cycle behind
+  the issue; in the update, ``g * p`` (then round, then ``sat(w - step)`` written back);
+* S2: ``sat(w + p, -127, 127)`` and the activation word into the array's input register (p = 0 in
+  plain inference, negated by the stream in the -epsilon pass);
+* results leave the array ``NET_FORWARD_LATENCY`` cycles after the issue of a row's last word: a hidden
   layer's R sums are requantised (the layer's shift and ReLU) into a register and written one cycle
   later to lane ``o % C`` of word ``o // C`` of the layer's hidden buffer (ping-pong: layer l writes
   buffer l % 2); the last layer's sums go to the logit memory and the loss unit;
@@ -45,7 +48,7 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NetConfig
+from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
 from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
@@ -62,7 +65,7 @@ LOGIT_READ_LATENCY = 3
 """Host logit reads: ``logit`` and ``logit_q`` are registered, three cycles after the address (memory,
 lane select, requantisation: the block RAM's clock-to-out is not followed by logic in the same cycle)."""
 STEP_BITS = 16
-assert FORWARD_LATENCY == 1 + PE_LATENCY
+assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
 
 
 def _bits(count: int) -> int:
@@ -159,7 +162,7 @@ class NetEngine(ConfigComponent):
         word = Signal(range(max(cfg.weight_words, 2)))
         j, o = Signal(range(max(l.inputs // C for l in cfg.layers) + 1)), Signal(range(max(l.outputs for l in cfg.layers) + 1))
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
-        drain = Signal(range(FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
+        drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
         perturbing = op != OP_INFER
         issue, wanting = Signal(), Signal()
@@ -231,7 +234,7 @@ class NetEngine(ConfigComponent):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
                                 m.next = "COMMAND"
                             with m.Else():
-                                m.d.sync += drain.eq(FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
+                                m.d.sync += drain.eq(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
                                 m.next = "FORWARD_DRAIN"
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
                 m.d.sync += drain.eq(drain - 1)
@@ -274,13 +277,18 @@ class NetEngine(ConfigComponent):
                      release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
                      clear_loss.eq(fsm.ongoing("BATCH") & batch_ready)]
 
-        # -- activation reads: layer 0 from the batch bank, later layers from the hidden buffer ---------
-        m.d.comb += [stream.en.eq(wanting), w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
-                     x_read.addr.eq((rp * T + tile) * J0 + j)]
+        # -- reads: the weight word at the issue; the activations (layer 0 from the batch bank, later
+        # layers from the hidden buffer) one cycle later, so they meet the registered weights at S2 ------
+        m.d.comb += [stream.en.eq(wanting), w_read.addr.eq(Mux(self.busy, word, self.w_addr))]
+        x_addr = Signal.like(x_read.addr)
+        m.d.sync += x_addr.eq((rp * T + tile) * J0 + j)
+        m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
-            m.d.comb += h_read.addr.eq(~layer[0] * hidden_words + j)
+            h_addr = Signal.like(h_read.addr)
+            m.d.sync += h_addr.eq(~layer[0] * hidden_words + j)
+            m.d.comb += h_read.addr.eq(h_addr)
 
-        # -- S1: memory data, the captured perturbation and the word's tag ------------------------------
+        # -- S1: the weight word, the captured perturbation and the word's tag ---------------------------
         p = Signal(data.ArrayLayout(signed(STREAM_BITS), C))
         valid1, update1, first1, last1, layer0_1 = Signal(), Signal(), Signal(), Signal(), Signal()
         tag0, tag1 = Signal(tag_shape), Signal(tag_shape)
@@ -290,26 +298,30 @@ class NetEngine(ConfigComponent):
         m.d.sync += [valid1.eq(issue), update1.eq(updating), first1.eq(j == 0), last1.eq(row_done),
                      layer0_1.eq(layer == 0), tag1.eq(tag0), addr1.eq(word),
                      p.eq(Mux(perturbing, stream.lanes.as_value(), 0))]
-        weights = w_read.data
-        m.d.comb += self.w_rdata.eq(weights)
+        m.d.comb += self.w_rdata.eq(w_read.data)
+        # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
+        w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
+        valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
+        m.d.sync += [w2.eq(w_read.data), p2.eq(p), valid2f.eq(valid1 & ~update1), first2.eq(first1),
+                     last2.eq(last1), layer0_2.eq(layer0_1), tag2.eq(tag1)]
         acts = x_read.data.as_value()
         if L > 1:
-            acts = Mux(layer0_1, x_read.data.as_value(), h_read.data.as_value())
-        m.d.comb += [pe.valid.eq(valid1 & ~update1), pe.first.eq(first1), pe.last.eq(last1),
-                     pe.tag.eq(tag1.as_value()), pe.acts.eq(acts)]
+            acts = Mux(layer0_2, x_read.data.as_value(), h_read.data.as_value())
+        m.d.comb += [pe.valid.eq(valid2f), pe.first.eq(first2), pe.last.eq(last2),
+                     pe.tag.eq(tag2.as_value()), pe.acts.eq(acts)]
         for c in range(C):
-            m.d.comb += pe.weights[c].eq(saturate(weights[c] + p[c], WEIGHT_MIN, WEIGHT_MAX))
+            m.d.comb += pe.weights[c].eq(saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX))
         if has_bias:
             self._bias(m, cfg, pe, layer, o)
 
-        # -- update: S1 g * p, S2 round, S3 saturating subtract + write back ----------------------------
+        # -- update: S1 g * p, S2 round (the old word in ``w2``), S3 saturating subtract + write back -----
         product_bits = G_BITS + STREAM_BITS
         products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
         steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
-        old2, old3 = Signal(int8_lanes(C)), Signal(int8_lanes(C))
+        old3 = Signal(int8_lanes(C))
         valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old2.eq(weights),
-                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(old2)]
+        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1),
+                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(w2)]
         for c in range(C):
             m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS))]
         new = Signal(int8_lanes(C))
@@ -371,7 +383,8 @@ class NetEngine(ConfigComponent):
 
     def _bias(self, m, cfg, pe, layer, o):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
-        idle), read with a row's first word; a layer without ``bias`` adds 0."""
+        idle), read with a row's first word (address one cycle behind the issue, like the activations);
+        a layer without ``bias`` adds 0."""
         offsets = [sum(l.outputs for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
         m.submodules.bias_mem = bias_mem = Memory(shape=signed(ACC_BITS), depth=cfg.total_outputs, init=[])
         b_read, b_write = bias_mem.read_port(), bias_mem.write_port()
@@ -380,9 +393,9 @@ class NetEngine(ConfigComponent):
         index, uses = Signal(range(cfg.total_outputs + 1)), Signal()
         m.d.comb += [index.eq(_select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
                      uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers]))]
-        uses1 = Signal()
-        m.d.sync += uses1.eq(uses)
-        m.d.comb += [b_read.addr.eq(index), pe.bias.eq(Mux(uses1, b_read.data, 0))]
+        index1, uses1, uses2 = Signal.like(index), Signal(), Signal()
+        m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
+        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(Mux(uses2, b_read.data, 0))]
 
     def _loss_unit(self, m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave

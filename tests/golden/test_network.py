@@ -7,7 +7,7 @@ import pytest
 from pezo.golden.engine.int8 import round_shift
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, hinge_terms, onchip_g
 from pezo.golden.engine.nets import NET_NAMES, net_config
-from pezo.golden.engine.network import LAYER_GAP, Layer, NetConfig, NetEngine
+from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, Layer, NetConfig, NetEngine
 from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, ZOEngine, EngineConfig
 
 
@@ -82,9 +82,10 @@ def test_presets_tile_the_default_array_and_the_bound():
         cfg = net_config(name)
         assert cfg.name == name and cfg.weights % cfg.cols == 0
         assert cfg.cycle_bound() == 2 * cfg.tiles * cfg.weights // cfg.cols + cfg.weights // cfg.cols + \
-            FORWARD_LATENCY + UPDATE_LATENCY
+            NET_FORWARD_LATENCY + UPDATE_LATENCY
+    assert NET_FORWARD_LATENCY == FORWARD_LATENCY + WEIGHT_STAGES and LAYER_GAP == FORWARD_LATENCY + 1
     digits = net_config("digits-mlp")
-    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2128
+    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2129
     util = digits.layer_utilisation()
     assert [u["words_per_tile"] for u in util] == [256, 128, 40]
     assert util[0]["mac_utilisation"] == round(256 / (256 + LAYER_GAP), 4) and util[-1]["mac_utilisation"] == 1
