@@ -136,7 +136,7 @@ def test_pezo_sim_engine_prints_the_contract_keys(capsys, simulators, real_task)
     (["sim", "engine", "--batch", "12"], "rows=8 does not tile batch=12"),
     (["sim", "engine", "--rows", "65"], "rows must be in 1..64"),
     (["sim", "engine", "--strategy", "gaussian"], "strategy must be one of otf, pregen"),
-    (["sim", "engine", "--eps-shift", "30"], "eps_shift must be in 0..24"),
+    (["sim", "engine", "--eps-shift", "30"], "--eps-shift must be in 0..24"),
     (["sim", "engine", "--pool-size", "7"], "--pool-size applies to --strategy pregen only"),
     (["train-int8", "--lr", "-1"], "lr must be a finite number > 0"),
     (["train-int8", "--steps", "0"], "steps must be an integer in 1..10000000"),
