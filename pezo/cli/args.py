@@ -43,6 +43,19 @@ def int_list(text: str) -> list:
     return [raw(part) for part in text.split(",") if part.strip()]
 
 
+def add_family_options(p: argparse.ArgumentParser) -> None:
+    """The perturbation families' own options (``golden.zo.families.FAMILY_OPTIONS``), one flag each, for
+    every command that draws perturbations from a family (``pezo train``, ``pezo quality``)."""
+    p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095 = 2^12 - 1)")
+    p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
+    p.add_argument("--n-rngs", type=raw, help="pezo-otf: LFSR URNGs n (default 31 = 2^5 - 1)")
+    p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
+    p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
+                   "exact (PeZO Eq. 3) or none (default lut)")
+    p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k (leap-forward), 1..b, coprime "
+                   "to 2^b - 1 (default 1; b decorrelates the lanes)")
+
+
 def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
     """A config's ValueError in the user's words: Python field names (``n_rngs``) become the options the user
     types (``--n-rngs``), and a blamed option the user did not give is said to be a default. ``fields`` is a

@@ -8,17 +8,15 @@ import json
 import sys
 from pathlib import Path
 
-from pezo.cli.args import CLIError, option_error, raw
+from pezo.cli.args import CLIError, add_family_options, option_error, raw
 from pezo.cli.output import check_new_file, quoted
+from pezo.golden.zo.families import FAMILY_OPTIONS
 
-FAMILY_OPTIONS = {"n_rngs": "pezo-otf", "rng_bits": "pezo-otf", "scaling": "pezo-otf", "leap": "pezo-otf",
-                  "pool_size": "pezo-pregen",
-                  "pool_bits": "pezo-pregen"}
+FAMILY_OF_OPTION = {option: family for family, options in FAMILY_OPTIONS.items() for option in options}
 """Family option (argparse dest) -> the family it belongs to."""
 QUALITY_FIELDS = {"dim": "--d", "queries": "--queries", "trials": "--trials", "seed": "--seed",
-                  "max_lag": "--max-lag", "n_rngs": "--n-rngs", "rng_bits": "--rng-bits", "scaling": "--scaling",
-                  "leap": "--leap",
-                  "pool_size": "--pool-size", "pool_bits": "--pool-bits", "family": "--family"}
+                  "max_lag": "--max-lag", "family": "--family",
+                  **{option: "--" + option.replace("_", "-") for option in FAMILY_OF_OPTION}}
 
 
 def quality_families() -> tuple[str, ...]:
@@ -44,8 +42,8 @@ def cmd_quality(args) -> int:
     from pezo.golden.methods.checks import perturbation_quality
 
     families = _families(args.family)
-    options = {name: getattr(args, name) for name in FAMILY_OPTIONS if getattr(args, name) is not None}
-    for name, family in FAMILY_OPTIONS.items():
+    options = {name: getattr(args, name) for name in FAMILY_OF_OPTION if getattr(args, name) is not None}
+    for name, family in FAMILY_OF_OPTION.items():
         if name in options and family not in families:
             raise CLIError(f"--{name.replace('_', '-')} applies to --family {family} only")
     check_new_file("--plot", args.plot, args.force, suffix=".png")
@@ -57,7 +55,7 @@ def cmd_quality(args) -> int:
 
         bar = tqdm(total=len(families), desc="perturbation quality", unit="family", file=sys.stderr)
     for family in families:
-        mine = {k: v for k, v in options.items() if FAMILY_OPTIONS[k] == family}
+        mine = {k: v for k, v in options.items() if FAMILY_OF_OPTION[k] == family}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a power-of-two n_rngs: its warning is not this command's result
@@ -159,13 +157,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--trials", type=raw, default=200, help="estimates, 1..1048576 (default 200)")
     p.add_argument("--seed", type=raw, default=1, help="perturbation seed (default 1)")
     p.add_argument("--max-lag", type=raw, help="largest lag, 1..min(d - 1, 4096) (default 2n: n = --n-rngs or 31)")
-    p.add_argument("--n-rngs", type=raw, help="pezo-otf: LFSR URNGs n (default 31)")
-    p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
-    p.add_argument("--scaling", type=str, help="pezo-otf: lut, exact or none (default lut)")
-    p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k, 1..b, coprime to 2^b - 1 (default 1; "
-                   "b decorrelates the lanes)")
-    p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095)")
-    p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
+    add_family_options(p)
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="also write the lag correlations as a PNG")
     p.add_argument("--csv", type=Path, metavar="FILE.csv", help="also write the table as CSV")
     p.add_argument("--force", action="store_true", help="replace an existing --plot / --csv file")

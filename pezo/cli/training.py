@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_list, num, option_error, raw
+from pezo.cli.args import CLIError, add_family_options, int_list, num, option_error, raw
 from pezo.cli.methods import add_method_args, cmd_sweep_methods, cmd_train_method, diverged, failed_runs, quiet_overflow, uses_methods
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
@@ -184,14 +184,7 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     p.add_argument("--eval-every", type=raw, help=f"validation every N steps, >= 1 (default {d.eval_every})")
     p.add_argument("--max-length", type=raw, help=f"tokens per text (default {d.max_length})")
     if not sweep:
-        p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095 = 2^12 - 1)")
-        p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
-        p.add_argument("--n-rngs", type=raw, help="pezo-otf: LFSR URNGs n (default 31 = 2^5 - 1)")
-        p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
-        p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
-                       "exact (PeZO Eq. 3) or none (default lut)")
-        p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k (leap-forward), 1..b, coprime "
-                       "to 2^b - 1 (default 1; b decorrelates the lanes)")
+        add_family_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_method_args(p)
 
