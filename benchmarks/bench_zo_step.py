@@ -69,7 +69,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINABLE = ("last1", "last2", "all")
-FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")  # = golden.families.FAMILIES
+FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")  # = golden.families.FAMILIES
 TORCH_HINT = "pip install torch==2.13.0 transformers"
 
 

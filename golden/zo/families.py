@@ -1,4 +1,4 @@
-"""One sampler interface for the five perturbation families the MeZO trainer can use.
+"""One sampler interface for the six perturbation families the MeZO trainer can use.
 
 ``make_sampler(family, dim, seed, **options)`` returns a ``Sampler`` whose ``segment(index, offset,
 size)`` is ``z[offset:offset+size]`` (float32) of perturbation number ``index`` (MeZO's step seed: the
@@ -16,7 +16,9 @@ family         element j of perturbation t
 =============  ==========================================================================================
 gaussian       MeZO: N(0, 1), ``Generator(PCG64(SeedSequence([seed, t, offset]))).standard_normal``
 rademacher     +-1 with probability 1/2, same keying (random bytes, unpacked bits)
-uniform        PeZO Table 3 "naive uniform": U(-1, 1), same keying, no modulus scaling
+uniform        U(-1, 1), same keying, no modulus scaling (E||z|| = sqrt(d/3), 0.58x Gaussian's)
+naive-int      PeZO Table 3's collapsing "uniform" row: the raw b-bit integers of pezo-otf's URNG array,
+               ``v`` in [-(2^(b-1) - 1), 2^(b-1) - 1], used directly as z (no ``/ 2^(b-1)``, no scaling)
 pezo-pregen    PeZO pre-generation: ``pool[(t*d + j) mod N]``, the BRAM pool ``pezo.golden.rng.pool.pool_values``
                in real units ``q / 2^(pool_bits-2)`` (pre-scaled to E||z|| of a d-dim Gaussian)
 pezo-otf       PeZO on-the-fly: lane ``j mod n`` of relative cycle ``j // n`` of the rotating URNG array
@@ -31,13 +33,20 @@ on the trainer's tensor partition (a segment of ``(t, 0, 10)`` is not the first 
 The trainer's partition is fixed (one segment per parameter tensor, in parameter order), so this is
 exactly MeZO's behaviour, whose per-parameter ``torch.normal`` calls also depend on the tensor shapes.
 ``uniform`` has E z_j^2 = 1/3, so its norm is about sqrt(d/3), a factor sqrt(3) below Gaussian's
-E||z|| ~ sqrt(d): the un-scaled baseline PeZO's Table 3 shows failing.
+E||z|| ~ sqrt(d): un-scaled, but within a constant of MeZO's step (it acts like lr/3), so it does not
+collapse. ``naive-int`` is what PeZO Sec. 3.2 blames for Table 3's collapse ("the large integers in
+originally generated uniform random numbers can lead to an overly significant perturbation"): the
+URNG's integers taken as z, E z_j^2 = (2^(b-1) - 1) 2^(b-1) / 3 ~ 4^(b-1) / 3, so the perturbation
+eps*z is 2^(b-1)/sqrt(3) times MeZO's in norm (73.6x at b = 8, 4730x at b = 14) and the SPSA step
+lr*g*z, g ~ z.grad, E z_j^2 ~ 4^(b-1)/3 times (5 419x at b = 8, 2.2e7x at b = 14).
 
 The PeZO families reproduce the hardware stream (``pezo.golden.rng.perturb.PerturbationStream``) value for
 value: the stream's integer for element j of perturbation t is ``z * 2^(12 - eps_shift)`` (rounded
 half up by ``pezo.golden.rng.perturb.scale_round`` when the stream's shift is negative), for a consumer that
 takes each perturbation's d values (``en`` on every valid cycle) and then pulses ``next``.
 
+* naive-int: exactly pezo-otf with ``scaling="none"`` times 2^(b-1) (the same lanes, cycles and start
+  index e_t below), so its values are the stream's signed lane integers before any scaling.
 * pezo-pregen: leftover-shift reuse, ``start_t = t*d mod N`` (``PoolReader``: next perturbation
   starts d values after the current start, whatever was consumed).
 * pezo-otf: after reset the first edge starts perturbation 0 at array cycle 0 (pointer 0, RNG 0 at
@@ -59,7 +68,7 @@ unknown family; ``dim`` outside 1..2^31-1; ``seed`` outside 0..2^64-1 (NumPy fam
 every seed; the pool's seed must be in PerturbConfig's 1..2^14-1);
 ``index < 0``; a segment outside 0..dim; an option the family does not take; ``pool_size``,
 ``pool_bits``, ``n_rngs``, ``rng_bits`` outside PerturbConfig's ranges (its own error); ``rng_bits`` >
-16 for pezo-otf (the LUT and the value table have 2^b entries); ``scaling`` not in ``SCALINGS``.
+16 for pezo-otf and naive-int (the LUT and the value table have 2^b entries); ``scaling`` not in ``SCALINGS``.
 PeZO (Sec. 3.1) sizes pools and RNG arrays as 2^k - 1 because layer sizes are powers of two: a
 power-of-two ``pool_size`` or ``n_rngs`` (>= 2) warns with ``PowerOfTwoWarning``. Configurations under
 which every perturbation is the same vector are errors: a ``pool_size`` dividing ``dim`` (start_t =
@@ -79,7 +88,7 @@ from pezo.golden.rng.pool import pool_values
 from pezo.golden.rng.scale import exact_factors, msequence, scale_lut
 from pezo.golden.rng.urng import rng_phases
 
-FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")
+FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
 """pezo-otf scaling: the hardware's power-of-two LUT, PeZO Eq. 3's exact factor, or none (ablation)."""
 
@@ -342,18 +351,45 @@ class OtfSampler(Sampler):
         return out
 
 
+class NaiveIntSampler(OtfSampler):
+    """PeZO Table 3's collapsing row: the URNG array's raw b-bit integers used as z, no scaling.
+
+    Element j of perturbation t is the signed lane value ``v = state - 2^(b-1)`` that pezo-otf reads
+    (same rotation, alignment and start index ``e_t``), an integer in [-(2^(b-1) - 1), 2^(b-1) - 1]
+    stored exactly in float32 (b <= 16). pezo-otf divides it by 2^(b-1) and rescales the perturbation to
+    a Gaussian's norm (PeZO Eq. 3); this family does neither, which is "naively replacing the Gaussian
+    random numbers with uniform ones" in hardware: |z| reaches 2^(b-1) - 1, the perturbation eps*z is
+    about 2^(b-1)/sqrt(3) times MeZO's in norm, and the ZO step about 4^(b-1)/3 times (module docstring).
+    Options ``n_rngs``, ``rng_bits``, ``leap`` as pezo-otf (defaults 31, 14, 1); no ``scaling``.
+    """
+
+    family = "naive-int"
+
+    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, leap: int = 1):
+        super().__init__(dim, seed, n_rngs=n_rngs, rng_bits=rng_bits, scaling="none", leap=leap)
+
+    def scale_factor(self, index: int) -> float:
+        """2^(b-1) for every perturbation: undoes pezo-otf's ``v / 2^(b-1)``, so z = v exactly."""
+        return float(1 << (self.config.rng_bits - 1))
+
+    def options(self):
+        out = super().options()
+        del out["scaling"]
+        return out
+
+
 _CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, UniformSampler,
-                                        PregenSampler, OtfSampler)}
+                                        NaiveIntSampler, PregenSampler, OtfSampler)}
 # The keyword options each family takes (its make_sampler options).
-FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
-            "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap")}
+FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (), "naive-int": ("n_rngs", "rng_bits", "leap"),
+                  "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap")}
 
 
 def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:
     """The sampler of one family (``FAMILIES``); ``options`` are the family's keyword options:
     pezo-pregen ``pool_size`` (4095), ``pool_bits`` (12); pezo-otf ``n_rngs`` (31), ``rng_bits`` (14),
     ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``), ``leap`` (1: LFSR steps per clock,
-    ``PerturbConfig.lfsr_leap``); the NumPy families take none."""
+    ``PerturbConfig.lfsr_leap``); naive-int the same without ``scaling``; the NumPy families take none."""
     if family not in _CLASSES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     allowed = FAMILY_OPTIONS[family]

@@ -48,12 +48,12 @@ def add_family_options(p: argparse.ArgumentParser) -> None:
     every command that draws perturbations from a family (``pezo train``, ``pezo quality``)."""
     p.add_argument("--pool-size", type=raw, help="pezo-pregen: pool values N (default 4095 = 2^12 - 1)")
     p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
-    p.add_argument("--n-rngs", type=raw, help="pezo-otf: LFSR URNGs n (default 31 = 2^5 - 1)")
-    p.add_argument("--rng-bits", type=raw, help="pezo-otf: LFSR width b (default 14)")
+    p.add_argument("--n-rngs", type=raw, help="pezo-otf, naive-int: LFSR URNGs n (default 31 = 2^5 - 1)")
+    p.add_argument("--rng-bits", type=raw, help="pezo-otf, naive-int: LFSR width b (default 14)")
     p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
                    "exact (PeZO Eq. 3) or none (default lut)")
-    p.add_argument("--leap", type=raw, help="pezo-otf: LFSR steps per clock k (leap-forward), 1..b, coprime "
-                   "to 2^b - 1 (default 1; b decorrelates the lanes)")
+    p.add_argument("--leap", type=raw, help="pezo-otf, naive-int: LFSR steps per clock k (leap-forward), 1..b, "
+                   "coprime to 2^b - 1 (default 1; b decorrelates the lanes)")
 
 
 def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:

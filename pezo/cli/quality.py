@@ -12,11 +12,12 @@ from pezo.cli.args import CLIError, add_family_options, option_error, raw
 from pezo.cli.output import check_new_file, quoted
 from pezo.golden.zo.families import FAMILY_OPTIONS
 
-FAMILY_OF_OPTION = {option: family for family, options in FAMILY_OPTIONS.items() for option in options}
-"""Family option (argparse dest) -> the family it belongs to."""
+FAMILIES_OF_OPTION = {option: tuple(f for f, opts in FAMILY_OPTIONS.items() if option in opts)
+                      for options in FAMILY_OPTIONS.values() for option in options}
+"""Family option (argparse dest) -> the families that take it (n_rngs: naive-int and pezo-otf)."""
 QUALITY_FIELDS = {"dim": "--d", "queries": "--queries", "trials": "--trials", "seed": "--seed",
                   "max_lag": "--max-lag", "family": "--family",
-                  **{option: "--" + option.replace("_", "-") for option in FAMILY_OF_OPTION}}
+                  **{option: "--" + option.replace("_", "-") for option in FAMILIES_OF_OPTION}}
 
 
 def quality_families() -> tuple[str, ...]:
@@ -42,10 +43,10 @@ def cmd_quality(args) -> int:
     from pezo.golden.methods.checks import perturbation_quality
 
     families = _families(args.family)
-    options = {name: getattr(args, name) for name in FAMILY_OF_OPTION if getattr(args, name) is not None}
-    for name, family in FAMILY_OF_OPTION.items():
-        if name in options and family not in families:
-            raise CLIError(f"--{name.replace('_', '-')} applies to --family {family} only")
+    options = {name: getattr(args, name) for name in FAMILIES_OF_OPTION if getattr(args, name) is not None}
+    for name, owners in FAMILIES_OF_OPTION.items():
+        if name in options and not set(owners) & set(families):
+            raise CLIError(f"--{name.replace('_', '-')} applies to --family {' or '.join(owners)} only")
     check_new_file("--plot", args.plot, args.force, suffix=".png")
     check_new_file("--csv", args.csv, args.force, suffix=".csv")
     results = []
@@ -55,7 +56,7 @@ def cmd_quality(args) -> int:
 
         bar = tqdm(total=len(families), desc="perturbation quality", unit="family", file=sys.stderr)
     for family in families:
-        mine = {k: v for k, v in options.items() if FAMILY_OF_OPTION[k] == family}
+        mine = {k: v for k, v in options.items() if family in FAMILIES_OF_OPTION[k]}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a power-of-two n_rngs: its warning is not this command's result

@@ -194,7 +194,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("train", help="ZO fine-tuning of all-MiniLM-L6-v2 on real labelled text (golden NumPy "
                        "MeZO) with one perturbation family; prints test accuracy before/after",
                        description="Few-shot ZO training (MeZO) of a classifier on all-MiniLM-L6-v2 with a "
-                       "perturbation family: gaussian (MeZO), rademacher, uniform (naive), pezo-pregen, pezo-otf.")
+                       "perturbation family: gaussian (MeZO), rademacher, uniform (U(-1,1), no norm matching), "
+                       "naive-int (raw URNG integers, PeZO Table 3's collapsing row), pezo-pregen, pezo-otf.")
     _add_train_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (keys family, task, shots, steps, "
                    "seed, test_accuracy, start_accuracy, seconds_per_step, ...)")

@@ -18,6 +18,7 @@ from pezo.golden.rng.scale import element_offsets, exact_factors, lut_statistics
 
 SMALL = {  # one small configuration per family, quick to build
     "gaussian": {}, "rademacher": {}, "uniform": {},
+    "naive-int": {"n_rngs": 7, "rng_bits": 8},
     "pezo-pregen": {"pool_size": 255},
     "pezo-otf": {"n_rngs": 7, "rng_bits": 8},
 }
@@ -53,7 +54,7 @@ def test_interface_contract(family):
     sampler.perturbation(11)
     assert all(np.array_equal(a, b) for a, b in zip(parts[::-1], segments(sampler, 9)[::-1]))
     assert sampler.segment(9, DIM, 0).shape == (0,)
-    if family.startswith("pezo"):
+    if family not in ("gaussian", "rademacher", "uniform"):  # the LFSR / pool families: a pure stream position
         assert np.array_equal(np.concatenate(parts), sampler.perturbation(9))
     else:  # keyed by the segment offset (documented): a partition changes the values, like MeZO's
         whole = sampler.perturbation(9)  # per-parameter torch.normal calls
@@ -92,6 +93,55 @@ def test_uniform_norm_is_sqrt3_below_gaussian():
     d = 100_000
     u = norm(make_sampler("uniform", d).perturbation(0))
     assert u == pytest.approx(gaussian_expected_norm(d) / math.sqrt(3), rel=0.01)
+
+
+# -- naive-int: the raw URNG integers (PeZO Table 3's collapsing row) ---------------------------------
+@pytest.mark.parametrize("n,b,d", [(31, 14, 770), (31, 8, 770), (7, 8, 4003), (7, 6, 97)])
+def test_naive_int_values_are_the_signed_lane_integers(n, b, d):
+    """Element j of perturbation t is the m-sequence state at (e_t + element_offsets[j]) mod (2^b - 1) minus
+    2^(b-1), as float32, with no scaling: integers in [-(2^(b-1) - 1), 2^(b-1) - 1], both ends reached."""
+    sampler = make_sampler("naive-int", d, seed=5, n_rngs=n, rng_bits=b)
+    assert sampler.options() == {"n_rngs": n, "rng_bits": b} and sampler.family == "naive-int"
+    seq = msequence(sampler.config).astype(np.int64) - 2 ** (b - 1)
+    offsets = element_offsets(sampler.config)
+    top = 2 ** (b - 1) - 1
+    seen = []
+    for t in range(8):
+        z = sampler.perturbation(t)
+        assert z.dtype == np.float32 and z.shape == (d,)
+        expected = seq[(sampler.start_index(t) + offsets) % len(seq)]
+        assert np.array_equal(z, expected.astype(np.float32))  # exact integers, no rounding
+        assert np.abs(z).max() <= top and 0 not in expected + 2 ** (b - 1)  # the state 0 never occurs
+        assert sampler.scale_factor(t) == 2.0 ** (b - 1)
+        seen.append(z)
+    values = np.concatenate(seen)
+    if values.size >= 4 * 2 ** b:
+        assert values.min() == -top and values.max() == top
+
+
+def test_naive_int_is_pezo_otf_unscaled_times_2_to_b_minus_1_and_deterministic_by_index():
+    d = 1000
+    naive = make_sampler("naive-int", d, seed=9, rng_bits=12)
+    otf = make_sampler("pezo-otf", d, seed=9, rng_bits=12, scaling="none")
+    for t in (0, 1, 2, 17, 2 ** 40):
+        z = naive.perturbation(t)
+        assert np.array_equal(z, otf.perturbation(t) * np.float32(2 ** 11))
+        assert np.array_equal(z, make_sampler("naive-int", d, seed=9, rng_bits=12).perturbation(t))  # pure in t
+        assert np.array_equal(naive.segment(t, 123, 400), z[123:523])
+    assert not np.array_equal(naive.perturbation(0), naive.perturbation(1))
+    assert not np.array_equal(naive.perturbation(0), make_sampler("naive-int", d, seed=10, rng_bits=12).perturbation(0))
+
+
+@pytest.mark.parametrize("b", [8, 14])
+def test_naive_int_norm_is_2_to_b_minus_1_over_sqrt3_times_gaussian(b):
+    """E z_j^2 = (2^(b-1) - 1) 2^(b-1) / 3 over a full m-sequence: the perturbation is ~2^(b-1)/sqrt(3) times
+    MeZO's in norm (73.6x at b = 8, 4729x at b = 14) -- the overly large perturbation of PeZO Sec. 3.2."""
+    d = 20_000
+    sampler = make_sampler("naive-int", d, rng_bits=b)
+    ratio = np.mean([norm(sampler.perturbation(t)) for t in range(10)]) / gaussian_expected_norm(d)
+    expected = math.sqrt((2 ** (b - 1) - 1) * 2 ** (b - 1) / 3)
+    assert ratio == pytest.approx(expected, rel=0.02)
+    assert ratio > 70
 
 
 # -- the PeZO families equal the hardware stream, value for value, in order -------------------------
@@ -313,6 +363,11 @@ def test_segment_allocates_only_its_output(family, options):
     (lambda: make_sampler("pezo-otf", 10, leap=15), r"^leap must be in 1\.\.14, got 15"),
     (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^14 - 1 = 16383"),
     (lambda: make_sampler("pezo-otf", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
+    (lambda: make_sampler("naive-int", 10, scaling="none"), "scaling is not an option of family 'naive-int'"),
+    (lambda: make_sampler("naive-int", 10, pool_size=255), "pool_size is not an option of family 'naive-int'"),
+    (lambda: make_sampler("naive-int", 10, rng_bits=17), "rng_bits must be in 3..16"),
+    (lambda: make_sampler("naive-int", 10, seed=0), "seed must be in 1..16383"),
+    (lambda: make_sampler("naive-int", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
 ])
 def test_bad_input_raises_one_value_error(call, match):
     with pytest.raises(ValueError, match=match):
@@ -336,5 +391,5 @@ def test_advised_sizes_do_not_warn(family, options):
 
 
 def test_families_constant_matches_make_sampler():
-    assert families.FAMILIES == ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")
+    assert families.FAMILIES == ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")
     assert [make_sampler(f, 8, **SMALL[f]).family for f in FAMILIES] == list(FAMILIES)
