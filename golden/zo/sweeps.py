@@ -1,14 +1,20 @@
 """PeZO's accuracy experiments at small scale: Table 3, Fig. 3 and Fig. 4 (``pezo sweep``).
 
-* ``table3``: the five perturbation families (gaussian = MeZO, rademacher, uniform = naive U(-1,1),
-  pezo-pregen, pezo-otf at their defaults) for each k in ``shots``, over ``seeds``.
+* ``table3``: the six perturbation families (gaussian = MeZO, rademacher, uniform = U(-1,1) without
+  norm matching, naive-int = the URNG's raw 14-bit integers, PeZO Table 3's collapsing row, pezo-pregen,
+  pezo-otf at their defaults) for each k in ``shots``, over ``seeds``, and the reference line
+  ``float-probe`` on every split: the float linear probe on the same k shots, its L2 chosen on the
+  validation split (``pezo.golden.lm.probe.fit_linear_probe_val`` over ``L2_GRID``; test never seen).
+  The table's main columns are the best-validation checkpoint's test accuracy (the trainer's
+  ``test_accuracy``), each beside the last weights' (``final_test_accuracy``).
 * ``fig3``: pezo-pregen with pool sizes 2^m - 1 (m = 8..16) and pezo-otf with 2^m - 1 RNGs
   (m = 2..6) -- the paper's "2^m" means 2^m - 1 (Sec. 3.1).
 * ``fig4``: pezo-otf with RNG widths b = 4..16 (31 RNGs; 2^(b-1) - 1 for b < 6, where 31 RNGs either
   exceed the LFSR's period or divide it: 31 | 2^5 - 1 makes every perturbation the same vector).
 
 A run whose configuration is refused (e.g. a start step that is a multiple of the LFSR period, so
-every perturbation is identical) is kept as a row with its ``error`` and no accuracy.
+every perturbation is identical) or whose loss stops being finite (``FloatingPointError``) is kept as a
+row with its ``error`` and no accuracy.
 
 Every run is ``pezo.golden.zo.trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
 eps, trainable set for all) and its own family, options, k and seed; a split's frozen prefix is
@@ -25,14 +31,25 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from pezo.executor import SERIAL
+from pezo.golden.lm.probe import fit_linear_probe_val
+from pezo.golden.rng.pool import gaussian_expected_norm
 from pezo.golden.zo.families import FAMILIES
-from pezo.golden.zo.trainer import train
+from pezo.golden.zo.trainer import ZOTask, sampler_for, train
 
 EXPERIMENTS = ("table3", "fig3", "fig4")
 POOL_EXPONENTS = tuple(range(8, 17))
 RNG_EXPONENTS = tuple(range(2, 7))
 RNG_WIDTHS = tuple(range(4, 17))
+PROBE = "float-probe"
+"""table3's reference row: the float linear probe with L2 chosen on validation (``probe_reference``)."""
+COLLAPSE_POINTS = 5.0
+"""table3 marks a family collapsed at k when its mean final test accuracy is within this many points of
+chance (1 / classes): the run ends no better than guessing."""
+NORM_SAMPLES = 20
+"""Perturbations averaged for table3's ||z|| / E||N(0, I_d)|| column."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +68,7 @@ def jobs_for(experiments, shots, seeds) -> list[Job]:
     for k in shots:
         for seed in seeds:
             if "table3" in experiments:
-                out += [Job("table3", f, f, (), k, seed) for f in FAMILIES]
+                out += [Job("table3", PROBE, PROBE, (), k, seed)] + [Job("table3", f, f, (), k, seed) for f in FAMILIES]
             if "fig3" in experiments:
                 out += [Job("fig3", f"pool 2^{m}-1", "pezo-pregen", (("pool_size", 2 ** m - 1),), k, seed)
                         for m in POOL_EXPONENTS]
@@ -68,14 +85,48 @@ def fig4_rngs(bits: int) -> int:
     return 31 if bits >= 6 else 2 ** (bits - 1) - 1
 
 
+def probe_reference(config) -> dict:
+    """The float linear probe on ``config``'s split (task, shots, seed): fitted on the k training shots'
+    embeddings (the pretrained encoder, as ZO's frozen layers), L2 chosen on the validation split from
+    ``pezo.golden.lm.probe.L2_GRID`` (ties: the larger L2), then scored once on test."""
+    task = ZOTask(config.replace(family="gaussian", head_init="zeros"))
+    split, labels = task.split, task.labels
+    x = {name: task.embeddings(getattr(split, name), task.params) for name in ("train", "val", "test")}
+    classes = len(task.data.classes)
+    weight, bias, l2 = fit_linear_probe_val(x["train"], labels[split.train], x["val"], labels[split.val], classes,
+                                            scale=config.head_scale)
+
+    def accuracy(name):
+        return float(((x[name] @ weight.T + bias).argmax(axis=1) == labels[getattr(split, name)]).mean())
+
+    return {"family": PROBE, "task": config.task, "shots": config.shots, "seed": config.seed,
+            "test_accuracy": accuracy("test"), "best_val_accuracy": accuracy("val"), "l2": l2, "classes": classes,
+            "val_size": int(len(split.val))}
+
+
+def norm_ratio(config, dim: int, count: int = NORM_SAMPLES) -> float:
+    """Mean ||z|| of the run's first ``count`` perturbations over E||N(0, I_dim)|| (MeZO's norm)."""
+    sampler = sampler_for(config, dim)
+    norms = [float(np.linalg.norm(sampler.perturbation(t).astype(np.float64))) for t in range(count)]
+    return sum(norms) / count / gaussian_expected_norm(dim)
+
+
 def _run(args) -> dict:
     base, job = args
-    config = base.replace(family=job.family, family_options=job.options, shots=job.shots, seed=job.seed)
+    config = base.replace(family=job.family if job.family != PROBE else base.family, family_options=job.options,
+                          shots=job.shots, seed=job.seed)
+    if job.family == PROBE:
+        summary = probe_reference(config)
+        summary.update(experiment=job.experiment, label=job.label)
+        return summary
     try:
         summary = train(config).summary
-    except ValueError as exc:  # a refused configuration is a result of the sweep, not a crash
+    except (ValueError, FloatingPointError) as exc:  # refused or diverged: a result of the sweep, not a crash
         summary = {"family": job.family, "task": base.task, "shots": job.shots, "steps": base.steps,
                    "seed": job.seed, "error": str(exc), "sampler": {"options": dict(job.options)}}
+    else:
+        if job.experiment == "table3":
+            summary["norm_ratio"] = norm_ratio(config, summary["trainable_params"])
     summary.update(experiment=job.experiment, label=job.label)
     return summary
 
@@ -111,14 +162,28 @@ def aggregate(results: list[dict]) -> list[dict]:
                          "options": runs[0]["sampler"].get("options", {})})
             continue
         acc = _mean_std(r["test_accuracy"] for r in runs)
+        if runs[0]["family"] == PROBE:
+            rows.append({"experiment": experiment, "label": label, "family": PROBE, "shots": shots,
+                         "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
+                         "l2": [r["l2"] for r in runs], "classes": runs[0]["classes"],
+                         "val_size": runs[0]["val_size"], "options": {}})
+            continue
         start = _mean_std(r["start_accuracy"] for r in runs)
+        final = _mean_std(r["final_test_accuracy"] for r in runs)
         loss = _mean_std(r["train_loss_end"] for r in runs)
-        rows.append({"experiment": experiment, "label": label, "family": runs[0]["family"], "shots": shots,
-                     "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
-                     "start_accuracy_mean": start[0], "start_accuracy_std": start[1],
-                     "train_loss_end_mean": loss[0], "train_loss_end_std": loss[1],
-                     "distinct_perturbations": runs[0]["sampler"].get("distinct_perturbations"),
-                     "options": runs[0]["sampler"].get("options", {})})
+        loss_start = _mean_std(r["train_loss_start"] for r in runs)
+        row = {"experiment": experiment, "label": label, "family": runs[0]["family"], "shots": shots,
+               "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
+               "final_test_accuracy_mean": final[0], "final_test_accuracy_std": final[1],
+               "best_step_zero": sum(r["best_step"] == 0 for r in runs),
+               "start_accuracy_mean": start[0], "start_accuracy_std": start[1],
+               "train_loss_start_mean": loss_start[0], "train_loss_start_std": loss_start[1],
+               "train_loss_end_mean": loss[0], "train_loss_end_std": loss[1],
+               "distinct_perturbations": runs[0]["sampler"].get("distinct_perturbations"),
+               "options": runs[0]["sampler"].get("options", {})}
+        if all("norm_ratio" in r for r in runs):
+            row["norm_ratio_mean"] = statistics.fmean(r["norm_ratio"] for r in runs)
+        rows.append(row)
     return rows
 
 
@@ -135,21 +200,75 @@ def _spread(rows) -> str:
     return f"mean ± std over {'/'.join(map(str, sorted(counts)))} seeds" if counts else "mean ± std over seeds"
 
 
+def collapsed_at(rows, family: str) -> list[int] | None:
+    """The k values at which ``family``'s mean final test accuracy is within ``COLLAPSE_POINTS`` of chance
+    (1 / classes, from the float-probe rows of the same k); None when no probe row gives the class count."""
+    out = []
+    for r in rows:
+        if r["experiment"] != "table3" or r["family"] != family or "error" in r:
+            continue
+        probe = [p for p in rows if p["experiment"] == "table3" and p["family"] == PROBE and p["shots"] == r["shots"]
+                 and "error" not in p]
+        if not probe:
+            return None
+        if 100 * r["final_test_accuracy_mean"] <= 100 / probe[0]["classes"] + COLLAPSE_POINTS:
+            out.append(r["shots"])
+    return sorted(out)
+
+
 def table3_markdown(rows, base) -> str:
-    shots = sorted({r["shots"] for r in rows if r["experiment"] == "table3"})
-    lines = [f"Test accuracy (%) after {base.steps} ZO steps, {_spread(rows)}; task {base.task}, "
+    table = [r for r in rows if r["experiment"] == "table3"]
+    shots = sorted({r["shots"] for r in table})
+    probes = [r for r in table if r["family"] == PROBE and "error" not in r]
+    classes = probes[0]["classes"] if probes else None
+    val = ", ".join(f"{r['val_size']} at k={r['shots']}" for r in sorted(probes, key=lambda r: r["shots"]))
+    ks = "/".join(map(str, shots))
+    lines = [f"Test accuracy (%) after {base.steps} ZO steps, {_spread(table)}; task {base.task}, "
              f"trainable {base.trainable}, lr {base.lr:g}, eps {base.eps:g}, batch {base.batch_size}.", "",
-             "| family | " + " | ".join(f"k={k}" for k in shots) + " | start (k=" + "/".join(map(str, shots)) + ") |",
-             "|---|" + "---|" * (len(shots) + 1)]
+             "**Main column `k=K`: the test accuracy of the best-validation checkpoint** (validation every "
+             f"{base.eval_every} steps, ties keep the earlier step; validation examples: {val or 'k per class'}); "
+             "`(n@0)`: n runs whose best checkpoint is step 0, i.e. the start weights (test = start). "
+             f"`final`: the last weights' test accuracy (step {base.steps}). "
+             "`float-probe`: the reference line, the float linear probe on the same k shots with L2 chosen on "
+             "validation (golden.lm.probe.L2_GRID, 17 values 1e-3..1e5; test never used), one fit per split. "
+             f"`‖z‖/MeZO`: mean ‖z‖ of {NORM_SAMPLES} perturbations over E‖N(0, I_d)‖. "
+             f"`ℓ± start`: mean loss of the ± passes over the first 20 steps (the unperturbed zero head: ln C"
+             + (f" = {np.log(classes):.3f}" if classes else "") + "). "
+             f"`collapses`: the k at which the mean final accuracy is within {COLLAPSE_POINTS:g} points of chance"
+             + (f" (1/{classes} = {100 / classes:.1f} %)" if classes else " (1 / classes)") + ".", "",
+             "| family | ‖z‖/MeZO | " + " | ".join(f"k={k} | k={k} final" for k in shots)
+             + f" | ℓ± start (k={ks}) | start (k={ks}) | collapses |",
+             "|---|---|" + "---|" * (2 * len(shots) + 3)]
     for family in FAMILIES:
-        cells, starts = [], []
+        cells, starts, losses, ratio = [], [], [], "-"
         for k in shots:
-            match = [r for r in rows if r["experiment"] == "table3" and r["family"] == family and r["shots"] == k]
-            match = [r for r in match if "error" not in r]
-            cells.append(_pct(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"], len(match[0]["seeds"]))
-                         if match else "-")
-            starts.append(f"{100 * match[0]['start_accuracy_mean']:.1f}" if match else "-")
-        lines.append(f"| {family} | " + " | ".join(cells) + f" | {' / '.join(starts)} |")
+            match = [r for r in table if r["family"] == family and r["shots"] == k and "error" not in r]
+            if not match:
+                cells += ["-", "-"]
+                starts.append("-")
+                losses.append("-")
+                continue
+            r, seeds = match[0], len(match[0]["seeds"])
+            at_zero = f" ({r['best_step_zero']}@0)" if r["best_step_zero"] else ""
+            cells += [_pct(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
+                      _pct(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds)]
+            starts.append(f"{100 * r['start_accuracy_mean']:.1f}")
+            losses.append(f"{r['train_loss_start_mean']:.3g}")
+            if "norm_ratio_mean" in r:
+                ratio = f"{r['norm_ratio_mean']:.3g}"
+        collapsed = collapsed_at(table, family)
+        verdict = "-" if collapsed is None else ("no" if not collapsed else ", ".join(f"k={k}" for k in collapsed))
+        lines.append(f"| {family} | {ratio} | " + " | ".join(cells)
+                     + f" | {' / '.join(losses)} | {' / '.join(starts)} | {verdict} |")
+    if probes:
+        cells = []
+        for k in shots:
+            match = [r for r in probes if r["shots"] == k]
+            cells += ([_pct(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"], len(match[0]["seeds"])),
+                       "-"] if match else ["-", "-"])
+        l2 = sorted({v for r in probes for v in r["l2"]})
+        lines.append(f"| {PROBE} (L2 on val: {', '.join(f'{v:g}' for v in l2)}) | - | " + " | ".join(cells)
+                     + " | - | - | - |")
     return "\n".join(lines) + "\n"
 
 
@@ -178,18 +297,24 @@ def _plot(rows, experiment: str, path: Path, base) -> None:
     chosen = [r for r in rows if r["experiment"] == experiment and "error" not in r]
     shots = sorted({r["shots"] for r in chosen})
     if experiment == "table3":
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(8.5, 4.5))
         width = 0.8 / max(1, len(shots))
         for j, k in enumerate(shots):
-            means = [next((100 * r["test_accuracy_mean"] for r in chosen if r["family"] == f and r["shots"] == k), 0)
-                     for f in FAMILIES]
-            stds = [next((100 * r["test_accuracy_std"] for r in chosen if r["family"] == f and r["shots"] == k), 0)
-                    for f in FAMILIES]
-            ax.bar([i + j * width for i in range(len(FAMILIES))], means, width, yerr=stds, label=f"k={k}", capsize=3)
-        ax.set_xticks([i + width * (len(shots) - 1) / 2 for i in range(len(FAMILIES))], FAMILIES)
+            mine = {f: next((r for r in chosen if r["family"] == f and r["shots"] == k), None) for f in FAMILIES}
+            xs = [i + j * width for i in range(len(FAMILIES))]
+            bars = ax.bar(xs, [100 * r["test_accuracy_mean"] if r else 0 for r in mine.values()], width,
+                          yerr=[100 * r["test_accuracy_std"] if r else 0 for r in mine.values()],
+                          label=f"k={k} best-val", capsize=3)
+            ax.plot(xs, [100 * r["final_test_accuracy_mean"] if r else np.nan for r in mine.values()], "kx",
+                    label="final" if j == 0 else None)
+            probe = next((r for r in chosen if r["family"] == PROBE and r["shots"] == k), None)
+            if probe:
+                ax.axhline(100 * probe["test_accuracy_mean"], color=bars.patches[0].get_facecolor(), ls="--", lw=1,
+                           label=f"float probe k={k} (L2 on val)")
+        ax.set_xticks([i + width * (len(shots) - 1) / 2 for i in range(len(FAMILIES))], FAMILIES, fontsize=8)
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"Table 3 analogue: {base.task}, {base.steps} ZO steps")
-        ax.legend()
+        ax.legend(fontsize=7, loc="lower right")
     else:
         panels = [("pezo-pregen", "log2(pool size + 1)"), ("pezo-otf", "log2(RNGs + 1)")] if experiment == "fig3" \
             else [("pezo-otf", "RNG bit width b")]
@@ -232,8 +357,8 @@ def write_outputs(results: list[dict], base, directory: Path) -> list[Path]:
                                                       "runs": results}, indent=1) + "\n")
     written.append(directory / "sweep.json")
     fields = ["experiment", "label", "family", "shots", "seed", "test_accuracy", "start_accuracy",
-              "final_test_accuracy", "best_val_accuracy", "train_loss_start", "train_loss_end", "seconds_per_step",
-              "trainable_params"]
+              "final_test_accuracy", "best_step", "best_val_accuracy", "train_loss_start", "train_loss_end",
+              "seconds_per_step", "trainable_params", "norm_ratio", "l2"]
     with open(directory / "sweep.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

@@ -114,12 +114,22 @@ def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, caps
     printed = capsys.readouterr().out
     assert "| gaussian |" in printed
     data = json.loads((out / "sweep.json").read_text())
-    assert len(data["runs"]) == 2 * (5 + 13)
+    assert len(data["runs"]) == 2 * (1 + 6 + 13)  # per split: the float probe, six families, 13 widths
     for name in ("sweep.csv", "table3.md", "table3.png", "fig4.md", "fig4.png"):
         assert (out / name).stat().st_size > 0
     assert (out / "fig4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = {(r["experiment"], r["label"]) for r in data["aggregates"]}
-    assert ("fig4", "b=4") in rows and ("table3", "pezo-otf") in rows
+    assert ("fig4", "b=4") in rows and ("table3", "pezo-otf") in rows and ("table3", "naive-int") in rows
+    from pezo.golden.lm.probe import L2_GRID
+
+    probes = [r for r in data["runs"] if r["family"] == "float-probe"]
+    assert [(r["shots"], r["seed"]) for r in probes] == [(2, 1), (2, 2)]
+    assert all(r["l2"] in L2_GRID and r["classes"] == 2 and r["val_size"] == 4 for r in probes)
+    table = (out / "table3.md").read_text()
+    assert "Main column `k=K`: the test accuracy of the best-validation checkpoint" in table
+    assert "| family | ‖z‖/MeZO | k=2 | k=2 final |" in table and "| float-probe (L2 on val: " in table
+    naive = next(r for r in data["runs"] if r["family"] == "naive-int")
+    assert naive["norm_ratio"] > 1000 and "final_test_accuracy" in naive and "best_step" in naive
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep")
