@@ -234,32 +234,37 @@ def table3_markdown(rows, base) -> str:
              f"`‖z‖/MeZO`: mean ‖z‖ of {NORM_SAMPLES} perturbations over E‖N(0, I_d)‖. "
              f"`ℓ± start`: mean loss of the ± passes over the first 20 steps (the unperturbed zero head: ln C"
              + (f" = {np.log(classes):.3f}" if classes else "") + "). "
+             "`Δ final`: mean final accuracy minus gaussian's (MeZO's), in points. "
              f"`collapses`: the k at which the mean final accuracy is within {COLLAPSE_POINTS:g} points of chance"
              + (f" (1/{classes} = {100 / classes:.1f} %)" if classes else " (1 / classes)") + ".", "",
              "| family | ‖z‖/MeZO | " + " | ".join(f"k={k} | k={k} final" for k in shots)
-             + f" | ℓ± start (k={ks}) | start (k={ks}) | collapses |",
-             "|---|---|" + "---|" * (2 * len(shots) + 3)]
+             + f" | Δ final (k={ks}) | ℓ± start (k={ks}) | start (k={ks}) | collapses |",
+             "|---|---|" + "---|" * (2 * len(shots) + 4)]
+    mezo = {r["shots"]: r["final_test_accuracy_mean"] for r in table if r["family"] == "gaussian" and "error" not in r}
     for family in FAMILIES:
-        cells, starts, losses, ratio = [], [], [], "-"
+        cells, starts, losses, deltas, ratio = [], [], [], [], "-"
         for k in shots:
             match = [r for r in table if r["family"] == family and r["shots"] == k and "error" not in r]
             if not match:
                 cells += ["-", "-"]
                 starts.append("-")
                 losses.append("-")
+                deltas.append("-")
                 continue
             r, seeds = match[0], len(match[0]["seeds"])
             at_zero = f" ({r['best_step_zero']}@0)" if r["best_step_zero"] else ""
             cells += [_pct(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
                       _pct(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds)]
             starts.append(f"{100 * r['start_accuracy_mean']:.1f}")
+            deltas.append("-" if family == "gaussian" or k not in mezo
+                          else f"{100 * (r['final_test_accuracy_mean'] - mezo[k]):+.1f}")
             losses.append(f"{r['train_loss_start_mean']:.3g}")
             if "norm_ratio_mean" in r:
                 ratio = f"{r['norm_ratio_mean']:.3g}"
         collapsed = collapsed_at(table, family)
         verdict = "-" if collapsed is None else ("no" if not collapsed else ", ".join(f"k={k}" for k in collapsed))
         lines.append(f"| {family} | {ratio} | " + " | ".join(cells)
-                     + f" | {' / '.join(losses)} | {' / '.join(starts)} | {verdict} |")
+                     + f" | {' / '.join(deltas)} | {' / '.join(losses)} | {' / '.join(starts)} | {verdict} |")
     if probes:
         cells = []
         for k in shots:
@@ -268,7 +273,7 @@ def table3_markdown(rows, base) -> str:
                        "-"] if match else ["-", "-"])
         l2 = sorted({v for r in probes for v in r["l2"]})
         lines.append(f"| {PROBE} (L2 on val: {', '.join(f'{v:g}' for v in l2)}) | - | " + " | ".join(cells)
-                     + " | - | - | - |")
+                     + " | - | - | - | - |")
     return "\n".join(lines) + "\n"
 
 

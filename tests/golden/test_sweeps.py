@@ -47,12 +47,12 @@ def test_table3_names_its_main_column_and_shows_final_beside_it():
     assert "**Main column `k=K`: the test accuracy of the best-validation checkpoint**" in text
     assert "validation examples: 32 at k=16, 512 at k=256" in text and "(1/2 = 50.0 %)" in text
     lines = text.splitlines()
-    assert "| family | ‖z‖/MeZO | k=16 | k=16 final | k=256 | k=256 final | ℓ± start (k=16/256) | start (k=16/256) " \
-           "| collapses |" in lines
+    assert "| family | ‖z‖/MeZO | k=16 | k=16 final | k=256 | k=256 final | Δ final (k=16/256) | ℓ± start (k=16/256) " \
+           "| start (k=16/256) | collapses |" in lines
     naive = next(line for line in lines if line.startswith("| naive-int |"))
     assert naive == ("| naive-int | 4.73e+03 | 46.0 ± 5.7 (1@0) | 51.0 ± 0.0 | 50.0 ± 0.0 | 60.0 ± 0.0 | "
-                     "2e+05 / 2e+05 | 42.0 / 42.0 | k=16 |")
+                     "-8.0 / -9.0 | 2e+05 / 2e+05 | 42.0 / 42.0 | k=16 |")  # gaussian's final: 59 / 69
     gauss = next(line for line in lines if line.startswith("| gaussian |"))
-    assert gauss.endswith("| no |") and "(" not in gauss.split("|")[3]  # no run at step 0: no marker
-    assert "| float-probe (L2 on val: 1, 10, 100) | - | 63.0 ± 1.4 | - | 75.0 ± 1.4 | - | - | - | - |" in lines
+    assert gauss.endswith("| - / - | 0.69 / 0.69 | 42.0 / 42.0 | no |") and "(" not in gauss.split("|")[3]
+    assert "| float-probe (L2 on val: 1, 10, 100) | - | 63.0 ± 1.4 | - | 75.0 ± 1.4 | - | - | - | - | - |" in lines
     assert "| uniform | - | - | - | - | - |" in text  # a family without runs stays a row of dashes
