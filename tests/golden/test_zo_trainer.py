@@ -125,6 +125,7 @@ def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, caps
     probes = [r for r in data["runs"] if r["family"] == "float-probe"]
     assert [(r["shots"], r["seed"]) for r in probes] == [(2, 1), (2, 2)]
     assert all(r["l2"] in L2_GRID and r["classes"] == 2 and r["val_size"] == 4 for r in probes)
+    assert all(0.5 <= r["constant_accuracy"] <= 1 for r in probes)
     table = (out / "table3.md").read_text()
     assert "Main column `k=K`: the test accuracy of the best-validation checkpoint" in table
     assert "| family | ‖z‖/MeZO | k=2 | k=2 final |" in table and "| float-probe (L2 on val: " in table
