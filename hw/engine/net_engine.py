@@ -31,7 +31,8 @@ Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, t
   step with ``loss_plus``, ``loss_minus`` and ``g_used`` of that step.
 
 The logits of a forward operation (and of every TRAIN step) go to logit bank ``last_bank`` (it flips
-every forward): the host reads one step's logits while the next step runs.
+every forward): the host reads one step's logits while the next step runs, one read per cycle, each
+answered ``LOGIT_READ_LATENCY`` cycles after its address (``pe_array.logit_read``).
 
 Batch queue: two banks of inputs and labels. The host writes examples (``x_*``) and labels (``y_*``) into
 bank ``load_bank`` while ``load_ready`` (writes to a full bank are ignored), then pulses ``push``; any
