@@ -27,6 +27,9 @@ Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
 * Leap-forward (k > 1): RNG i at cycle t sits at m-sequence index ``phase_i + k*t``. With k = 1 the RNG
   a lane sees next cycle is its neighbour's, shifted by one bit (lanes n - 1 apart correlate at about
   +0.48); with k = b its next value is b fresh bits. Phases (reset states) do not depend on k.
+* Bit order (``lfsr_bit_order``): every lane shows its position's state through
+  ``pezo.golden.rng.lfsr.permute_state`` (``"natural"``: the state itself). States, the shadow, the
+  pointer and the stepping are unchanged; only what ``raw_lanes`` / ``lanes`` / ``run`` return is permuted.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import warnings
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed, permute_state
 
 
 @dataclass(frozen=True)
@@ -115,13 +118,16 @@ class URNGArray:
         self._pointer = snapshot.pointer
 
     # -- outputs of the current cycle -------------------------------------------------------
+    def _view(self, states: np.ndarray) -> np.ndarray:
+        return permute_state(states, self.config.rng_bits, self.config.lfsr_bit_order)
+
     def raw_lanes(self) -> np.ndarray:
-        """Offset-binary lane values (the LFSR states) in position order, uint64."""
-        return self._states.copy()
+        """Offset-binary lane values (the LFSR states, in ``lfsr_bit_order``) in position order, uint64."""
+        return self._view(self._states)
 
     def lanes(self) -> np.ndarray:
-        """Signed lane values ``state - 2^(b-1)`` in position order, int64."""
-        return offset_to_signed(self._states, self.config.rng_bits)
+        """Signed lane values ``state - 2^(b-1)`` (state in ``lfsr_bit_order``) in position order, int64."""
+        return offset_to_signed(self._view(self._states), self.config.rng_bits)
 
     # -- one clock edge ---------------------------------------------------------------------
     def _advance(self) -> None:
@@ -163,6 +169,7 @@ class URNGArray:
             out[t] = self._states
             pointers[t] = self._pointer
             self._advance()
+        out = self._view(out)
         return (out if raw else offset_to_signed(out, self.config.rng_bits)), pointers
 
 
