@@ -90,6 +90,17 @@ def bit_order(bits: int, order: str) -> tuple[int, ...]:
     raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {order!r}")
 
 
+def shift_correlation(bits: int, order: str, shift: int) -> float:
+    """Correlation of a lane value with the value of the same LFSR ``shift`` steps later (or earlier), bits
+    taken as fair and independent: ``sum_j 2^(A[j] + A[j-m]) / sum_j 4^A[j]`` with m = |shift|, A =
+    ``bit_order(bits, order)``; 1 at shift 0, 0 from |shift| >= b (no shared bit)."""
+    sigs = bit_order(bits, order)
+    m = abs(shift)
+    if m >= bits:
+        return 0.0
+    return sum(2.0 ** (sigs[j] + sigs[j - m]) for j in range(m, bits)) / sum(4.0 ** a for a in sigs)
+
+
 def permute_state(states, bits: int, order: str):
     """The lane value of LFSR state(s) under ``order``: state bit j moves to ``bit_order(bits, order)[j]``.
     Works on ints and uint64 arrays; a bijection of the nonzero b-bit states (0 stays 0)."""

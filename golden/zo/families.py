@@ -63,7 +63,10 @@ every seed; the pool's seed must be in PerturbConfig's 1..2^14-1);
 PeZO (Sec. 3.1) sizes pools and RNG arrays as 2^k - 1 because layer sizes are powers of two: a
 power-of-two ``pool_size`` or ``n_rngs`` (>= 2) warns with ``PowerOfTwoWarning``. Configurations under
 which every perturbation is the same vector are errors: a ``pool_size`` dividing ``dim`` (start_t =
-0 for all t), and an otf start step ``n * ceil(d / n^2)`` that is a multiple of ``2^b - 1``.
+0 for all t), and an otf start step ``n * ceil(d / n^2)`` that is a multiple of ``2^b - 1``. An otf
+sequence whose near-repeat period (``pezo.golden.rng.urng.near_repeat``: perturbation t + D a copy of t
+shifted by a few LFSR steps) is below ``NEAR_REPEAT_MIN_PERIOD`` perturbations warns with
+``NearRepeatWarning`` on construction; ``Sampler.check_near_repeat(perturbations)`` warns for a run's length.
 """
 
 from __future__ import annotations
@@ -77,7 +80,8 @@ from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
 from pezo.golden.rng.lfsr import offset_to_signed
 from pezo.golden.rng.pool import pool_values
 from pezo.golden.rng.scale import exact_factors, lane_states, msequence, scale_lut
-from pezo.golden.rng.urng import rng_phases
+from pezo.golden.rng.urng import (NEAR_REPEAT_MIN_PERIOD, NearRepeatWarning, near_repeat, near_repeat_message,
+                                  rng_phases, warn_near_repeat)
 
 FAMILIES = ("gaussian", "rademacher", "uniform", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
@@ -128,6 +132,11 @@ class Sampler:
 
     def options(self) -> dict:
         return {}
+
+    def check_near_repeat(self, perturbations: int) -> dict | None:
+        """Warn when perturbations 0 .. ``perturbations`` - 1 contain shifted copies of each other (pezo-otf
+        only, ``pezo.golden.rng.urng.near_repeat``); return the near-repeat summary, None for other families."""
+        return None
 
     def describe(self) -> dict:
         """Family, dimension, seed and options (JSON-able), plus cheap statistics."""
@@ -229,6 +238,10 @@ class PregenSampler(Sampler):
         return out
 
 
+_OPTION_NAMES = {"lfsr_leap": "leap", "lfsr_bit_order": "bit_order", "perturb_dim": "dim"}
+"""PerturbConfig fields -> the pezo-otf option names (for messages)."""
+
+
 class OtfSampler(Sampler):
     """PeZO on-the-fly: the rotating URNG array with adaptive modulus scaling (module docstring).
 
@@ -266,6 +279,9 @@ class OtfSampler(Sampler):
         if _is_power_of_two(n):
             warnings.warn(f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})",
                           PowerOfTwoWarning, stacklevel=3)
+        repeat = near_repeat(self.config)
+        if repeat["period"] < NEAR_REPEAT_MIN_PERIOD:
+            warnings.warn(near_repeat_message(self.config, repeat, _OPTION_NAMES), NearRepeatWarning, stacklevel=3)
         self.msequence = msequence(self.config)
         self.lane_states = lane_states(self.config)  # = msequence for bit_order "natural"
         block = n * n
@@ -313,9 +329,13 @@ class OtfSampler(Sampler):
             out["bit_order"] = self.config.lfsr_bit_order
         return out
 
+    def check_near_repeat(self, perturbations: int) -> dict:
+        return warn_near_repeat(self.config, perturbations, _OPTION_NAMES, stacklevel=2)
+
     def describe(self):
         out = super().describe()
         period = self.config.lfsr_period
+        out["near_repeat"] = near_repeat(self.config)
         out["start_step"] = self.start_step
         out["distinct_perturbations"] = period // math.gcd(self.start_step, period)
         return out
