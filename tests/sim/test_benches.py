@@ -25,7 +25,7 @@ CASES = {
     "stream-otf-5x6": ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3)),
     "stream-otf-32x14-leap14": ("stream", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14, perturb_dim=7,
                                                         eps_shift=11)),
-    "stream-otf-31x8-spread": ("stream", PerturbConfig(n_rngs=31, rng_bits=8, lfsr_bit_order="spread", perturb_dim=40,
+    "stream-otf-31x8-spread": ("stream", PerturbConfig(n_rngs=31, rng_bits=8, lfsr_bit_order="spread", perturb_dim=20,
                                                        eps_shift=9)),
     "stream-otf-32x14-leap5-spread": ("stream", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=5,
                                                               lfsr_bit_order="spread", perturb_dim=7, eps_shift=11)),
