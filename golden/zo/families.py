@@ -105,6 +105,11 @@ class PowerOfTwoWarning(UserWarning):
     """A pool size or RNG count that is a power of two (PeZO advises 2^k - 1)."""
 
 
+class SpreadLeapWarning(UserWarning):
+    """A spread bit order whose leap k divides b - 1: the order's unavoidable 3/8 peak (shift b - 1) lands at
+    lag (b - 1)/k clocks, i.e. inside small lags."""
+
+
 def _is_power_of_two(x: int) -> bool:
     return x >= 2 and x & (x - 1) == 0
 
@@ -279,6 +284,11 @@ class OtfSampler(Sampler):
         if _is_power_of_two(n):
             warnings.warn(f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})",
                           PowerOfTwoWarning, stacklevel=3)
+        if bit_order == "spread" and leap > 1 and (rng_bits - 1) % leap == 0:
+            warnings.warn(f"bit_order='spread' with leap={leap} dividing rng_bits - 1 = {rng_bits - 1}: lanes "
+                          f"{(rng_bits - 1) // leap}(n - 1) apart sit {rng_bits - 1} LFSR steps apart, the spread "
+                          f"order's 3/8 correlation peak; choose a leap not dividing {rng_bits - 1}",
+                          SpreadLeapWarning, stacklevel=3)
         repeat = near_repeat(self.config)
         if repeat["period"] < NEAR_REPEAT_MIN_PERIOD:
             warnings.warn(near_repeat_message(self.config, repeat, _OPTION_NAMES), NearRepeatWarning, stacklevel=3)

@@ -41,6 +41,7 @@ def cmd_quality(args) -> int:
 
     from pezo.golden.methods.checks import perturbation_quality
     from pezo.golden.rng.urng import NearRepeatWarning
+    from pezo.golden.zo.families import SpreadLeapWarning
 
     families = _families(args.family)
     options = {name: getattr(args, name) for name in FAMILY_OF_OPTION if getattr(args, name) is not None}
@@ -66,6 +67,8 @@ def cmd_quality(args) -> int:
             repeats = [str(w.message) for w in caught if issubclass(w.category, NearRepeatWarning)]
             if repeats:
                 print(f"pezo: warning: {max(repeats, key=lambda m: 'this run draws' in m)}", file=sys.stderr)
+            for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, SpreadLeapWarning)):
+                print(f"pezo: warning: {message}", file=sys.stderr)
         except ValueError as exc:
             given = {"dim", "queries", "trials", "seed", *mine, *(["max_lag"] if args.max_lag is not None else [])}
             raise option_error(exc, QUALITY_FIELDS, given) from None

@@ -143,3 +143,17 @@ def test_jump_consistency_of_permuted_lanes():
     for t in range(12):
         assert int(lanes[t, 0]) == permute_state(lfsr_jump(reset[t % 3], 9, t), 9, "spread")
     assert math.gcd(3, 511) == 1
+
+
+def test_spread_with_a_leap_dividing_b_minus_1_warns():
+    """32 x 8, k = 7 = b - 1: one clock is the spread order's 3/8 shift (measured +0.351 at lag 31)."""
+    from pezo.golden.zo.families import SpreadLeapWarning
+
+    with pytest.warns(SpreadLeapWarning, match=r"leap=7 dividing rng_bits - 1 = 7: lanes 1\(n - 1\) apart"):
+        make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=8, leap=7, bit_order="spread")
+    assert shift_correlation(spread_order(8), 7) == pytest.approx(0.375, abs=0.01)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpreadLeapWarning)
+        make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=14, leap=5, bit_order="spread")  # 5 does not divide 13
+        make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=8, leap=7)  # natural order: no peak at b - 1
