@@ -159,6 +159,7 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
            "seed": config.seed, "rewind": config.rewind}
     if config.strategy == "otf":
         out["lfsr_leap"] = config.lfsr_leap
+        out["lfsr_bit_order"] = config.lfsr_bit_order
     out.update(resources)
     if unit != "generator":
         out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift,

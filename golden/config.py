@@ -15,6 +15,10 @@ from pathlib import Path
 STRATEGIES = ("otf", "pregen", "gaussian")
 """Perturbation strategies: on-the-fly LFSR array, pre-generated pool, Gaussian baseline."""
 
+BIT_ORDERS = ("natural", "spread")
+"""How an otf lane reads its LFSR state (``lfsr_bit_order``): as is (PeZO), or through
+``pezo.golden.rng.lfsr.spread_order``."""
+
 RNG_BITS_RANGE = (3, 32)
 MAX_RNGS = 1024
 MAX_POOL = 1 << 20  # 2^20 values: 15 % of a ZCU102's BRAM at 12 bits; larger pools are not a PeZO design
@@ -70,6 +74,10 @@ class PerturbConfig:
     lfsr_leap -- k, LFSR steps per clock of the on-the-fly array (leap-forward), 1..b (default 1, PeZO's
                  array); coprime to 2^b - 1 so every LFSR keeps its full period. k = b makes each new state
                  b fresh bits of the m-sequence (no overlap with the last one).
+    lfsr_bit_order -- how a lane of the on-the-fly array reads its LFSR state, one of ``BIT_ORDERS``:
+                 ``"natural"`` (default, PeZO: the state as is) or ``"spread"`` (state bit j read into
+                 significance ``pezo.golden.rng.lfsr.spread_order(b)[j]``: wiring only, it moves the
+                 correlation of a value with its own shifted successors from small shifts to the largest).
     """
 
     strategy: str = "otf"
@@ -84,6 +92,7 @@ class PerturbConfig:
     perturb_dim: int = 1 << 20
     eps_shift: int = 12
     lfsr_leap: int = 1
+    lfsr_bit_order: str = "natural"
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -107,6 +116,8 @@ class PerturbConfig:
         if common != 1:
             raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {period} (k steps per clock keep "
                              f"the full period only then), got {self.lfsr_leap} (common factor {common})")
+        if not isinstance(self.lfsr_bit_order, str) or self.lfsr_bit_order not in BIT_ORDERS:
+            raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {self.lfsr_bit_order!r}")
 
     @property
     def lfsr_period(self) -> int:

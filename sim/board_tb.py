@@ -77,8 +77,11 @@ async def _protocol_checks(bus, driver: EngineDriver, flat) -> dict:
     bus.axi.write_if.b_channel.set_pause_generator(pause())
     await driver.load_weights(flat)
     out["stalled_read_write"] = np.array_equal(await driver.read_weights(), np.asarray(flat))
-    bus.axi.read_if.r_channel.clear_pause_generator()
-    bus.axi.write_if.b_channel.clear_pause_generator()
+    for channel in (bus.axi.read_if.r_channel, bus.axi.write_if.b_channel):
+        # cocotbext-axi's clear_pause_generator stops the generator but keeps its last value: a channel
+        # left paused holds rready / bready low for good (the next burst would never finish)
+        channel.clear_pause_generator()
+        channel.pause = False
     got = await bus.axi.read(base, 16, burst=AxiBurstType.FIXED)
     out["fixed_read"] = int(got.resp) == 0 and bytes(got.data) == bytes(np.asarray(flat[:8], dtype=np.int8).tobytes()) * 2
     wrap = await bus.axi.write(base, bytes(16), burst=AxiBurstType.WRAP)

@@ -17,6 +17,7 @@ import numpy as np
 from pezo.golden.engine.zo_engine import G_BITS, EngineConfig, ZOEngine
 from pezo.golden.engine.int8 import requantize
 from pezo.golden.zo.int8_head import Int8TrainConfig, update_scale
+from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
 from pezo.sim.benches import pack, unpack
 
@@ -96,7 +97,8 @@ class EngineDriver:
                 io.set("logit_example", b)
                 for o in range(cfg.outputs):
                     io.set("logit_output", o)
-                    await io.tick()
+                    for _ in range(LOGIT_READ_LATENCY):
+                        await io.tick()
                     out[i, b, o] = (to_signed(io.get("logit_q"), 8) if shift is not None
                                     else to_signed(io.get("logit"), 32))
         return out

@@ -115,6 +115,8 @@ class NetConfig:
     pool_bits: int = 12
     eps_shift: int = 10
     weight_depth: int = 0
+    lfsr_leap: int = 1
+    lfsr_bit_order: str = "natural"
 
     def __post_init__(self):
         layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)
@@ -164,7 +166,7 @@ class NetConfig:
     @property
     def perturb(self) -> PerturbConfig:
         return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
-                             self.weights, self.eps_shift)
+                             self.weights, self.eps_shift, self.lfsr_leap, self.lfsr_bit_order)
 
     @property
     def inputs(self) -> int:

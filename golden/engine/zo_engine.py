@@ -77,6 +77,8 @@ class EngineConfig:
     rng_bits, seed -- otf: LFSR width (3..16 for the scale LUT) and master seed.
     pool_size, pool_bits -- pregen: pool values N and bits per value.
     eps_shift -- epsilon = 2^(12 - eps_shift) weight LSBs (``golden.rng.perturb``), 0..24.
+    lfsr_leap, lfsr_bit_order -- otf: the URNG array's LFSR steps per clock and lane bit order
+                 (``PerturbConfig``'s fields of the same names; defaults 1 and "natural", PeZO's array).
     """
 
     strategy: str = "otf"
@@ -90,6 +92,8 @@ class EngineConfig:
     pool_size: int = 4095
     pool_bits: int = 12
     eps_shift: int = 10
+    lfsr_leap: int = 1
+    lfsr_bit_order: str = "natural"
 
     def __post_init__(self):
         if self.strategy not in ENGINE_STRATEGIES:
@@ -116,7 +120,7 @@ class EngineConfig:
     def perturb(self) -> PerturbConfig:
         """The perturbation stream feeding the array: ``cols`` lanes, d = outputs * inputs."""
         return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
-                             self.weights, self.eps_shift)
+                             self.weights, self.eps_shift, self.lfsr_leap, self.lfsr_bit_order)
 
     @property
     def weights(self) -> int:
@@ -157,14 +161,14 @@ class EngineConfig:
 
 
 def stream_config(strategy: str, cols: int, rng_bits: int, seed: int, pool_size: int, pool_bits: int,
-                  weights: int, eps_shift: int) -> PerturbConfig:
-    """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf) or a pool read
-    ``cols`` values a cycle from the largest power-of-two bank count <= 8 dividing ``cols`` (pregen),
-    d = ``weights``."""
+                  weights: int, eps_shift: int, lfsr_leap: int = 1, lfsr_bit_order: str = "natural") -> PerturbConfig:
+    """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf; ``lfsr_leap`` steps
+    per clock, lanes in ``lfsr_bit_order``) or a pool read ``cols`` values a cycle from the largest
+    power-of-two bank count <= 8 dividing ``cols`` (pregen), d = ``weights``."""
     banks = 1 << min(3, (cols & -cols).bit_length() - 1)
     return PerturbConfig(strategy=strategy, n_rngs=cols, rng_bits=rng_bits, seed=seed, rewind=True,
                          pool_size=pool_size, pool_bits=pool_bits, lanes=cols, banks=banks, perturb_dim=weights,
-                         eps_shift=eps_shift)
+                         eps_shift=eps_shift, lfsr_leap=lfsr_leap, lfsr_bit_order=lfsr_bit_order)
 
 
 def g_to_fixed(value: float) -> int:

@@ -185,6 +185,8 @@ def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials
     * ``inflation``: mean ||ghat||^2 / ||g||^2; ``inflation_theory``: the same for independent values
       with the family's own measured moments ((m4 + (d + Q - 2) s2^2) / Q); ``inflation_excess`` =
       inflation / inflation_theory - 1.
+    * ``near_repeat`` (pezo-otf only): ``pezo.golden.rng.urng.near_repeat`` of the family's config; a period
+      below the T·Q perturbations drawn warns (``NearRepeatWarning``).
     """
     dim = check_int("dim", dim, 2, MAX_DIM)
     queries = check_int("queries", queries, 1, MAX_QUERIES)
@@ -195,8 +197,10 @@ def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials
     max_lag = check_int("max_lag", max_lag, 1, min(dim - 1, MAX_LAG))
     rge = rge_norm_inflation(dim, queries, trials, seed, family, **family_options)
     count = max(1, min(trials * queries, LAG_ELEMENTS // dim))
+    repeat = sampler.check_near_repeat(max(trials * queries, count))  # warns if the draws hold shifted copies
     lags = lag_correlations(sampler, count, max_lag)
     worst = int(np.argmax(np.abs(lags)))
+    extra = {"near_repeat": repeat} if repeat is not None else {}
     return {
         "family": family, "d": dim, "queries": queries, "trials": trials, "seed": seed,
         "options": dict(family_options), "max_lag": max_lag, "lag_correlations": [round(float(v), 5) for v in lags],
@@ -207,5 +211,5 @@ def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials
         "inflation": rge["measured_inflation"], "inflation_theory": rge["moment_prediction"],
         "inflation_excess": rge["measured_inflation"] / rge["moment_prediction"] - 1.0,
         "inflation_stderr": rge["inflation_stderr"], "second_moment": rge["second_moment"],
-        "fourth_moment": rge["fourth_moment"],
+        "fourth_moment": rge["fourth_moment"], **extra,
     }

@@ -17,13 +17,26 @@ Leap-forward (``PerturbConfig.lfsr_leap`` = k): a register that takes k of these
 bit of the new state is an XOR of old state bits (the k-th power of the one-step GF(2) map); the period
 in clocks stays 2^b - 1 iff gcd(k, 2^b - 1) = 1, and with k = b consecutive states share no bits.
 
+Output bit order (``PerturbConfig.lfsr_bit_order``): a lane may show the state's bits in a fixed scrambled
+order (``permute_state``), pure wiring. ``"natural"`` (PeZO, the default) reads the state as is, so a value
+one step on is the old value halved plus a new MSB (lag correlation about 1/2 per shift). ``"spread"`` reads
+state bit j into output significance ``spread_order(b)[j]``, a permutation chosen so that bits adjacent in
+the shift register land far apart in significance: for a shift by m the values correlate at about
+``rho_m = sum_j 2^(A[j] + A[j-m]) / sum_j 4^A[j]`` (A = the order; bits are fair and independent), and the
+order keeps rho_m small for small m. The pair of the two top significances gives rho >= 3/8 at some shift
+whatever the order; ``spread_order`` puts it at the largest shift, m = b - 1.
+
 Signed value: ``value = s - 2^(b-1)``, symmetric in [-(2^(b-1) - 1), 2^(b-1) - 1]. In bits this is the
 "offset binary" code: the two's-complement value is ``s`` with its MSB inverted.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from pezo.golden.config import BIT_ORDERS
 
 # Middle exponents of a primitive polynomial per width (smallest trinomial if one exists, else the
 # lexicographically smallest pentanomial). Primitivity is re-checked algebraically by the tests.
@@ -33,6 +46,74 @@ LFSR_TAPS: dict[int, tuple[int, ...]] = {
     19: (1, 2, 5), 20: (3,), 21: (2,), 22: (1,), 23: (5,), 24: (1, 2, 7), 25: (3,), 26: (1, 2, 6),
     27: (1, 2, 5), 28: (3,), 29: (2,), 30: (1, 2, 23), 31: (3,), 32: (1, 2, 22),
 }
+
+
+@functools.cache
+def spread_order(bits: int) -> tuple[int, ...]:
+    """The ``"spread"`` order: ``A[j]`` = output significance of state bit j, a permutation of 0..b-1.
+
+    Deterministic greedy (closed procedure, no randomness): significances b-1, b-2, ..., 0 are placed in
+    turn, each at the free state position that minimises, over the bits placed so far, first the largest
+    and then the sum of squares of the weighted lag sums ``w_m * sum 2^(A[j] + A[j-m])`` (m = 1..b-1,
+    ``w_m = (b - m) / b``: a shift by m leaves b - m bits shared, and small m are the lags that reach
+    elements n - 1, 2(n - 1), ... apart in a perturbation), ties to the lowest position. The top two
+    significances land on bits 0 and b-1 (the unavoidable 3/8 at the largest shift).
+    """
+    position: dict[int, int] = {}  # significance -> state bit
+    free = list(range(bits))
+    for sig in range(bits - 1, -1, -1):
+        best = None
+        for j in free:
+            trial = list(position.items()) + [(sig, j)]
+            lag = [0] * bits
+            for a in range(len(trial)):
+                for c in range(a + 1, len(trial)):
+                    lag[abs(trial[a][1] - trial[c][1])] += 1 << (trial[a][0] + trial[c][0])
+            weighted = [lag[m] * (bits - m) for m in range(1, bits)]  # exact integers (/ b dropped)
+            key = (max(weighted), sum(x * x for x in weighted), j)
+            if best is None or key < best:
+                best = key
+        position[sig] = best[2]
+        free.remove(best[2])
+    order = [0] * bits
+    for sig, j in position.items():
+        order[j] = sig
+    return tuple(order)
+
+
+def bit_order(bits: int, order: str) -> tuple[int, ...]:
+    """Output significance of each state bit for a ``BIT_ORDERS`` name (``"natural"``: 0..b-1)."""
+    if order == "natural":
+        return tuple(range(bits))
+    if order == "spread":
+        return spread_order(bits)
+    raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {order!r}")
+
+
+def shift_correlation(bits: int, order: str, shift: int) -> float:
+    """Correlation of a lane value with the value of the same LFSR ``shift`` steps later (or earlier), bits
+    taken as fair and independent: ``sum_j 2^(A[j] + A[j-m]) / sum_j 4^A[j]`` with m = |shift|, A =
+    ``bit_order(bits, order)``; 1 at shift 0, 0 from |shift| >= b (no shared bit)."""
+    sigs = bit_order(bits, order)
+    m = abs(shift)
+    if m >= bits:
+        return 0.0
+    return sum(2.0 ** (sigs[j] + sigs[j - m]) for j in range(m, bits)) / sum(4.0 ** a for a in sigs)
+
+
+def permute_state(states, bits: int, order: str):
+    """The lane value of LFSR state(s) under ``order``: state bit j moves to ``bit_order(bits, order)[j]``.
+    Works on ints and uint64 arrays; a bijection of the nonzero b-bit states (0 stays 0)."""
+    sigs = bit_order(bits, order)
+    if order == "natural":
+        return states.copy() if isinstance(states, np.ndarray) else states
+    if isinstance(states, np.ndarray):
+        states = states.astype(np.uint64)
+        out = np.zeros_like(states)
+        for j, sig in enumerate(sigs):
+            out |= ((states >> np.uint64(j)) & np.uint64(1)) << np.uint64(sig)
+        return out
+    return sum(((states >> j) & 1) << sig for j, sig in enumerate(sigs))
 
 
 def feedback_bits(bits: int) -> tuple[int, ...]:

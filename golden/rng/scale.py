@@ -5,7 +5,8 @@ holds RNG p) and takes the lanes of ``ceil(d / n)`` enabled cycles in cycle-majo
 lane ``j mod n`` of relative cycle ``j // n`` (the unused lanes of the last cycle are dropped). Lane p of
 relative cycle t is RNG ``(p + t) mod n`` stepped t times, and RNG k sits ``phase_k`` steps after RNG 0
 along the one m-sequence, so element (t, p) is the m-sequence value at index ``e + k*t + phase_((p+t) mod n)``
-(k = ``lfsr_leap``, LFSR steps per clock)
+(k = ``lfsr_leap``, LFSR steps per clock; the value is that index's state read in ``lfsr_bit_order``,
+``lane_states``)
 where e is RNG 0's index at the start. Hence ``||u||^2`` is a function of RNG 0's start state alone -- the
 state on lane 0 at the start, which addresses the LUT -- and for all 2^b - 1 states at once it is the
 cyclic correlation of the squared sequence values with the histogram of those offsets (FFT, float64;
@@ -24,7 +25,7 @@ import math
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next, offset_to_signed
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next, offset_to_signed, permute_state
 from pezo.golden.rng.pool import gaussian_expected_norm
 from pezo.golden.rng.urng import URNGArray, URNGSnapshot, rng_phases
 
@@ -52,6 +53,13 @@ def msequence(config: PerturbConfig) -> np.ndarray:
     return states
 
 
+def lane_states(config: PerturbConfig) -> np.ndarray:
+    """What a lane shows at each m-sequence index: ``msequence`` read in ``config.lfsr_bit_order``
+    (``permute_state``; the identity for ``"natural"``), uint32. Values and the LUT address use these."""
+    return permute_state(msequence(config).astype(np.uint64), config.rng_bits,
+                         config.lfsr_bit_order).astype(np.uint32)
+
+
 def element_offsets(config: PerturbConfig) -> np.ndarray:
     """m-sequence offset (relative to RNG 0's start index) of every element j < d of a perturbation."""
     n, d, period = config.n_rngs, config.perturb_dim, config.lfsr_period
@@ -65,7 +73,7 @@ def squared_norms(config: PerturbConfig) -> np.ndarray:
     """``||u||^2`` in integer lane units for every start index e (length 2^b - 1), via FFT."""
     check_scalable(config)
     period = config.lfsr_period
-    values = offset_to_signed(msequence(config).astype(np.uint64), config.rng_bits).astype(np.float64)
+    values = offset_to_signed(lane_states(config).astype(np.uint64), config.rng_bits).astype(np.float64)
     counts = np.bincount(element_offsets(config), minlength=period).astype(np.float64)
     # c[e] = sum_o counts[o] * values[(e + o) mod P]^2  (cyclic cross-correlation)
     spectrum = np.conj(np.fft.rfft(counts)) * np.fft.rfft(values * values)
@@ -84,10 +92,11 @@ def round_log2(factors: np.ndarray) -> np.ndarray:
 
 
 def scale_lut(config: PerturbConfig) -> np.ndarray:
-    """The 2^b-entry LUT: entry s = k for the perturbation whose lane 0 holds state s at its start."""
+    """The 2^b-entry LUT: entry s = k for the perturbation whose lane 0 shows s at its start (the state in
+    ``lfsr_bit_order``)."""
     shifts = round_log2(exact_factors(config))
     lut = np.full(1 << config.rng_bits, np.bincount(shifts).argmax(), dtype=np.int64)
-    lut[msequence(config)] = shifts
+    lut[lane_states(config)] = shifts
     return lut
 
 

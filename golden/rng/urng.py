@@ -27,6 +27,9 @@ Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
 * Leap-forward (k > 1): RNG i at cycle t sits at m-sequence index ``phase_i + k*t``. With k = 1 the RNG
   a lane sees next cycle is its neighbour's, shifted by one bit (lanes n - 1 apart correlate at about
   +0.48); with k = b its next value is b fresh bits. Phases (reset states) do not depend on k.
+* Bit order (``lfsr_bit_order``): every lane shows its position's state through
+  ``pezo.golden.rng.lfsr.permute_state`` (``"natural"``: the state itself). States, the shadow, the
+  pointer and the stepping are unchanged; only what ``raw_lanes`` / ``lanes`` / ``run`` return is permuted.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import warnings
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed, permute_state, shift_correlation
 
 
 @dataclass(frozen=True)
@@ -115,13 +118,16 @@ class URNGArray:
         self._pointer = snapshot.pointer
 
     # -- outputs of the current cycle -------------------------------------------------------
+    def _view(self, states: np.ndarray) -> np.ndarray:
+        return permute_state(states, self.config.rng_bits, self.config.lfsr_bit_order)
+
     def raw_lanes(self) -> np.ndarray:
-        """Offset-binary lane values (the LFSR states) in position order, uint64."""
-        return self._states.copy()
+        """Offset-binary lane values (the LFSR states, in ``lfsr_bit_order``) in position order, uint64."""
+        return self._view(self._states)
 
     def lanes(self) -> np.ndarray:
-        """Signed lane values ``state - 2^(b-1)`` in position order, int64."""
-        return offset_to_signed(self._states, self.config.rng_bits)
+        """Signed lane values ``state - 2^(b-1)`` (state in ``lfsr_bit_order``) in position order, int64."""
+        return offset_to_signed(self._view(self._states), self.config.rng_bits)
 
     # -- one clock edge ---------------------------------------------------------------------
     def _advance(self) -> None:
@@ -163,6 +169,7 @@ class URNGArray:
             out[t] = self._states
             pointers[t] = self._pointer
             self._advance()
+        out = self._view(out)
         return (out if raw else offset_to_signed(out, self.config.rng_bits)), pointers
 
 
@@ -192,3 +199,75 @@ def count_distinct_combinations(config: PerturbConfig, rotate: bool = True) -> i
     cycles = config.n_rngs * config.lfsr_period if rotate else config.lfsr_period
     lanes, _ = URNGArray(config, rotate=rotate).run(cycles, raw=True)
     return len(np.unique(lanes, axis=0))
+
+
+# -- near repeats of the perturbation sequence ---------------------------------------------------------------
+
+NEAR_REPEAT_CORRELATION = 0.1
+"""A perturbation that is another one shifted by delta LFSR steps correlates with it element by element at
+``shift_correlation(b, bit_order, delta)``; shifts at or above this count as a near repeat (natural order:
+|delta| <= 3, 2^-3 = 0.125)."""
+NEAR_REPEAT_MIN_PERIOD = 100
+"""The family sampler warns on construction when the near-repeat period is below this many perturbations
+(a run of any useful length then draws shifted copies); runs that know their length (``pezo quality``,
+``pezo train``) warn when the period is below the perturbations they draw."""
+
+
+class NearRepeatWarning(UserWarning):
+    """Perturbation t + D of an otf sequence is perturbation t shifted by a few LFSR steps, D small."""
+
+
+def perturbation_advance(config: PerturbConfig) -> int:
+    """LFSR steps (mod 2^b - 1) from one perturbation's start to the next in the otf stream: perturbations
+    start at aligned cycles, ``n * ceil(d / n^2)`` clocks apart (``pezo.golden.zo.families``), k steps each."""
+    n, d = config.n_rngs, config.perturb_dim
+    return config.lfsr_leap * n * -(-d // (n * n)) % config.lfsr_period
+
+
+def near_repeat(config: PerturbConfig, correlation: float = NEAR_REPEAT_CORRELATION) -> dict:
+    """The near-repeat period of the otf perturbation sequence of ``config`` (d = ``perturb_dim``).
+
+    Perturbation t + D starts ``D * A`` LFSR steps after perturbation t (A = ``perturbation_advance``), so
+    when ``D * A = delta (mod 2^b - 1)`` every element of t + D is the same element of t, delta steps on:
+    a shifted copy, correlated at ``rho = shift_correlation(b, lfsr_bit_order, delta)``. Powers of two are
+    the trap: 2^b = 1 (mod 2^b - 1), so A = 2^a gives D = 2^(b-a), delta = 1 (k = 8 at 32 x 14, d <= 1024:
+    A = 256, D = 64; k = 1 at 32 x 14: A = 32, D = 512). Returns the smallest D >= 1 over the shifts with
+    rho >= ``correlation`` (delta = 0, the exact period, always counts): ``period`` D, ``shift`` delta,
+    ``correlation`` rho, ``advance`` A, ``exact_period`` (2^b - 1) / gcd(A, 2^b - 1).
+    """
+    period, bits = config.lfsr_period, config.rng_bits
+    advance = perturbation_advance(config)
+    g = math.gcd(advance, period)  # gcd(0, P) = P: every perturbation is the same (D = 1)
+    best = None
+    for delta in range(-(bits - 1), bits):
+        rho = shift_correlation(bits, config.lfsr_bit_order, delta)
+        if rho < correlation or delta % g:
+            continue
+        d_min = (delta // g) * pow(advance // g, -1, period // g) % (period // g) if period // g > 1 else 0
+        d_min = d_min or period // g
+        if best is None or (d_min, abs(delta)) < (best[0], abs(best[1])):
+            best = (d_min, delta, rho)
+    return {"period": best[0], "shift": best[1], "correlation": best[2], "advance": advance,
+            "exact_period": period // g}
+
+
+def near_repeat_message(config: PerturbConfig, info: dict, names: dict | None = None) -> str:
+    """One line naming the period and the fields that set it (``names`` renames fields, e.g. the family
+    sampler's options ``leap`` and ``bit_order``)."""
+    names = names or {}
+    fields = ", ".join(f"{names.get(f, f)}={getattr(config, f)}" for f in
+                       ("n_rngs", "rng_bits", "lfsr_leap", "lfsr_bit_order", "perturb_dim"))
+    return (f"otf near-repeat period {info['period']}: with {fields} perturbation t + {info['period']} is "
+            f"perturbation t shifted by {info['shift']} LFSR steps (element correlation "
+            f"{info['correlation']:.2f}; advance {info['advance']} steps per perturbation)")
+
+
+def warn_near_repeat(config: PerturbConfig, perturbations: int, names: dict | None = None,
+                     stacklevel: int = 2) -> dict:
+    """Warn (``NearRepeatWarning``) when the near-repeat period is below ``perturbations`` (the number of
+    perturbations a run draws); return ``near_repeat(config)``."""
+    info = near_repeat(config)
+    if info["period"] < perturbations:
+        warnings.warn(near_repeat_message(config, info, names) + f", below the {perturbations} perturbations "
+                      f"this run draws", NearRepeatWarning, stacklevel=stacklevel + 1)
+    return info

@@ -59,8 +59,8 @@ takes each perturbation's d values (``en`` on every valid cycle) and then pulses
       e_t = k * t * n * ceil(d / n^2)  mod  (2^b - 1)     (k = ``leap``, LFSR steps per clock, default 1)
 
   Element j is the signed m-sequence value at ``(e_t + element_offsets[j]) mod (2^b - 1)``
-  (``pezo.golden.rng.scale.element_offsets``), and the LUT shift is ``scale_lut[msequence[e_t]]`` (RNG 0's
-  state at the start, the LUT address of the hardware).
+  (``pezo.golden.rng.scale.element_offsets``), the state read in ``bit_order`` (``lane_states``), and the LUT
+  shift is ``scale_lut[lane_states[e_t]]`` (what lane 0 shows at the start, the LUT address of the hardware).
 
 Parameter policy (bad input raises one ``ValueError`` naming the parameter and its allowed range):
 unknown family; ``dim`` outside 1..2^31-1; ``seed`` outside 0..2^64-1 (NumPy families) or below 1
@@ -72,7 +72,10 @@ every seed; the pool's seed must be in PerturbConfig's 1..2^14-1);
 PeZO (Sec. 3.1) sizes pools and RNG arrays as 2^k - 1 because layer sizes are powers of two: a
 power-of-two ``pool_size`` or ``n_rngs`` (>= 2) warns with ``PowerOfTwoWarning``. Configurations under
 which every perturbation is the same vector are errors: a ``pool_size`` dividing ``dim`` (start_t =
-0 for all t), and an otf start step ``n * ceil(d / n^2)`` that is a multiple of ``2^b - 1``.
+0 for all t), and an otf start step ``n * ceil(d / n^2)`` that is a multiple of ``2^b - 1``. An otf
+sequence whose near-repeat period (``pezo.golden.rng.urng.near_repeat``: perturbation t + D a copy of t
+shifted by a few LFSR steps) is below ``NEAR_REPEAT_MIN_PERIOD`` perturbations warns with
+``NearRepeatWarning`` on construction; ``Sampler.check_near_repeat(perturbations)`` warns for a run's length.
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ import numpy as np
 from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
 from pezo.golden.rng.lfsr import offset_to_signed
 from pezo.golden.rng.pool import pool_values
-from pezo.golden.rng.scale import exact_factors, msequence, scale_lut
-from pezo.golden.rng.urng import rng_phases
+from pezo.golden.rng.scale import exact_factors, lane_states, msequence, scale_lut
+from pezo.golden.rng.urng import (NEAR_REPEAT_MIN_PERIOD, NearRepeatWarning, near_repeat, near_repeat_message,
+                                  rng_phases, warn_near_repeat)
 
 FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
@@ -108,6 +112,11 @@ def _check_int(name: str, value, lo: int, hi: int) -> int:
 
 class PowerOfTwoWarning(UserWarning):
     """A pool size or RNG count that is a power of two (PeZO advises 2^k - 1)."""
+
+
+class SpreadLeapWarning(UserWarning):
+    """A spread bit order whose leap k divides b - 1: the order's unavoidable 3/8 peak (shift b - 1) lands at
+    lag (b - 1)/k clocks, i.e. inside small lags."""
 
 
 def _is_power_of_two(x: int) -> bool:
@@ -137,6 +146,11 @@ class Sampler:
 
     def options(self) -> dict:
         return {}
+
+    def check_near_repeat(self, perturbations: int) -> dict | None:
+        """Warn when perturbations 0 .. ``perturbations`` - 1 contain shifted copies of each other (pezo-otf
+        only, ``pezo.golden.rng.urng.near_repeat``); return the near-repeat summary, None for other families."""
+        return None
 
     def describe(self) -> dict:
         """Family, dimension, seed and options (JSON-able), plus cheap statistics."""
@@ -238,6 +252,10 @@ class PregenSampler(Sampler):
         return out
 
 
+_OPTION_NAMES = {"lfsr_leap": "leap", "lfsr_bit_order": "bit_order", "perturb_dim": "dim"}
+"""PerturbConfig fields -> the pezo-otf option names (for messages)."""
+
+
 class OtfSampler(Sampler):
     """PeZO on-the-fly: the rotating URNG array with adaptive modulus scaling (module docstring).
 
@@ -250,17 +268,18 @@ class OtfSampler(Sampler):
     family = "pezo-otf"
 
     def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut",
-                 leap: int = 1):
+                 leap: int = 1, bit_order: str = "natural"):
         if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
                 and seed > (1 << rng_bits) - 1:
             seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
         super().__init__(dim, seed)
         try:
             self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim,
-                                        lfsr_leap=leap)
-        except ValueError as exc:  # the option is called leap here
+                                        lfsr_leap=leap, lfsr_bit_order=bit_order)
+        except ValueError as exc:  # the options are called leap and bit_order here
             message = str(exc)
-            raise ValueError(message[len("lfsr_"):] if message.startswith("lfsr_leap") else message) from None
+            raise ValueError(message[len("lfsr_"):] if message.startswith(("lfsr_leap", "lfsr_bit_order"))
+                             else message) from None
         check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)
         if scaling not in SCALINGS:
             raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
@@ -274,7 +293,16 @@ class OtfSampler(Sampler):
         if _is_power_of_two(n):
             warnings.warn(f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})",
                           PowerOfTwoWarning, stacklevel=3)
+        if bit_order == "spread" and leap > 1 and (rng_bits - 1) % leap == 0:
+            warnings.warn(f"bit_order='spread' with leap={leap} dividing rng_bits - 1 = {rng_bits - 1}: lanes "
+                          f"{(rng_bits - 1) // leap}(n - 1) apart sit {rng_bits - 1} LFSR steps apart, the spread "
+                          f"order's 3/8 correlation peak; choose a leap not dividing {rng_bits - 1}",
+                          SpreadLeapWarning, stacklevel=3)
+        repeat = near_repeat(self.config)
+        if repeat["period"] < NEAR_REPEAT_MIN_PERIOD:
+            warnings.warn(near_repeat_message(self.config, repeat, _OPTION_NAMES), NearRepeatWarning, stacklevel=3)
         self.msequence = msequence(self.config)
+        self.lane_states = lane_states(self.config)  # = msequence for bit_order "natural"
         block = n * n
         self.chunk = min(dim, max(1, OTF_CHUNK // block) * block)
         phases = np.array(rng_phases(self.config), dtype=np.intp)
@@ -283,7 +311,7 @@ class OtfSampler(Sampler):
         self._rel = leap * t + phases[(p + t) % n]  # < leap*chunk/n + P
         self._chunk_step = leap * (self.chunk // n)  # offset advance per chunk (only used when chunk % n^2 == 0)
         length = 2 * period + self._chunk_step + 1
-        signed = offset_to_signed(self.msequence.astype(np.int64), rng_bits).astype(np.float32)
+        signed = offset_to_signed(self.lane_states.astype(np.int64), rng_bits).astype(np.float32)
         signed /= np.float32(1 << (rng_bits - 1))
         self._base = signed[np.arange(length) % period]
         self._lut = self._factors = None
@@ -301,7 +329,7 @@ class OtfSampler(Sampler):
         """The factor applied to perturbation ``index``: 2^k (lut), Eq. 3 (exact) or 1 (none)."""
         e = self.start_index(index)
         if self._lut is not None:
-            return float(2 ** int(self._lut[self.msequence[e]]))
+            return float(2 ** int(self._lut[self.lane_states[e]]))
         if self._factors is not None:
             return float(self._factors[e])
         return 1.0
@@ -310,17 +338,23 @@ class OtfSampler(Sampler):
         """The LUT entry k of perturbation ``index`` (the hardware's shift), lut scaling only."""
         if self._lut is None:
             raise ValueError(f"scale_shift needs scaling='lut', got {self.scaling!r}")
-        return int(self._lut[self.msequence[self.start_index(index)]])
+        return int(self._lut[self.lane_states[self.start_index(index)]])
 
     def options(self):
         out = {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
         if self.config.lfsr_leap != 1:
             out["leap"] = self.config.lfsr_leap
+        if self.config.lfsr_bit_order != "natural":
+            out["bit_order"] = self.config.lfsr_bit_order
         return out
+
+    def check_near_repeat(self, perturbations: int) -> dict:
+        return warn_near_repeat(self.config, perturbations, _OPTION_NAMES, stacklevel=2)
 
     def describe(self):
         out = super().describe()
         period = self.config.lfsr_period
+        out["near_repeat"] = near_repeat(self.config)
         out["start_step"] = self.start_step
         out["distinct_perturbations"] = period // math.gcd(self.start_step, period)
         return out
@@ -360,13 +394,15 @@ class NaiveIntSampler(OtfSampler):
     a Gaussian's norm (PeZO Eq. 3); this family does neither, which is "naively replacing the Gaussian
     random numbers with uniform ones" in hardware: |z| reaches 2^(b-1) - 1, the perturbation eps*z is
     about 2^(b-1)/sqrt(3) times MeZO's in norm, and the ZO step about 4^(b-1)/3 times (module docstring).
-    Options ``n_rngs``, ``rng_bits``, ``leap`` as pezo-otf (defaults 31, 14, 1); no ``scaling``.
+    Options ``n_rngs``, ``rng_bits``, ``leap``, ``bit_order`` as pezo-otf (defaults 31, 14, 1, natural); no
+    ``scaling``.
     """
 
     family = "naive-int"
 
-    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, leap: int = 1):
-        super().__init__(dim, seed, n_rngs=n_rngs, rng_bits=rng_bits, scaling="none", leap=leap)
+    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, leap: int = 1,
+                 bit_order: str = "natural"):
+        super().__init__(dim, seed, n_rngs=n_rngs, rng_bits=rng_bits, scaling="none", leap=leap, bit_order=bit_order)
 
     def scale_factor(self, index: int) -> float:
         """2^(b-1) for every perturbation: undoes pezo-otf's ``v / 2^(b-1)``, so z = v exactly."""
@@ -381,15 +417,17 @@ class NaiveIntSampler(OtfSampler):
 _CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, UniformSampler,
                                         NaiveIntSampler, PregenSampler, OtfSampler)}
 # The keyword options each family takes (its make_sampler options).
-FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (), "naive-int": ("n_rngs", "rng_bits", "leap"),
-                  "pezo-pregen": ("pool_size", "pool_bits"), "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap")}
+FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
+                  "naive-int": ("n_rngs", "rng_bits", "leap", "bit_order"), "pezo-pregen": ("pool_size", "pool_bits"),
+                  "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap", "bit_order")}
 
 
 def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:
     """The sampler of one family (``FAMILIES``); ``options`` are the family's keyword options:
     pezo-pregen ``pool_size`` (4095), ``pool_bits`` (12); pezo-otf ``n_rngs`` (31), ``rng_bits`` (14),
     ``scaling`` (``"lut"``, ``"exact"`` or ``"none"``), ``leap`` (1: LFSR steps per clock,
-    ``PerturbConfig.lfsr_leap``); naive-int the same without ``scaling``; the NumPy families take none."""
+    ``PerturbConfig.lfsr_leap``), ``bit_order`` (``"natural"`` or ``"spread"``: ``PerturbConfig.lfsr_bit_order``);
+    naive-int the same without ``scaling``; the NumPy families take none."""
     if family not in _CLASSES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     allowed = FAMILY_OPTIONS[family]

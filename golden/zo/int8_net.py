@@ -124,8 +124,8 @@ class NetTrainConfig:
     steps, eval_every -- ZO steps (1..10^7) and the validation interval (1..10^7).
     seed       -- data split, initial weights and batch order, 1..16383.
     stream_seed -- the perturbation stream's seed (``NetConfig.seed``), 1..16383; 0 = ``seed``.
-    strategy, rows, cols, batch, eps_shift, rng_bits, pool_size, pool_bits -- the engine
-                 (``NetConfig``; epsilon = 2^(12 - eps_shift) weight LSBs).
+    strategy, rows, cols, batch, eps_shift, rng_bits, pool_size, pool_bits, lfsr_leap, lfsr_bit_order -- the
+                 engine (``NetConfig``; epsilon = 2^(12 - eps_shift) weight LSBs).
     shots      -- rt nets: k examples per class for training and for validation, 1..2^20.
     test_size  -- rt nets: test examples, 1..100 000.
     init_std   -- the calibrated start's requantised pre-activation std in LSBs, (0, 127].
@@ -155,6 +155,8 @@ class NetTrainConfig:
     rng_bits: int = 14
     pool_size: int = 4095
     pool_bits: int = 12
+    lfsr_leap: int = 1
+    lfsr_bit_order: str = "natural"
     shots: int = 256
     test_size: int = 1000
     init_std: float = 32.0
@@ -205,7 +207,8 @@ class NetTrainConfig:
     def net_config(self) -> NetConfig:
         array = dict(strategy=self.strategy, rows=self.rows, cols=self.cols, batch=self.batch,
                      eps_shift=self.eps_shift, rng_bits=self.rng_bits, seed=self.stream_seed or self.seed,
-                     pool_size=self.pool_size, pool_bits=self.pool_bits)
+                     pool_size=self.pool_size, pool_bits=self.pool_bits, lfsr_leap=self.lfsr_leap,
+                     lfsr_bit_order=self.lfsr_bit_order)
         if self.shifts is None:
             return net_config(self.net, **array)
         return NetConfig(layers=self.layers, name=self.net, **array)

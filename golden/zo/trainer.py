@@ -270,6 +270,7 @@ def train(config: TrainConfig, progress: bool = False, keep: bool = False) -> Tr
     """Run ``config``; ``keep`` also returns the replay records and the start/final trainable weights."""
     task = ZOTask(config, progress=progress)
     sampler = sampler_for(config, sum(task.params[n].size for n in task.trainable))
+    sampler.check_near_repeat(config.steps * config.queries)  # perturbation index = step * q + query
     optimiser = MeZO(task.params, task.trainable, sampler, config.mezo)
     split = task.split
     start_params = {n: task.params[n].copy() for n in task.trainable} if keep else {}

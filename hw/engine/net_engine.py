@@ -31,7 +31,8 @@ Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, t
   step with ``loss_plus``, ``loss_minus`` and ``g_used`` of that step.
 
 The logits of a forward operation (and of every TRAIN step) go to logit bank ``last_bank`` (it flips
-every forward): the host reads one step's logits while the next step runs.
+every forward): the host reads one step's logits while the next step runs, one read per cycle, each
+answered ``LOGIT_READ_LATENCY`` cycles after its address (``pe_array.logit_read``).
 
 Batch queue: two banks of inputs and labels. The host writes examples (``x_*``) and labels (``y_*``) into
 bank ``load_bank`` while ``load_ready`` (writes to a full bank are ignored), then pulses ``push``; any
@@ -52,7 +53,8 @@ from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NET_FORWARD_LATENC
 from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, requantize, saturate, tree_sum
+from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, logit_read,
+                                     requantize, saturate, tree_sum)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
@@ -61,9 +63,6 @@ LOSS_LATENCY = 5
 hinge term, row sum, accumulate."""
 G_LATENCY = 2
 """Registers between the final losses and g: the difference (and half of the shift), then the shift."""
-LOGIT_READ_LATENCY = 3
-"""Host logit reads: ``logit`` and ``logit_q`` are registered, three cycles after the address (memory,
-lane select, requantisation: the block RAM's clock-to-out is not followed by logic in the same cycle)."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
 
@@ -371,14 +370,10 @@ class NetEngine(ConfigComponent):
         m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
                      y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
-        # read: address -> memory row -> the example's lane (registered) -> requantise (registered)
-        row, shift, shift2 = Signal(range(R)), Signal.like(self.requant_shift), Signal.like(self.requant_shift)
-        m.d.sync += [row.eq(self.logit_example % R), shift.eq(self.requant_shift), shift2.eq(shift)]
+        # read: address -> memory row -> the example's lane (registered) -> requantise (two registers)
         m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
                                    + self.logit_output)
-        chosen = Signal(signed(ACC_BITS))
-        m.d.sync += chosen.eq(l_read.data[row])
-        m.d.sync += [self.logit.eq(chosen), self.logit_q.eq(requantize(m, chosen, shift2, "logit_requant"))]
+        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
         return m
 
     def _bias(self, m, cfg, pe, layer, o):

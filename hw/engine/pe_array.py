@@ -10,7 +10,8 @@ read, the saturating perturbation add and the multipliers) -> products register 
 accumulator, so results leave ``PE_LATENCY`` cycles after
 their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
 
-``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift.
+``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
+(``requantize_registered``: the same over two registers, for the host's logit reads).
 """
 
 from __future__ import annotations
@@ -48,16 +49,60 @@ def saturate(value, lo: int, hi: int):
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
 
 
+def _round_shift(m: Module, acc, shift, name: str):
+    """``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits (round half up) as an expression."""
+    half = Signal(unsigned(32), name=f"{name}_half")
+    m.d.comb += half.eq((1 << shift) >> 1)
+    return (acc + half) >> shift
+
+
 def requantize(m: Module, acc, shift, name: str = "requant"):
     """int8 ``sat(round_shift(acc, shift), -127, 127)`` of a signed ``acc`` and unsigned ``shift``
     (0..31): ``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits, round half up."""
-    half = Signal(unsigned(32), name=f"{name}_half")
-    m.d.comb += half.eq((1 << shift) >> 1)
     wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
-    m.d.comb += wide.eq((acc + half) >> shift)
+    m.d.comb += wide.eq(_round_shift(m, acc, shift, name))
     out = Signal(signed(8), name=name)
     m.d.comb += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
     return out
+
+
+REQUANT_STAGES = 2
+"""Registers of ``requantize_registered``: the rounding shift, then the saturation."""
+
+
+def requantize_registered(m: Module, acc, shift, name: str = "requant"):
+    """``requantize`` of ``acc`` and ``shift`` (valid in the same cycle) over ``REQUANT_STAGES``
+    registers: the int8 result is valid two cycles later. Neither the shift's fan-out nor the
+    saturation's compare shares a cycle with the adder and the barrel shifter."""
+    wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
+    m.d.sync += wide.eq(_round_shift(m, acc, shift, name))
+    out = Signal(signed(8), name=name)
+    m.d.sync += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
+    return out
+
+
+LOGIT_READ_LATENCY = 2 + REQUANT_STAGES
+"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` four cycles after the address (memory,
+lane select, rounding shift, saturation: the block RAM's clock-to-out is followed by no logic in its
+cycle, and the requantisation takes two)."""
+
+
+def logit_read(m, row_data, row, shift, logit, logit_q):
+    """The host's logit read behind a synchronous memory read port: ``row`` (the example's lane of ``row_data``) and
+    ``shift`` are sampled with the address; the lane is selected into a register in the cycle the memory
+    answers, then requantised over ``REQUANT_STAGES`` registers; ``logit`` is delayed to match.
+    ``logit`` and ``logit_q`` are valid ``2 + REQUANT_STAGES`` cycles after the address."""
+    row1, shift1, shift2 = Signal(range(len(row_data))), Signal.like(shift), Signal.like(shift)
+    m.d.sync += [row1.eq(row), shift1.eq(shift), shift2.eq(shift1)]
+    chosen = Signal(signed(ACC_BITS))
+    m.d.sync += chosen.eq(row_data[row1])
+    m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift2, "logit_requant"))
+    delayed = chosen
+    for i in range(REQUANT_STAGES):
+        reg = Signal(signed(ACC_BITS), name=f"logit_{i + 1}")
+        m.d.sync += reg.eq(delayed)
+        delayed = reg
+    m.d.comb += logit.eq(delayed)
 
 
 @dataclass(frozen=True)

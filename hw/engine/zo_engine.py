@@ -22,7 +22,8 @@ Operations (``op`` sampled with ``start`` while idle; ``busy`` until the operati
 
 Host ports (used while idle; ignored while busy): weight word write/read (``w_*``, read data one cycle
 after the address), activation writes per example and word (``x_*``), logit read (``logit_*``: the
-int32 logit one cycle after the address, and ``logit_q``, its int8 requantisation by ``requant_shift``).
+int32 logit and ``logit_q``, its int8 requantisation by ``requant_shift``, both registered and valid
+``LOGIT_READ_LATENCY`` cycles after the address; ``pe_array.logit_read``).
 No perturbed weight is ever written to the weight memory: the only write path is the update.
 """
 
@@ -37,8 +38,8 @@ from pezo.golden.engine.zo_engine import G_BITS, G_FRAC_BITS, UPDATE_LATENCY, FO
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, requantize, saturate,
-                                     tag_bits)
+from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes,
+                                     logit_read, saturate, tag_bits)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
@@ -178,9 +179,6 @@ class ZOEngine(ConfigComponent):
         with m.If(self.x_we & ~self.busy):
             m.d.comb += x_write.en.eq(1 << (self.x_example % R))
         m.d.comb += [l_write.addr.eq(pe.out_tag), l_write.data.eq(pe.sums), l_write.en.eq(pe.out_valid)]
-        row = Signal(range(R))
-        m.d.sync += row.eq(self.logit_example % R)
         m.d.comb += l_read.addr.eq((self.logit_pass * T + self.logit_example // R) * O + self.logit_output)
-        m.d.comb += self.logit.eq(l_read.data[row])
-        m.d.comb += self.logit_q.eq(requantize(m, self.logit, self.requant_shift, "logit_requant"))
+        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
         return m

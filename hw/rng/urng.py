@@ -4,6 +4,8 @@ Rotation costs wiring only: position p's register loads the *next state of posit
 position's input is its neighbour's bits shifted by one plus one feedback bit (one LUT per RNG).
 With ``lfsr_leap`` = k > 1 (leap-forward) the next state is k steps on: k of the b bits are feedback
 XORs (the rest still wiring), so the array costs about k LUTs per RNG, not one.
+With ``lfsr_bit_order`` = ``"spread"`` each lane shows its state's bits in the order
+``golden.rng.lfsr.spread_order(b)`` (``read_state``): wiring, no LUTs.
 Position 0 always holds the pointed-to RNG, so a consumer (the scale LUT) reads lane 0 and needs
 no pointer mux.
 
@@ -19,7 +21,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import feedback_bits, leap_feedback
+from pezo.golden.rng.lfsr import bit_order, feedback_bits, leap_feedback
 from pezo.golden.rng.urng import initial_states
 from pezo.hw.component import ConfigComponent, ConfigSignature
 
@@ -53,6 +55,14 @@ def lfsr_next(state, bits: int, leap: int = 1):
             bit = bit ^ state[j]
         out.append(bit)
     return Cat(*out)
+
+
+def read_state(state, bits: int, order: str = "natural"):
+    """The lane value of ``state`` in ``order`` (contract: ``golden.rng.lfsr.permute_state``): output bit
+    ``bit_order(bits, order)[j]`` is state bit j. Pure wiring."""
+    sigs = bit_order(bits, order)
+    source = {sig: j for j, sig in enumerate(sigs)}
+    return Cat(*[state[source[i]] for i in range(bits)])
 
 
 class URNGArray(ConfigComponent):
@@ -113,5 +123,6 @@ class URNGArray(ConfigComponent):
             with m.If(self.en):
                 advance()
 
-        m.d.comb += [self.lanes.eq(Cat(*position)), self.pointer.eq(pointer)]
+        lanes = [read_state(reg, bits, cfg.lfsr_bit_order) for reg in position]
+        m.d.comb += [self.lanes.eq(Cat(*lanes)), self.pointer.eq(pointer)]
         return m

@@ -28,6 +28,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eps-shift", type=raw, help=f"epsilon = 2^(12-S) weight LSBs, 0..24 (default {d.eps_shift})")
     p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (default 1)")
     p.add_argument("--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
+    p.add_argument("--lfsr-leap", type=raw, help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
+                   "2^B-1 (default 1)")
+    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, natural or spread (default natural)")
     p.add_argument("--pool-size", type=raw, help=f"pregen: pool values N (default {d.pool_size})")
     p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
     add_split_seed_arg(p, f"seed of the data split and the batch order (default {t.seed})")
@@ -40,7 +43,8 @@ def _train_defaults():
 
 
 ENGINE_OPTIONS = {"rows": "--rows", "cols": "--cols", "batch": "--batch", "eps_shift": "--eps-shift",
-                  "seed": "--stream-seed", "rng_bits": "--rng-bits", "pool_size": "--pool-size"}
+                  "seed": "--stream-seed", "rng_bits": "--rng-bits", "pool_size": "--pool-size",
+                  "lfsr_leap": "--lfsr-leap", "lfsr_bit_order": "--lfsr-bit-order"}
 """EngineConfig field -> the option that sets it (its ``seed`` is the stream's: ``--stream-seed``)."""
 TRAIN_OPTIONS = {"shots": "--shots", "seed": "--split-seed", "lr": "--lr", "weight_exponent": "--weight-exponent",
                  "eval_every": "--eval-every", "steps": "--steps"}
@@ -58,8 +62,9 @@ def int8_config(args, steps: int | None = None):
             engine_fields[field] = value
     if args.strategy != "pregen" and args.pool_size is not None:
         raise CLIError("--pool-size applies to --strategy pregen only")
-    if args.strategy != "otf" and args.rng_bits is not None:
-        raise CLIError("--rng-bits applies to --strategy otf only")
+    for name in ("rng_bits", "lfsr_leap", "lfsr_bit_order"):
+        if args.strategy != "otf" and getattr(args, name, None) is not None:
+            raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
     try:
         engine = EngineConfig(**engine_fields)
     except ValueError as exc:

@@ -92,7 +92,7 @@ def method_config(args, **overrides):
     if "task" not in fields:
         fields["task"] = "digits"
     options = tuple(sorted((n, getattr(args, n)) for n in ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling",
-                                                                   "leap")
+                                                                   "leap", "bit_order")
                            if getattr(args, n, None) is not None))
     if options:
         fields["family_options"] = options
@@ -105,7 +105,7 @@ def method_config(args, **overrides):
     except ValueError as exc:
         raise option_error(exc, ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots",
                                  "eval_every", "family", *METHOD_FIELDS, "pool_size", "pool_bits", "n_rngs",
-                                 "rng_bits", "scaling", "leap"), fields, MethodConfig()) from None
+                                 "rng_bits", "scaling", "leap", "bit_order"), fields, MethodConfig()) from None
     return config
 
 

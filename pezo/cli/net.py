@@ -20,7 +20,7 @@ HEAD_ONLY = ("weight_exponent",)
 NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap")
 NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
     "rows", "cols", "batch", "eps_shift", "stream_seed", "rng_bits", "pool_size", "shots", "lr", "g_mode", "margin",
-    "g_lr", "g_shift", "eval_every", "steps")} | {"seed": "--split-seed"}
+    "g_lr", "g_shift", "eval_every", "steps", "lfsr_leap", "lfsr_bit_order")} | {"seed": "--split-seed"}
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
@@ -81,8 +81,9 @@ def net_train_config(args, steps: int | None = None):
             fields[field] = value
     if args.strategy != "pregen" and args.pool_size is not None:
         raise CLIError("--pool-size applies to --strategy pregen only")
-    if args.strategy != "otf" and args.rng_bits is not None:
-        raise CLIError("--rng-bits applies to --strategy otf only")
+    for name in ("rng_bits", "lfsr_leap", "lfsr_bit_order"):
+        if args.strategy != "otf" and getattr(args, name, None) is not None:
+            raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
     if fields.get("loss", "on-chip") == "host" and any(getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     try:

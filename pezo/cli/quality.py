@@ -41,6 +41,8 @@ def cmd_quality(args) -> int:
     import warnings
 
     from pezo.golden.methods.checks import perturbation_quality
+    from pezo.golden.rng.urng import NearRepeatWarning
+    from pezo.golden.zo.families import SpreadLeapWarning
 
     families = _families(args.family)
     options = {name: getattr(args, name) for name in FAMILIES_OF_OPTION if getattr(args, name) is not None}
@@ -58,10 +60,16 @@ def cmd_quality(args) -> int:
     for family in families:
         mine = {k: v for k, v in options.items() if family in FAMILIES_OF_OPTION[k]}
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a power-of-two n_rngs: its warning is not this command's result
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")  # a power-of-two n_rngs: its warning is not this command's result
                 results.append(perturbation_quality(family, dim=args.d, queries=args.queries, trials=args.trials,
                                                     seed=args.seed, max_lag=args.max_lag, **mine))
+            # shifted copies among the draws are this command's business: one line (the run-length one if any)
+            repeats = [str(w.message) for w in caught if issubclass(w.category, NearRepeatWarning)]
+            if repeats:
+                print(f"pezo: warning: {max(repeats, key=lambda m: 'this run draws' in m)}", file=sys.stderr)
+            for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, SpreadLeapWarning)):
+                print(f"pezo: warning: {message}", file=sys.stderr)
         except ValueError as exc:
             given = {"dim", "queries", "trials", "seed", *mine, *(["max_lag"] if args.max_lag is not None else [])}
             raise option_error(exc, QUALITY_FIELDS, given) from None

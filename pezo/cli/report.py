@@ -77,7 +77,7 @@ def cmd_report(args) -> int:
 
 
 ENGINE_REPORT_FIELDS = {"seed": "seed", "eps_shift": "eps_shift", "rng_bits": "rng_bits", "pool_size": "pool_size",
-                        "pool_bits": "pool_bits"}
+                        "pool_bits": "pool_bits", "lfsr_leap": "lfsr_leap", "lfsr_bit_order": "lfsr_bit_order"}
 
 
 def _report_engine(args) -> int:
@@ -93,9 +93,10 @@ def _report_engine(args) -> int:
     if args.unit is not None or other:
         bad = "--unit" if args.unit is not None else "--" + other[0].replace("_", "-")
         raise CLIError(f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "
-                       "--rng-bits (otf), --pool-size and --pool-bits (pregen))")
+                       "--rng-bits, --lfsr-leap, --lfsr-bit-order (otf), --pool-size and --pool-bits (pregen))")
     fields = {f: getattr(args, f) for f in ENGINE_REPORT_FIELDS if getattr(args, f, None) is not None}
-    for field, only in (("rng_bits", "otf"), ("pool_size", "pregen"), ("pool_bits", "pregen")):
+    for field, only in (("rng_bits", "otf"), ("lfsr_leap", "otf"), ("lfsr_bit_order", "otf"), ("pool_size", "pregen"),
+                        ("pool_bits", "pregen")):
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:

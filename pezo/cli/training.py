@@ -23,7 +23,7 @@ from pezo.golden.zo.trainer import HEAD_INITS, TrainConfig, train, trainable_cho
 
 TRAIN_FIELDS = ("family", "task", "shots", "steps", "seed", "trainable", "lr", "eps", "queries", "weight_decay",
                 "mode", "batch_size", "head_init", "eval_every", "max_length", "pool_size", "pool_bits", "n_rngs",
-                "rng_bits", "scaling", "leap")
+                "rng_bits", "scaling", "leap", "bit_order")
 """``pezo train`` / ``pezo sweep`` options of the golden trainer (TrainConfig fields, then family options)."""
 
 
@@ -35,7 +35,7 @@ def _train_config(args, **overrides):
         if value is not None:
             fields[name] = value
     options = tuple(sorted((name, getattr(args, name)) for name in ("pool_size", "pool_bits", "n_rngs", "rng_bits",
-                                                                     "scaling", "leap")
+                                                                     "scaling", "leap", "bit_order")
                            if getattr(args, name, None) is not None))
     if options:
         fields["family_options"] = options

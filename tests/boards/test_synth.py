@@ -44,6 +44,17 @@ def test_leap_forward_array_costs_its_xors_not_flip_flops(n, bits, leap):
     assert r["lfsr_leap"] == leap and r["BRAM"] == r["DSP"] == r["LUTRAM"] == 0
 
 
+@pytest.mark.synth
+@pytest.mark.parametrize("n,bits", [(32, 14), (32, 8)])
+def test_spread_bit_order_is_wiring(n, bits):
+    """lfsr_bit_order "spread" permutes the lane bits: the array's LUTs and FFs equal the natural order's."""
+    spread = report(PerturbConfig(n_rngs=n, rng_bits=bits, lfsr_bit_order="spread"))
+    natural = report(PerturbConfig(n_rngs=n, rng_bits=bits))
+    assert spread["lfsr_bit_order"] == "spread" and natural["lfsr_bit_order"] == "natural"
+    assert (spread["LUT"], spread["FF"]) == (natural["LUT"], natural["FF"]), (spread["cells"], natural["cells"])
+    assert spread["within_budget"]
+
+
 def test_summarize_counts_primitives():
     cells = {"LUT4": 32, "INV": 1, "FDRE": 200, "FDSE": 253, "CARRY8": 1, "RAMB18E2": 2, "RAMB36E2": 1,
              "DSP48E2": 3, "RAM32M16": 2, "SRLC32E": 1, "MUXF7": 4}

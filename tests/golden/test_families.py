@@ -184,12 +184,14 @@ def check_against_stream(sampler, config, integers):
 
 @pytest.mark.parametrize("n,b,d,leap", [(7, 8, 1000, 1), (31, 14, 97, 1), (31, 10, 1000, 1), (7, 12, 97, 1),
                                         (5, 6, 3, 1), (31, 14, 1000, 1), (31, 14, 1000, 14), (7, 8, 1000, 8),
-                                        (5, 6, 3, 5), (32, 14, 97, 14)])
+                                        (5, 6, 3, 5), (32, 14, 97, 14), (7, 8, 1000, "spread"),
+                                        (31, 14, 97, "spread"), (5, 6, 3, "spread"), (31, 14, 1000, (5, "spread"))])
 @pytest.mark.filterwarnings("ignore::pezo.golden.zo.families.PowerOfTwoWarning")
 def test_otf_equals_the_hardware_stream(n, b, d, leap):
-    options = {"leap": leap} if leap != 1 else {}
+    leap, bit_order = leap if isinstance(leap, tuple) else (1, leap) if isinstance(leap, str) else (leap, "natural")
+    options = ({"leap": leap} if leap != 1 else {}) | ({"bit_order": bit_order} if bit_order != "natural" else {})
     sampler = make_sampler("pezo-otf", d, seed=5, n_rngs=n, rng_bits=b, **options)  # scaling="lut": the hardware's
-    assert sampler.config.lfsr_leap == leap
+    assert sampler.config.lfsr_leap == leap and sampler.config.lfsr_bit_order == bit_order
     k = {sampler.scale_shift(t) for t in range(6)}
     # eps_shift making every shift a = k + 13 - b - eps_shift >= 0 where the range allows, and 12
     for eps_shift in sorted({max(0, min(k) + 13 - b), 12}):

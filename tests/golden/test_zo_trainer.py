@@ -26,6 +26,17 @@ def small(**kw):
     return TrainConfig(**dict(dict(task="rotten_tomatoes", shots=4, steps=40, test_size=100, eval_every=10), **kw))
 
 
+def test_train_warns_when_its_perturbations_reach_the_near_repeat_period():
+    """32 x 8, leap 8, 770 weights: each perturbation starts 8 * 32 = 256 = 1 (mod 255) LFSR steps on."""
+    from pezo.golden.rng.urng import NearRepeatWarning
+
+    config = small(family="pezo-otf", steps=20, queries=2, family_options=(("leap", 8), ("n_rngs", 31), ("rng_bits", 8)))
+    with pytest.warns(NearRepeatWarning, match=r"near-repeat period \d+: .*leap=8.* below the 40 perturbations "
+                      r"this run draws"):
+        result = train(config)
+    assert result.summary["sampler"]["near_repeat"]["period"] < 40
+
+
 @pytest.mark.parametrize("family", ["gaussian", "pezo-otf"])
 def test_replay_rebuilds_the_trained_head_bit_for_bit(family):
     result = train(small(family=family), keep=True)

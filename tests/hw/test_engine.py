@@ -38,6 +38,7 @@ def random_run(cfg, steps, seed=0, lr=0.3):
     dict(rows=3, cols=5, inputs=5, outputs=3, batch=6),            # J = 1: every word is first and last
     dict(strategy="pregen", rows=4, cols=2, inputs=6, outputs=1, batch=4, pool_size=7, eps_shift=12),
     dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, seed=77, eps_shift=6),
+    dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, eps_shift=6, lfsr_leap=7, lfsr_bit_order="spread"),
 ], ids=lambda f: "-".join(f"{k}{v}" for k, v in f.items()) or "default")
 def test_engine_matches_golden_on_the_amaranth_simulator(fields):
     cfg = EngineConfig(**fields)
@@ -138,10 +139,16 @@ def test_pezo_sim_engine_prints_the_contract_keys(capsys, simulators, real_task)
     (["sim", "engine", "--strategy", "gaussian"], "strategy must be one of otf, pregen"),
     (["sim", "engine", "--eps-shift", "30"], "--eps-shift must be in 0..24"),
     (["sim", "engine", "--pool-size", "7"], "--pool-size applies to --strategy pregen only"),
+    (["sim", "engine", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread, got 'x'"),
+    (["sim", "engine", "--lfsr-leap", "3"], "--lfsr-leap must be coprime to 2^14 - 1 = 16383"),
+    (["train-int8", "--strategy", "pregen", "--lfsr-leap", "5"], "--lfsr-leap applies to --strategy otf only"),
     (["train-int8", "--lr", "-1"], "lr must be a finite number > 0"),
     (["train-int8", "--steps", "0"], "steps must be an integer in 1..10000000"),
     (["report", "--strategy", "engine-otf", "--n-rngs", "4"], "--n-rngs does not apply to --strategy engine-otf"),
     (["report", "--strategy", "engine-pregen", "--rng-bits", "8"], "--rng-bits applies to --strategy engine-otf"),
+    (["report", "--strategy", "engine-pregen", "--lfsr-bit-order", "spread"],
+     "--lfsr-bit-order applies to --strategy engine-otf"),
+    (["report", "--strategy", "engine-otf", "--lfsr-leap", "15"], "lfsr_leap must be in 1..14, got 15"),
 ])
 def test_engine_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2

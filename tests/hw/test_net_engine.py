@@ -41,7 +41,8 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     (NetConfig(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
     (NetConfig(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
                strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
-], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac"])
+    (TINY.replace(lfsr_leap=5, lfsr_bit_order="spread"), LossConfig(mode="sign", margin=100), True),
+], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac", "leap5-spread"])
 def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, overlap):
     result = random_run(cfg, loss, steps=3, overlap=overlap)
     assert result["match"], result["mismatches"]
@@ -142,6 +143,9 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
     (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "rows=8 does not tile batch=12"),
     (["sim", "engine", "--net", "digits-mlp", "--weight-exponent", "-3"], "--weight-exponent applies to the head engine only"),
     (["sim", "engine", "--margin", "5"], "--margin applies to --net runs only"),
+    (["sim", "engine", "--net", "digits-mlp", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread"),
+    (["train-int8", "--net", "digits-mlp", "--strategy", "pregen", "--lfsr-leap", "5"],
+     "--lfsr-leap applies to --strategy otf only"),
     (["sim", "engine", "--no-overlap"], "--no-overlap applies to --net runs only"),
     (["sim", "engine", "--net", "rt-mlp", "--loss", "host", "--g-mode", "scaled"], "apply to --loss on-chip only"),
     (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),

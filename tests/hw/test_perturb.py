@@ -212,8 +212,13 @@ def test_otf_stream_rejects_rng_bits_without_a_lut():
     ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_leap=5)),
     ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_leap=5)),
     ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13, lfsr_leap=14)),
+    ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_bit_order="spread")),
+    ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_bit_order="spread")),
+    ("stream", PerturbConfig(n_rngs=31, rng_bits=8, perturb_dim=40, eps_shift=9, lfsr_bit_order="spread",
+                             lfsr_leap=7)),
 ], ids=["scale", "gaussian", "stream-otf-5x6", "stream-otf-32x14", "stream-pregen", "stream-gaussian",
-        "scale-leap5", "stream-otf-5x6-leap5", "stream-otf-32x14-leap14"])
+        "scale-leap5", "stream-otf-5x6-leap5", "stream-otf-32x14-leap14", "scale-spread",
+        "stream-otf-5x6-spread", "stream-otf-31x8-leap7-spread"])
 def test_hw_matches_golden_quick(bench, cfg):
     check_against_golden(bench, cfg, cycles=2000)
 
