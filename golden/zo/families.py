@@ -76,7 +76,7 @@ import warnings
 
 import numpy as np
 
-from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
+from pezo.golden.config import DEFAULT_BIT_ORDER, MAX_PERTURB_DIM, PerturbConfig, check_int
 from pezo.golden.rng.lfsr import offset_to_signed
 from pezo.golden.rng.pool import pool_values
 from pezo.golden.rng.scale import exact_factors, lane_states, msequence, scale_lut
@@ -259,7 +259,7 @@ class OtfSampler(Sampler):
     family = "pezo-otf"
 
     def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut",
-                 leap: int = 1, bit_order: str = "natural"):
+                 leap: int = 1, bit_order: str = DEFAULT_BIT_ORDER):
         if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
                 and seed > (1 << rng_bits) - 1:
             seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
@@ -335,7 +335,7 @@ class OtfSampler(Sampler):
         out = {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
         if self.config.lfsr_leap != 1:
             out["leap"] = self.config.lfsr_leap
-        if self.config.lfsr_bit_order != "natural":
+        if self.config.lfsr_bit_order != DEFAULT_BIT_ORDER:
             out["bit_order"] = self.config.lfsr_bit_order
         return out
 
