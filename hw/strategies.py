@@ -78,7 +78,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              start_input="save", always_rewindable=False,
              design_name=lambda c: f"otf {c.n_rngs} x {c.rng_bits}"
              + (f" leap {c.lfsr_leap}" if c.lfsr_leap != 1 else "")
-             + (f" {c.lfsr_bit_order}" if c.lfsr_bit_order != "natural" else "")),
+             + (f" {c.lfsr_bit_order}" if c.lfsr_bit_order != golden_config.DEFAULT_BIT_ORDER else "")),
     Strategy(name="pregen", label="pre-generated pool in BRAM (PeZO)", generator=PoolReader,
              top_name="pezo_pool_reader", bench="pool", fields=("pool_size", "pool_bits", "lanes", "banks"),
              stream_source=PoolReader, start_input="next_perturbation", always_rewindable=True,

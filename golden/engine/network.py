@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pezo.golden.config import EPS_SHIFT_RANGE, MAX_POOL, POOL_BITS_RANGE, PerturbConfig, check_int
+from pezo.golden.config import DEFAULT_BIT_ORDER, EPS_SHIFT_RANGE, MAX_POOL, POOL_BITS_RANGE, PerturbConfig, check_int
 from pezo.golden.engine.int8 import (ACC_BITS, ACT_MAX, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8,
                                      round_shift, saturate)
 from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
@@ -116,7 +116,7 @@ class NetConfig:
     eps_shift: int = 10
     weight_depth: int = 0
     lfsr_leap: int = 1
-    lfsr_bit_order: str = "natural"
+    lfsr_bit_order: str = DEFAULT_BIT_ORDER
 
     def __post_init__(self):
         layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)

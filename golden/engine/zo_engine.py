@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pezo.golden.config import EPS_SHIFT_RANGE, POOL_BITS_RANGE, MAX_POOL, PerturbConfig, check_int
+from pezo.golden.config import DEFAULT_BIT_ORDER, EPS_SHIFT_RANGE, POOL_BITS_RANGE, MAX_POOL, PerturbConfig, check_int
 from pezo.golden.engine.int8 import MAX_INPUTS, WEIGHT_MAX, WEIGHT_MIN, check_int8, matmul, round_shift, saturate
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.golden.rng.scale import check_scalable
@@ -93,7 +93,7 @@ class EngineConfig:
     pool_bits: int = 12
     eps_shift: int = 10
     lfsr_leap: int = 1
-    lfsr_bit_order: str = "natural"
+    lfsr_bit_order: str = DEFAULT_BIT_ORDER
 
     def __post_init__(self):
         if self.strategy not in ENGINE_STRATEGIES:
@@ -161,7 +161,7 @@ class EngineConfig:
 
 
 def stream_config(strategy: str, cols: int, rng_bits: int, seed: int, pool_size: int, pool_bits: int,
-                  weights: int, eps_shift: int, lfsr_leap: int = 1, lfsr_bit_order: str = "natural") -> PerturbConfig:
+                  weights: int, eps_shift: int, lfsr_leap: int = 1, lfsr_bit_order: str = DEFAULT_BIT_ORDER) -> PerturbConfig:
     """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf; ``lfsr_leap`` steps
     per clock, lanes in ``lfsr_bit_order``) or a pool read ``cols`` values a cycle from the largest
     power-of-two bank count <= 8 dividing ``cols`` (pregen), d = ``weights``."""

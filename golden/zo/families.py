@@ -85,7 +85,7 @@ import warnings
 
 import numpy as np
 
-from pezo.golden.config import MAX_PERTURB_DIM, PerturbConfig, check_int
+from pezo.golden.config import DEFAULT_BIT_ORDER, MAX_PERTURB_DIM, PerturbConfig, check_int
 from pezo.golden.rng.lfsr import offset_to_signed
 from pezo.golden.rng.pool import pool_values
 from pezo.golden.rng.scale import exact_factors, lane_states, msequence, scale_lut
@@ -268,7 +268,7 @@ class OtfSampler(Sampler):
     family = "pezo-otf"
 
     def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut",
-                 leap: int = 1, bit_order: str = "natural"):
+                 leap: int = 1, bit_order: str = DEFAULT_BIT_ORDER):
         if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
                 and seed > (1 << rng_bits) - 1:
             seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
@@ -344,7 +344,7 @@ class OtfSampler(Sampler):
         out = {"n_rngs": self.config.n_rngs, "rng_bits": self.config.rng_bits, "scaling": self.scaling}
         if self.config.lfsr_leap != 1:
             out["leap"] = self.config.lfsr_leap
-        if self.config.lfsr_bit_order != "natural":
+        if self.config.lfsr_bit_order != DEFAULT_BIT_ORDER:
             out["bit_order"] = self.config.lfsr_bit_order
         return out
 
@@ -394,7 +394,8 @@ class NaiveIntSampler(OtfSampler):
     a Gaussian's norm (PeZO Eq. 3); this family does neither, which is "naively replacing the Gaussian
     random numbers with uniform ones" in hardware: |z| reaches 2^(b-1) - 1, the perturbation eps*z is
     about 2^(b-1)/sqrt(3) times MeZO's in norm, and the ZO step about 4^(b-1)/3 times (module docstring).
-    Options ``n_rngs``, ``rng_bits``, ``leap``, ``bit_order`` as pezo-otf (defaults 31, 14, 1, natural); no
+    Options ``n_rngs``, ``rng_bits``, ``leap``, ``bit_order`` as pezo-otf (defaults 31, 14, 1 and natural: the raw
+    integers as the URNG array holds them, unlike pezo-otf's default spread); no
     ``scaling``.
     """
 

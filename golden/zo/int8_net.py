@@ -73,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pezo.golden.config import check_int
+from pezo.golden.config import DEFAULT_BIT_ORDER, check_int
 from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, quantize, round_shift, saturate
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
@@ -156,7 +156,7 @@ class NetTrainConfig:
     pool_size: int = 4095
     pool_bits: int = 12
     lfsr_leap: int = 1
-    lfsr_bit_order: str = "natural"
+    lfsr_bit_order: str = DEFAULT_BIT_ORDER
     shots: int = 256
     test_size: int = 1000
     init_std: float = 32.0

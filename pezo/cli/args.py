@@ -54,9 +54,9 @@ def add_family_options(p: argparse.ArgumentParser) -> None:
                    "exact (PeZO Eq. 3) or none (default lut)")
     p.add_argument("--leap", type=raw, help="pezo-otf, naive-int: LFSR steps per clock k (leap-forward), 1..b, "
                    "coprime to 2^b - 1 (default 1; b decorrelates the lanes)")
-    p.add_argument("--bit-order", type=str, help="pezo-otf, naive-int: how a lane reads its LFSR state: natural "
-                   "(PeZO) or spread (a fixed bit permutation, wiring only; moves the lane correlation to the largest "
-                   "shift) (default natural)")
+    p.add_argument("--bit-order", type=str, help="pezo-otf, naive-int: how a lane reads its LFSR state: spread (a "
+                   "fixed bit permutation, wiring only; moves the lane correlation to the largest shift) or natural "
+                   "(PeZO's array as published) (default spread for pezo-otf, natural for naive-int)")
 
 
 def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:

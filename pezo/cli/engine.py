@@ -30,7 +30,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
     p.add_argument("--lfsr-leap", type=raw, help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
                    "2^B-1 (default 1)")
-    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, natural or spread (default natural)")
+    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, spread or natural (PeZO's) (default spread)")
     p.add_argument("--pool-size", type=raw, help=f"pregen: pool values N (default {d.pool_size})")
     p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
     add_split_seed_arg(p, f"seed of the data split and the batch order (default {t.seed})")

@@ -22,13 +22,13 @@ from pezo.golden.zo.families import PowerOfTwoWarning, make_sampler
     ({"n_rngs": 3, "rng_bits": 4, "perturb_dim": 5}, 5, 0, 3),            # exact period (2^4 - 1) / 3
 ])
 def test_known_near_repeats(kwargs, period, shift, advance):
-    info = near_repeat(PerturbConfig(**kwargs))
+    info = near_repeat(PerturbConfig(lfsr_bit_order="natural", **kwargs))
     assert (info["period"], info["shift"], info["advance"]) == (period, shift, advance)
     assert info["correlation"] == pytest.approx(1.0 if shift == 0 else 0.5, abs=1e-4)
 
 
 def test_leap_b_and_spread_lengthen_the_period_at_32x14():
-    assert near_repeat(PerturbConfig(n_rngs=32, perturb_dim=100, lfsr_leap=14))["period"] == 2377
+    assert near_repeat(PerturbConfig(n_rngs=32, perturb_dim=100, lfsr_leap=14, lfsr_bit_order="natural"))["period"] == 2377
     spread = near_repeat(PerturbConfig(n_rngs=32, perturb_dim=100, lfsr_bit_order="spread"))
     assert spread["period"] > 512 and spread["correlation"] >= 0.1
     assert spread["correlation"] == shift_correlation(14, "spread", spread["shift"])
@@ -81,16 +81,16 @@ def test_sampler_warns_below_the_threshold_naming_period_and_options():
                       r"bit_order=natural, dim=100 perturbation t \+ 64"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PowerOfTwoWarning)
-            make_sampler("pezo-otf", 100, n_rngs=32, leap=8)
+            make_sampler("pezo-otf", 100, n_rngs=32, leap=8, bit_order="natural")
     assert NEAR_REPEAT_MIN_PERIOD == 100
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # 31 x 14, d = 100: period 1057, no warning on construction
-        sampler = make_sampler("pezo-otf", 100, n_rngs=31)
+        sampler = make_sampler("pezo-otf", 100, n_rngs=31, bit_order="natural")
     assert sampler.describe()["near_repeat"]["period"] == 1057
 
 
 def test_check_near_repeat_warns_for_a_run_longer_than_the_period():
-    sampler = make_sampler("pezo-otf", 100, n_rngs=31)
+    sampler = make_sampler("pezo-otf", 100, n_rngs=31, bit_order="natural")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert sampler.check_near_repeat(1057)["period"] == 1057  # draws 0..1056: no copy yet
@@ -103,6 +103,7 @@ def test_quality_reports_and_warns():
     from pezo.golden.methods.checks import perturbation_quality
 
     with pytest.warns(NearRepeatWarning, match="period 512.*below the 600 perturbations"):
-        r = perturbation_quality("pezo-otf", dim=100, queries=20, trials=30, n_rngs=32)
+        r = perturbation_quality("pezo-otf", dim=100, queries=20, trials=30, n_rngs=32,
+                                 bit_order="natural")
     assert r["near_repeat"]["period"] == 512 and r["near_repeat"]["shift"] == 1
     assert "near_repeat" not in perturbation_quality("gaussian", dim=100, queries=5, trials=5)

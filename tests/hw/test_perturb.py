@@ -31,7 +31,7 @@ def test_fft_norms_equal_the_urng_array(cfg):
 
 def test_lut_is_addressed_by_the_start_state_of_lane_0():
     cfg = PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3)
-    lut, seq = scale.scale_lut(cfg), scale.msequence(cfg)
+    lut, seq = scale.scale_lut(cfg), scale.lane_states(cfg)  # what lane 0 shows (the permuted state)
     shifts = scale.round_log2(scale.exact_factors(cfg))
     assert [lut[s] for s in seq] == shifts.tolist()
     assert lut.shape == (64,) and set(lut.tolist()) <= {0, 1, 2, 3}
