@@ -412,6 +412,9 @@ class NaiveIntSampler(OtfSampler):
     def options(self):
         out = super().options()
         del out["scaling"]
+        out.pop("bit_order", None)
+        if self.config.lfsr_bit_order != "natural":  # naive-int's own default is natural
+            out["bit_order"] = self.config.lfsr_bit_order
         return out
 
 
