@@ -41,7 +41,11 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     (NetConfig(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
     (NetConfig(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
                strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
-], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac"])
+    (TINY, LossConfig(mode="sign", margin=100, wd_shift=3), True),
+    (TINY, LossConfig(mode="host", margin=50, wd_shift=1), True),
+    (TINY.replace(strategy="pregen"), LossConfig(mode="scaled", margin=50, g_shift=4, wd_shift=5), True),
+], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac", "sign-wd3", "host-wd1",
+        "pregen-scaled-wd5"])
 def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, overlap):
     result = random_run(cfg, loss, steps=3, overlap=overlap)
     assert result["match"], result["mismatches"]
@@ -49,6 +53,27 @@ def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, over
     assert result["final_weight_range"] != [0, 0]
     if loss.on_chip and overlap:
         assert result["load_hidden"] and result["wait_cycles"] == 0
+
+
+@pytest.mark.parametrize("wd_shift", [1, 4, 7])
+def test_weight_decay_over_the_full_weight_range_matches_golden(wd_shift):
+    """Weights over all of [-127, 127] (both saturation edges, the round-half-up ties of the decay):
+    the RTL's update equals golden's, and the decay really acted (golden without it ends elsewhere)."""
+    from pezo.golden.engine.network import NetEngine as GoldenNet
+
+    cfg, loss = TINY, LossConfig(mode="sign", margin=100, g_lr=1 << 16, wd_shift=wd_shift)
+    rng = np.random.default_rng(wd_shift)
+    xs, ys = rng.integers(-128, 128, (3, cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, (3, cfg.batch))
+    w = rng.integers(-127, 128, cfg.weights)
+    w[:4] = [127, -127, 64, -64]
+    result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w))
+    assert result["match"], result["mismatches"]
+    plain = GoldenNet(cfg, w)
+    decayed = GoldenNet(cfg, w)
+    for x, y in zip(xs, ys):
+        plain.train_step(x, y, LossConfig(mode="sign", margin=100, g_lr=1 << 16))
+        decayed.train_step(x, y, loss)
+    assert not np.array_equal(plain.flat, decayed.flat)
 
 
 def test_biases_and_one_word_layers_match_golden():
