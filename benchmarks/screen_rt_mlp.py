@@ -29,6 +29,7 @@ RUNS = {
     "wd7-pregen": dict(strategy="pregen", wd_shift=7),
     "wd6-pregen": dict(strategy="pregen", wd_shift=6),
     "wd5-pregen": dict(strategy="pregen", wd_shift=5),
+    "wd4-pregen": dict(strategy="pregen", wd_shift=4),
     "wd6e4-pregen": dict(strategy="pregen", wd_shift=6, wd_every=4),
     "wd4e4-pregen": dict(strategy="pregen", wd_shift=4, wd_every=4),
     "wd5e16-pregen": dict(strategy="pregen", wd_shift=5, wd_every=16),
