@@ -172,6 +172,9 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
     (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),
     (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
     (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
+    (["train-int8", "--net", "rt-mlp", "--wd-shift", "8"], "--wd-shift must be in 0..7, got 8"),
+    (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..1048576, got 0"),
+    (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
 ])
 def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
