@@ -266,6 +266,12 @@ with margin 16 384 and batch 256 (pregen screening, seed 3: 0.631 at the default
 host mode's (measured, seed 1: digits-mlp 1e-3 -> 0.734 after 2 000 steps, 3e-3 0.549, 1e-2 0.187;
 rt-mlp 0.02 -> 0.632 after 1 000 steps, 0.1 0.576; rt-head's 0.02 is untested)."""
 
+TUNED_WD = {
+    "rt-mlp": TUNED["rt-mlp"].replace(wd_shift=6),
+}
+"""``TUNED`` plus the update's integer weight decay (``wd_shift``), per net where it was screened
+(``benchmarks/screen_rt_mlp.py``, chosen on validation only; ``benchmarks/results/engine_net/screen``)."""
+
 
 # -- data ------------------------------------------------------------------------------------------
 @dataclass
