@@ -152,6 +152,20 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys):
+    """``--wd-shift``: the engine's WD_SHIFT register on Icarus and Verilator, every logit, loss, g and the
+    final weights against golden (digits-mlp's calibrated weights reach +-127, so the decay acts)."""
+    require_simulator(simulator)
+    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "3", "--wd-shift", "5", "--simulator", simulator,
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["match"] is True and result["mismatch_count"] == 0, result["mismatches"]
+    assert result["config"]["wd_shift"] == 5
+    assert max(abs(v) for v in result["final_weight_range"]) < 127  # decayed from the +-127 start
+
+
+@pytest.mark.rtl
 def test_host_loss_mode_on_the_rtl(simulators, capsys):
     if not simulators:
         pytest.fail("no HDL simulator available")
