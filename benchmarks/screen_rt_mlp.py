@@ -39,6 +39,7 @@ RUNS = {
     "wd6-is05-pregen": dict(strategy="pregen", wd_shift=6, init_scale=0.5),
     "wd6-m8k-pregen": dict(strategy="pregen", wd_shift=6, margin=8192),
     "wd6-k1024-pregen": dict(strategy="pregen", wd_shift=6, shots=1024),
+    "wd6e2-k1024-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, shots=1024),
     "probe-pregen": dict(strategy="pregen", last_init="probe"),
     "probe-wd6-pregen": dict(strategy="pregen", last_init="probe", wd_shift=6),
     "k1024-pregen": dict(strategy="pregen", shots=1024),
