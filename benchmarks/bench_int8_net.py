@@ -2,12 +2,14 @@
 golden float MeZO and ElasticZO-INT8 Full ZO at equal forward passes, and the trainer's speed.
 
     .venv/bin/python benchmarks/bench_int8_net.py [--nets digits-mlp,rt-mlp] [--seeds 1,2,3]
-        [--methods int8,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force]
+        [--methods int8,int8-wd,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force]
         [--out benchmarks/results/engine_net]
 
 Per net and seed (``pezo.golden.zo.int8_net``):
 
 * ``int8``           -- ``train_int8_net(TUNED[net])``: the engine's exact on-chip step (otf stream);
+* ``int8-wd``        -- ``train_int8_net(TUNED_WD[net])`` (nets screened for it: rt-mlp): ``int8`` plus the
+  update's integer weight decay ``w -= round_shift(w, wd_shift)`` (a run-time register of the engine);
 * ``int8-pregen``    -- the same with the pregen stream (seed 1 only: a spot check);
 * ``int8-host``      -- the same net with the host's float cross-entropy g (seed 1 only);
 * ``float-mezo``     -- ``train_float_mezo(FLOAT_TUNED[net])``: float32 MeZO on the same MLP shape;
@@ -39,12 +41,13 @@ from pezo.golden.methods.base import MethodConfig  # noqa: E402
 from pezo.golden.methods.nets import init_mlp  # noqa: E402
 from pezo.golden.methods.registry import train_method  # noqa: E402
 from pezo.golden.methods.tasks import Task, digits_split  # noqa: E402
-from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, FloatMeZOConfig, NetTrainConfig, float_probe,  # noqa: E402
+from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, TUNED_WD, FloatMeZOConfig, NetTrainConfig, float_probe,  # noqa: E402
                                      load_data, train_float_mezo, train_int8_net)
 from pezo.golden.zo.int8_net import digits_split as net_digits_split  # noqa: E402
 
-METHODS = ("int8", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
-LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-pregen": "INT8 engine, on-chip loss (pregen)",
+METHODS = ("int8", "int8-wd", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
+LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-wd": "INT8 engine, on-chip loss + weight decay (otf)",
+          "int8-pregen": "INT8 engine, on-chip loss (pregen)",
           "int8-host": "INT8 engine, host CE g (otf)", "float-mezo": "golden float MeZO (float32)",
           "elasticzo-int8": "ElasticZO-INT8 Full ZO"}
 SPOT_CHECK = {"int8-pregen", "int8-host"}  # seed 1 only
@@ -53,7 +56,7 @@ COLUMNS = ("net", "method", "seed", "steps", "batch", "forward_passes", "start_a
 
 
 def int8_config(net: str, method: str, seed: int, steps: int | None) -> NetTrainConfig:
-    cfg = TUNED[net].replace(seed=seed)
+    cfg = (TUNED_WD if method == "int8-wd" else TUNED)[net].replace(seed=seed)
     if steps:
         cfg = cfg.replace(steps=steps)
     if method == "int8-pregen":
@@ -134,7 +137,7 @@ def plot(net: str, runs: dict, path: Path) -> None:
         line, = ax.plot(xs, ys.mean(axis=0), label=f"{LABELS[method]} ({len(ys)} seed{'s' * (len(ys) > 1)})")
         if len(ys) > 1:
             ax.fill_between(xs, ys.min(axis=0), ys.max(axis=0), color=line.get_color(), alpha=0.15)
-    probe = [r.get("float_probe_test_accuracy") for rs in runs.values() for r in rs]
+    probe = [r.get("float_probe_test_accuracy") for rs in runs.values() for r in rs if r.get("float_probe_test_accuracy")]
     probe = [p for p in probe if p is not None]
     if probe:
         ax.axhline(float(np.mean(probe)), color="k", ls=":", label="float linear probe (test, mean)")
@@ -197,7 +200,10 @@ def header(rows: list[dict]) -> str:
                     f"init_std {c.init_std:g}, last layer from {c.last_init}"
                     f"{f', k = {c.shots}' if net != 'digits-mlp' else ''}; int8-host: lr {c.lr:g}; "
                     f"float-mezo: lr {f.lr:g}, eps {f.eps:g}; elasticzo-int8: the methods' defaults "
-                    "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo.")
+                    "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo."
+                    + (f" int8-wd: int8 with {', '.join(f'{k} {v}' for k, v in TUNED_WD[net].to_dict().items() if v != c.to_dict()[k])}"
+                       " (the update's integer weight decay w -= round_shift(w, wd_shift) on every wd_every-th step; "
+                       "chosen on validation, `screen/`)." if net in TUNED_WD else ""))
     return "\n".join(text) + "\n\n"
 
 
@@ -244,6 +250,8 @@ def main(argv=None) -> int:
             runs[method] = []
             for seed in seeds:
                 if method in SPOT_CHECK and seed != seeds[0]:
+                    continue
+                if method == "int8-wd" and net not in TUNED_WD:
                     continue
                 r = run(net, method, seed, args.steps, args.out, args.force)
                 print(f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "

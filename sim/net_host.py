@@ -154,6 +154,7 @@ class NetDriver:
         io.set("margin", loss.margin)
         io.set("g_lr", loss.g_lr)
         io.set("g_shift", loss.g_shift)
+        io.set("wd_shift", loss.wd_shift)
         io.set("start", 1)
         await self.tick()
         io.set("start", 0)

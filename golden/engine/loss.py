@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import check_int
-from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH
+from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH, check_wd_shift
 from pezo.golden.rounding import round_shift
 
 LOSS_MODES = ("host", "sign", "scaled")
@@ -48,13 +48,16 @@ assert MAX_BATCH * ((1 << 33) + MAX_MARGIN) < (1 << LOSS_BITS)
 
 @dataclass(frozen=True)
 class LossConfig:
-    """Run-time registers of the on-chip loss: ``mode`` (host | sign | scaled), ``margin`` (logit LSBs,
-    0..2^23-1), ``g_lr`` (Q8.16, 1..G_MAX; sign mode), ``g_shift`` (0..47; scaled mode)."""
+    """Run-time registers of the on-chip loss and update: ``mode`` (host | sign | scaled), ``margin``
+    (logit LSBs, 0..2^23-1), ``g_lr`` (Q8.16, 1..G_MAX; sign mode), ``g_shift`` (0..47; scaled mode),
+    ``wd_shift`` (0..7: the update's integer weight decay ``w -= round_shift(w, wd_shift)``, every mode;
+    0 = off, ``golden.engine.zo_engine.updated_weights``)."""
 
     mode: str = "sign"
     margin: int = 256
     g_lr: int = 1 << 14
     g_shift: int = 8
+    wd_shift: int = 0
 
     def __post_init__(self):
         if self.mode not in LOSS_MODES:
@@ -62,6 +65,7 @@ class LossConfig:
         check_int("margin", self.margin, 0, MAX_MARGIN)
         check_int("g_lr", self.g_lr, 1, G_MAX)
         check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
+        check_wd_shift(self.wd_shift)
 
     @property
     def on_chip(self) -> bool:

@@ -18,7 +18,9 @@ holds global weights ``i*C .. i*C + C-1`` (every ``K_l`` is a multiple of C, so 
 two rows), and element ``i`` of the perturbation stream perturbs global weight ``i`` (MeZO's fixed
 parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
 weights exist only between the weight memory and the array. The update replays the stream once over
-every layer: ``w <- sat(w - round_shift(g * p, 16), -127, 127)`` (``golden.engine.zo_engine``).
+every layer: ``w <- sat(w - round_shift(g * p, 16) - d, -127, 127)`` (``golden.engine.zo_engine``), with
+the optional integer weight decay d = round_shift(w, wd_shift) (``LossConfig.wd_shift`` 1..7, a run-time
+register: one shift and one subtract per lane in the update's saturating subtract; 0 = off, d = 0).
 
 **A step** -- NEXT(+), per batch tile (a REWIND(+) before each later tile) the whole network; REWIND(-)
 and the same for -epsilon; the losses L+ and L- and g (``golden.engine.loss``); REWIND(+) and the
@@ -367,10 +369,12 @@ class NetEngine:
         return (self._logits(x, perturbed_weights(self.flat, p)),
                 self._logits(x, perturbed_weights(self.flat, -p)))
 
-    def update(self, g: int) -> list[np.ndarray]:
+    def update(self, g: int, wd_shift: int = 0) -> list[np.ndarray]:
+        """Replay the step's perturbation: ``w <- sat(w - round_shift(g p, 16) - round_shift(w, wd_shift))``
+        (the decay term only for ``wd_shift`` 1..7)."""
         if self.perturbation is None:
             raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
-        self.flat = updated_weights(self.flat, self.perturbation, g)
+        self.flat = updated_weights(self.flat, self.perturbation, g, wd_shift)
         return self.weights
 
     def train_step(self, x, labels, loss: LossConfig, g: int | None = None) -> StepRecord:
@@ -383,7 +387,7 @@ class NetEngine:
                 raise ValueError("host loss mode: pass the step's g")
         else:
             g = onchip_g(l_plus, l_minus, loss)
-        self.update(g)
+        self.update(g, loss.wd_shift)
         return StepRecord(plus, minus, l_plus, l_minus, int(g))
 
     def infer(self, x) -> np.ndarray:

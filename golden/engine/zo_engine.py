@@ -187,11 +187,33 @@ def perturbed_weights(w, p) -> np.ndarray:
     return saturate(np.asarray(w, dtype=np.int64) + np.asarray(p, dtype=np.int64), WEIGHT_MIN, WEIGHT_MAX)
 
 
-def updated_weights(w, p, g: int) -> np.ndarray:
-    """sat(w - round_shift(g * p, 16), -127, 127), g signed Q8.16 (int64 array)."""
+WD_SHIFT_RANGE = (0, 7)
+"""Weight decay shifts: 0 = off; 1..7 decay by round_shift(w, wd_shift). 7 is the last shift that moves an
+int8 weight in [-127, 127] at all (round_shift(w, 8) = 0 for every such w)."""
+
+
+def check_wd_shift(wd_shift) -> int:
+    """``wd_shift`` in 0..7 (0 = no weight decay), or a ValueError naming the range."""
+    check_int("wd_shift", wd_shift, *WD_SHIFT_RANGE)
+    return int(wd_shift)
+
+
+def weight_decay(w, wd_shift: int) -> np.ndarray:
+    """The decay term round_shift(w, wd_shift) (round half up, as every requantisation: an arithmetic right
+    shift of w + 2^(wd_shift - 1)); 0 for wd_shift = 0. Ties: w = +2^(s-1) -> 1, w = -2^(s-1) -> 0, so
+    |w| < 2^(s-1) (and w = -2^(s-1)) is never decayed: the decay has a dead zone of 2^(s-1) LSB."""
+    check_wd_shift(wd_shift)
+    w = np.asarray(w, dtype=np.int64)
+    return round_shift(w, wd_shift) if wd_shift else np.zeros_like(w)
+
+
+def updated_weights(w, p, g: int, wd_shift: int = 0) -> np.ndarray:
+    """sat(w - round_shift(g * p, 16) - round_shift(w, wd_shift), -127, 127), g signed Q8.16 (int64
+    array); the decay term only with ``wd_shift`` 1..7 (``weight_decay``; 0 = off, the plain update)."""
     check_int("g", g, G_MIN, G_MAX)
+    w = np.asarray(w, dtype=np.int64)
     step = round_shift(int(g) * np.asarray(p, dtype=np.int64), G_FRAC_BITS)
-    return saturate(np.asarray(w, dtype=np.int64) - step, WEIGHT_MIN, WEIGHT_MAX)
+    return saturate(w - step - weight_decay(w, wd_shift), WEIGHT_MIN, WEIGHT_MAX)
 
 
 class ZOEngine:

@@ -42,7 +42,8 @@ layer dies. The ``scaled`` mode cannot train these nets: |L+ - L-| is a few thou
 would need a left shift (a g_shift < 0) of about 5 bits. rt-mlp (512 training examples, 24 704 weights)
 overfits at margin 4 096 (validation 0.71, test 0.61 for seed 1); margin 16 384 with batch 256 narrows
 it, but ZO stays 6.5-7.3 points below the float probe whose L2 is chosen on validation (0.726 / 0.746 /
-0.762, seeds 1-3; benchmarks/results/engine_net/accuracy.md). Large batches (128) pay: the stream, not the
+0.762, seeds 1-3; benchmarks/results/engine_net/accuracy.md). The update's integer weight decay
+(``wd_shift``, ``TUNED_WD``) bounds the sign-SPSA random walk of every weight and narrows that gap. Large batches (128) pay: the stream, not the
 array arithmetic, dominates the golden step time, and the sign of L+ - L- gets more reliable.
 
 **A step** is the engine's exactly: ``on-chip`` -- ``NetEngine.train_step`` (both passes, the
@@ -78,7 +79,8 @@ from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, quantize, round_shif
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
 from pezo.golden.engine.network import Layer, NetConfig, NetEngine
-from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS, g_to_fixed
+from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS,
+                                          WD_SHIFT_RANGE, g_to_fixed)
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import make_sampler
@@ -86,7 +88,7 @@ from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule
 from pezo.golden.zo.mezo import MeZO, MeZOConfig
 
 LOSSES = ("on-chip", "host")
-LAST_INITS = ("zero", "calibrated")
+LAST_INITS = ("zero", "calibrated", "probe")
 G_MODES = ("sign", "scaled")
 NET_TASKS = {"digits-mlp": "digits", "rt-mlp": "rotten_tomatoes", "rt-head": "rotten_tomatoes"}
 DIGITS_SPLIT = (1000, 300, 497)  # train, val, test (as golden.methods.tasks)
@@ -134,6 +136,11 @@ class NetTrainConfig:
                   ``calibrated`` (logit std ``init_std * 2^7``).
     shifts     -- None (the preset's circuit) or one requantisation shift per hidden layer, 0..31: a
                   different circuit, for the shift study only.
+    wd_shift   -- the update's integer weight decay ``w -= round_shift(w, wd_shift)`` (``LossConfig.wd_shift``,
+                  a run-time register of the engine), 0..7; 0 = off (the default: the plain update).
+    wd_every   -- the decay acts on every ``wd_every``-th step only (steps wd_every, 2 wd_every, ...),
+                  1..2^20: the host sets the register for those steps (a TRAIN command of
+                  wd_every - 1 steps without decay, then one with it); 1 = every step.
     """
 
     net: str = "digits-mlp"
@@ -163,6 +170,8 @@ class NetTrainConfig:
     init_scale: float = 1.0
     last_init: str = "zero"
     shifts: tuple | None = None
+    wd_shift: int = 0
+    wd_every: int = 1
 
     def __post_init__(self):
         _check_choice("net", self.net, NET_NAMES)
@@ -185,6 +194,8 @@ class NetTrainConfig:
         _check_number("init_std", self.init_std, 0, 127)
         _check_number("init_scale", self.init_scale, 0, 16)
         _check_choice("last_init", self.last_init, LAST_INITS)
+        check_int("wd_shift", self.wd_shift, *WD_SHIFT_RANGE)
+        check_int("wd_every", self.wd_every, 1, 1 << 20)
         if self.shifts is not None:
             hidden = len(NETS[self.net]) - 1
             if not isinstance(self.shifts, (tuple, list)) or len(self.shifts) != hidden:
@@ -216,7 +227,11 @@ class NetTrainConfig:
     @property
     def loss_config(self) -> LossConfig:
         mode = self.g_mode if self.loss == "on-chip" else "host"
-        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift)
+        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift, wd_shift=self.wd_shift)
+
+    def decays(self, step: int) -> bool:
+        """Whether 0-based step ``step`` runs with the weight decay register set (``wd_every``)."""
+        return self.wd_shift > 0 and (step + 1) % self.wd_every == 0
 
     @property
     def eps_lsb(self) -> float:
@@ -254,6 +269,20 @@ with margin 16 384 and batch 256 (pregen screening, seed 3: 0.631 at the default
 0.726 with its L2 chosen on validation). ``lr`` is the
 host mode's (measured, seed 1: digits-mlp 1e-3 -> 0.734 after 2 000 steps, 3e-3 0.549, 1e-2 0.187;
 rt-mlp 0.02 -> 0.632 after 1 000 steps, 0.1 0.576; rt-head's 0.02 is untested)."""
+
+TUNED_WD = {
+    "rt-mlp": TUNED["rt-mlp"].replace(wd_shift=6, wd_every=2),
+}
+"""``TUNED`` plus the update's integer weight decay, per net where it was screened
+(``benchmarks/screen_rt_mlp.py``, pregen stream, chosen on validation only;
+``benchmarks/results/engine_net/screen``). rt-mlp: ``w -= round_shift(w, 6)`` on every second step
+(the host sets WD_SHIFT for those steps). Best validation, seed 1 / seed 2: no decay 73.8 / 70.7,
+wd_shift 4 / 5 / 6 / 7 every step 66.2 / 70.7 / 75.0 (69.5) / 73.6, 6 every 2nd step 76.6 / 70.9 (the
+highest two-seed mean), 6 every 4th 75.6; 6 with margin 8192 76.2 / 68.9, with init_scale 0.5 75.2; the
+probe as the starting head (no decay) 74.0. Round-half-up decay has a dead zone: shift s never moves
+|w| < 2^(s-1), so s = 6 acts only on |w| >= 32 (one LSB, two from 96) and holds the weights near +-32
+against the +-1 random walk of sign-SPSA (without it the mean |w - w0| after 4 000 steps is ~33 LSB,
+the size of the calibrated first layer's weights)."""
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -314,13 +343,35 @@ def load_data(config: NetTrainConfig) -> NetData:
 
 
 # -- init ------------------------------------------------------------------------------------------
-def init_weights(config: NetTrainConfig, x_train: np.ndarray) -> tuple[list[np.ndarray], dict]:
-    """The seeded, calibrated int8 start (module docstring) and its statistics."""
+def probe_head(h_train, y_train, h_val, y_val, classes: int) -> tuple[np.ndarray, dict]:
+    """``last_init="probe"``: the float linear probe (``golden.lm.probe``, L2 chosen on the validation
+    split) on the fixed int8 hidden features of the calibrated start (divided by their training RMS),
+    quantised to the last layer's int8 weights: w = round(W * 127 / max|W|) (round half up). The net has
+    no bias, so the probe's intercept b is dropped (for two balanced classes b is small; the start
+    accuracy the trainer reports is the quantised, bias-free head's, by the engine's inference)."""
+    h_train = np.asarray(h_train, dtype=np.float64)
+    rms = max(float(np.sqrt(np.mean(np.square(h_train)))), 1e-12)
+    h_val = np.asarray(h_val, dtype=np.float64) / rms
+    w, b, l2 = fit_linear_probe_val(h_train / rms, y_train, h_val, y_val, classes)
+    val = float(((h_val @ w.T + b).argmax(axis=1) == np.asarray(y_val)).mean())
+    w_q = saturate(np.floor(np.asarray(w, dtype=np.float64) * (WEIGHT_MAX / max(float(np.abs(w).max()), 1e-12)) + 0.5),
+                   WEIGHT_MIN, WEIGHT_MAX)
+    return w_q, {"layer": "last", "start": "probe", "probe_l2": l2, "probe_val_accuracy": round(val, 4),
+                 "probe_bias_dropped": [round(float(v), 4) for v in b]}
+
+
+def init_weights(config: NetTrainConfig, x_train: np.ndarray, data: "NetData | None" = None
+                 ) -> tuple[list[np.ndarray], dict]:
+    """The seeded, calibrated int8 start (module docstring) and its statistics (``last_init="probe"``
+    needs ``data``: the validation split chooses the probe's L2)."""
     net = config.net_config
     if config.net == "rt-head":
         return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}
+    if config.last_init == "probe" and data is None:
+        raise ValueError("last_init='probe' needs the data (the validation split chooses the probe's L2)")
     rng = np.random.default_rng([config.seed, 0x1417])
     h = np.asarray(x_train, dtype=np.int64)
+    h_val = np.asarray(data.x["val"], dtype=np.int64) if data is not None else None
     weights, stats = [], []
     last = len(net.layers) - 1
     for i, layer in enumerate(net.layers):
@@ -328,6 +379,11 @@ def init_weights(config: NetTrainConfig, x_train: np.ndarray) -> tuple[list[np.n
         if i == last and config.last_init == "zero":
             weights.append(np.zeros_like(w0, dtype=np.int64))
             stats.append({"layer": i, "start": "zero"})
+            break
+        if i == last and config.last_init == "probe":
+            w, entry = probe_head(h, data.y["train"], h_val, data.y["val"], layer.outputs)
+            weights.append(w.astype(np.int64))
+            stats.append(entry)
             break
         pre = h.astype(np.float64) @ w0.T
         target = config.init_std * 2.0 ** (layer.shift if i < last else LOGIT_INIT_SHIFT)
@@ -339,6 +395,8 @@ def init_weights(config: NetTrainConfig, x_train: np.ndarray) -> tuple[list[np.n
         if i < last:
             pre_q = round_shift(acc, layer.shift)
             h = saturate(pre_q, 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+            if h_val is not None:
+                h_val = saturate(round_shift(h_val @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
             entry.update(pre_std=round(float(pre_q.std()), 2), act_mean=round(float(h.mean()), 2),
                          act_saturated=round(float(np.mean(h == WEIGHT_MAX)), 5),
                          act_zero=round(float(np.mean(h == 0)), 4))
@@ -409,11 +467,12 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     if not isinstance(config, NetTrainConfig):
         raise ValueError(f"config must be a NetTrainConfig, got {type(config).__name__}")
     data = data or load_data(config)
-    net, loss_cfg = config.net_config, config.loss_config
+    net, loss_wd = config.net_config, config.loss_config
+    loss_off = dataclasses.replace(loss_wd, wd_shift=0)
     train_size = len(data.y["train"])
     if net.batch > train_size:
         raise ValueError(f"batch must be <= the {train_size} training examples, got {net.batch}")
-    weights, init = init_weights(config, data.x["train"])
+    weights, init = init_weights(config, data.x["train"], data)
     engine = NetEngine(net, weights=weights)
     schedule = batch_schedule(train_size, net.batch, config.steps, config.seed)
     start_val = best_val = engine_accuracy(engine, data.x["val"], data.y["val"])
@@ -427,6 +486,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
         t0 = time.perf_counter()
+        loss_cfg = loss_wd if config.decays(step) else loss_off
         if config.loss == "on-chip":
             record = engine.train_step(x, y, loss_cfg)
             g = record.g
@@ -435,7 +495,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         else:
             plus, minus = engine.forward_zo(x)
             g, l_plus, l_minus = host_g(plus, minus, y, config, data.act_exponent)
-            engine.update(g)
+            engine.update(g, loss_cfg.wd_shift)
             seconds += time.perf_counter() - t0
             losses.append(0.5 * (l_plus + l_minus))
         zero_g += g == 0

@@ -50,7 +50,8 @@ from amaranth.lib.wiring import In, Out
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
-from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY
+from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY,
+                                          WD_SHIFT_RANGE)
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
 from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, logit_read,
@@ -90,6 +91,7 @@ class NetEngine(ConfigComponent):
                 "start": In(1), "op": In(2), "steps": In(unsigned(STEP_BITS)), "g": In(signed(G_BITS)),
                 "g_mode": In(2), "margin": In(unsigned(MARGIN_BITS - 1)), "g_lr": In(signed(G_BITS)),
                 "g_shift": In(unsigned(G_SHIFT_RANGE[1].bit_length())),
+                "wd_shift": In(unsigned(WD_SHIFT_RANGE[1].bit_length())),
                 "busy": Out(1), "done": Out(1), "cycles": Out(32), "wait_cycles": Out(32),
                 "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
                 "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
@@ -155,6 +157,7 @@ class NetEngine(ConfigComponent):
         # -- controller (issue stage S0) -------------------------------------------------------------
         op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2)
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
+        wd_shift = Signal.like(self.wd_shift)
         steps_left = Signal(unsigned(STEP_BITS))
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
@@ -185,6 +188,7 @@ class NetEngine(ConfigComponent):
                 with m.If(self.start):
                     m.d.sync += [op.eq(self.op), g.eq(self.g), mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
                                  margin.eq(self.margin), g_lr.eq(self.g_lr), g_shift.eq(self.g_shift),
+                                 wd_shift.eq(self.wd_shift),
                                  steps_left.eq(self.steps), self.done.eq(0), self.cycles.eq(0),
                                  self.wait_cycles.eq(0), self.steps_done.eq(0), self.busy.eq(1),
                                  updating.eq(self.op == OP_UPDATE), sign.eq(0), tile.eq(0), *reset_walk]
@@ -313,19 +317,25 @@ class NetEngine(ConfigComponent):
         if has_bias:
             self._bias(m, cfg, pe, layer, o)
 
-        # -- update: S1 g * p, S2 round (the old word in ``w2``), S3 saturating subtract + write back -----
+        # -- update: S1 g * p, S2 round and the decay of the old word in ``w2``, S3 saturating subtract +
+        # write back. Weight decay (``wd_shift`` 1..7; 0 = off): d = round_shift(w, s) =
+        # ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a
+        # fixed shift), subtracted with the step in the same saturating subtract.
         product_bits = G_BITS + STREAM_BITS
         products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
         steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
+        decays = [Signal(signed(8), name=f"decay_{c}") for c in range(C)]
         old3 = Signal(int8_lanes(C))
         valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
         m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1),
                      valid3.eq(valid2), addr3.eq(addr2), old3.eq(w2)]
+        wd_minus_1 = (wd_shift - 1)[:wd_shift.shape().width]
         for c in range(C):
-            m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS))]
+            m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
+                         decays[c].eq(Mux(wd_shift == 0, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
         new = Signal(int8_lanes(C))
         for c in range(C):
-            m.d.comb += new[c].eq(saturate(old3[c] - steps[c], WEIGHT_MIN, WEIGHT_MAX))
+            m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
         host_write = self.w_we & ~self.busy
         m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
                      w_write.en.eq(valid3 | host_write)]

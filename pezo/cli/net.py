@@ -17,10 +17,11 @@ from pezo.golden.engine.nets import NET_NAMES
 LOSS_CHOICES = ("on-chip", "host")
 HEAD_ONLY = ("weight_exponent",)
 """Options of the head engine that a --net run does not take."""
-NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap")
+NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap", "wd_shift", "wd_every", "last_init")
 NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
     "rows", "cols", "batch", "eps_shift", "stream_seed", "rng_bits", "pool_size", "shots", "lr", "g_mode", "margin",
-    "g_lr", "g_shift", "eval_every", "steps", "lfsr_leap", "lfsr_bit_order")} | {"seed": "--split-seed"}
+    "g_lr", "g_shift", "eval_every", "steps", "lfsr_leap", "lfsr_bit_order", "wd_shift", "wd_every",
+    "last_init")} | {"seed": "--split-seed"}
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
@@ -34,6 +35,14 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
     p.add_argument("--margin", type=raw, help="with --net: hinge margin in logit LSBs, 0..8388607")
     p.add_argument("--g-lr", type=raw, help="with --net, sign mode: |g| in Q8.16, 1..8388607")
     p.add_argument("--g-shift", type=raw, help="with --net, scaled mode: 0..47")
+    p.add_argument("--wd-shift", type=raw, help="with --net: the update's integer weight decay "
+                   "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)")
+    if not sim:
+        p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
+                       "host sets the register for those steps), 1..1048576 (default 1)")
+        p.add_argument("--last-init", choices=("zero", "calibrated", "probe"), help="with --net: the last layer "
+                       "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
+                       "hidden features, quantised to int8")
     if sim:
         p.add_argument("--no-overlap", action="store_true", help="with --net: load each batch while the engine "
                        "waits (the comparison without double buffering)")
@@ -103,7 +112,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
     try:
         data = load_data(train)
         schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
-        weights, _ = init_weights(train, data.x["train"])
+        weights, _ = init_weights(train, data.x["train"], data)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     net, loss = train.net_config, train.loss_config

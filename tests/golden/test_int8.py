@@ -5,7 +5,7 @@ import pytest
 
 from pezo.golden.engine import int8
 from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, EngineConfig, ZOEngine, g_to_fixed,
-                           perturbed_weights, updated_weights)
+                           perturbed_weights, updated_weights, weight_decay)
 from pezo.golden.rng.perturb import PerturbationStream
 
 
@@ -108,6 +108,30 @@ def test_update_rounds_g_times_p_half_up_and_saturates_the_weights():
     assert updated_weights([100, -100], [-8, 8], 10 << 16).tolist() == [127, -127]
     with pytest.raises(ValueError, match="g must be in"):
         updated_weights([0], [1], G_MAX + 1)
+
+
+def test_weight_decay_rounds_half_up_has_a_dead_zone_and_checks_its_shift():
+    # round_shift(w, s): ties w = +2^(s-1) -> 1, w = -2^(s-1) -> 0; |w| < 2^(s-1) is never decayed
+    assert weight_decay([4, -4, 3, -5, 127, -127], 3).tolist() == [1, 0, 0, -1, 16, -16]
+    assert weight_decay([127, -127, 64, -64, 63, -65], 7).tolist() == [1, -1, 1, 0, 0, -1]
+    assert weight_decay([127, -127, 1], 0).tolist() == [0, 0, 0]  # 0 = off
+    assert weight_decay([1, -1, 2, -2], 1).tolist() == [1, 0, 1, -1]
+    # the hardware's form ((w >> (s - 1)) + 1) >> 1 is round_shift(w, s) for every int8 weight and shift
+    w = np.arange(-127, 128)
+    for s in range(1, 8):
+        assert np.array_equal(((w >> (s - 1)) + 1) >> 1, weight_decay(w, s))
+    for bad in (-1, 8, 1.0, True):
+        with pytest.raises(ValueError, match="wd_shift must be"):
+            weight_decay([0], bad)
+
+
+def test_update_with_weight_decay_subtracts_step_and_decay_then_saturates():
+    # w - round_shift(g p, 16) - round_shift(w, s)
+    assert updated_weights([100, -100, 3, 127], [1, -1, 0, -1], 1 << 16, wd_shift=2).tolist() == [74, -74, 2, 96]
+    assert updated_weights([-127, 127], [1, -1], G_MAX, wd_shift=7).tolist() == [-127, 127]
+    assert updated_weights([40, -40], [1, 1], 1 << 16, wd_shift=0).tolist() == [39, -41]
+    with pytest.raises(ValueError, match="wd_shift must be"):
+        updated_weights([0], [1], 1, wd_shift=8)
 
 
 def test_perturbed_weights_saturate_and_the_minus_pass_mirrors_the_plus_pass():

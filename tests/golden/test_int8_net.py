@@ -34,7 +34,10 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
     ("batch", 12, "rows=8 does not tile batch=12"),
     ("eps_shift", 25, "eps_shift"),
     ("init_std", 200.0, r"init_std must be a finite number in \(0, 127\]"),
-    ("last_init", "random", "last_init must be one of zero, calibrated"),
+    ("last_init", "random", "last_init must be one of zero, calibrated, probe"),
+    ("wd_shift", 8, "wd_shift must be in 0..7, got 8"),
+    ("wd_shift", -1, "wd_shift must be in 0..7"),
+    ("wd_every", 0, "wd_every must be in 1..1048576"),
     ("shifts", (7,), "shifts must be None or 2 shift"),
     ("shifts", (7, 40), r"shifts\[1\]"),
 ])
@@ -126,6 +129,39 @@ def test_each_step_is_the_engines_arithmetic(loss):
     assert r["final_weights_digest"] == _digest(engine)
     assert r["final_test_accuracy"] == engine_accuracy(engine, data.x["test"], data.y["test"])
     assert r["loss"] == loss and r["g_mode"] == (cfg.g_mode if loss == "on-chip" else "host")
+
+
+def test_weight_decay_acts_on_every_wd_every_th_step_as_the_engine_with_the_register_set():
+    """wd_every = 3: steps 3, 6, ... run with LossConfig.wd_shift (the host sets the register), the others
+    without; the trainer's weights equal that replay and differ from the run without decay."""
+    cfg = FAST.replace(steps=12, eval_every=12, wd_shift=5, wd_every=3)
+    data = load_data(cfg)
+    r = train_int8_net(cfg, data=data)
+    weights, _ = init_weights(cfg, data.x["train"])
+    engine = NetEngine(cfg.net_config, weights=weights)
+    off = dataclasses.replace(cfg.loss_config, wd_shift=0)
+    for step, rows in enumerate(batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed)):
+        engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config if step % 3 == 2 else off)
+    assert r["final_weights_digest"] == _digest(engine)
+    assert [cfg.decays(i) for i in range(6)] == [False, False, True, False, False, True]
+    assert r["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), data=data)["final_weights_digest"]
+    assert r["config"]["wd_shift"] == 5 and r["config"]["wd_every"] == 3
+
+
+def test_the_probe_start_is_the_validation_tuned_probe_quantised_without_its_bias():
+    from pezo.golden.zo.int8_net import probe_head
+
+    rng = np.random.default_rng(0)
+    w_true = rng.standard_normal(16)
+    h_train, h_val = rng.integers(0, 100, (200, 16)), rng.integers(0, 100, (100, 16))
+    w_true -= w_true.mean()  # a boundary through the origin: the net's last layer has no bias
+    y_train, y_val = (h_train @ w_true > 0).astype(np.int64), (h_val @ w_true > 0).astype(np.int64)
+    w, info = probe_head(h_train, y_train, h_val, y_val, 2)
+    assert w.shape == (2, 16) and w.dtype.kind == "i" and np.abs(w).max() == 127
+    assert info["start"] == "probe" and info["probe_val_accuracy"] > 0.8
+    assert ((h_val @ w.T).argmax(axis=1) == y_val).mean() > 0.7  # the quantised, bias-free head still classifies
+    with pytest.raises(ValueError, match="needs the data"):
+        init_weights(TUNED["rt-mlp"].replace(last_init="probe"), h_train)
 
 
 def test_host_g_is_int8_heads_update_scale_for_the_head():

@@ -118,6 +118,10 @@ def test_bad_layers_and_registers_get_one_clear_error():
         LossConfig(margin=-1)
     with pytest.raises(ValueError, match="loss mode must be one of host, sign, scaled"):
         LossConfig(mode="ce")
+    with pytest.raises(ValueError, match="wd_shift must be in 0..7"):
+        LossConfig(wd_shift=8)
+    with pytest.raises(ValueError, match="wd_shift must be in 0..7"):
+        LossConfig(wd_shift=-1)
     with pytest.raises(ValueError, match="labels must be"):
         hinge_terms(np.zeros((2, 3)), np.array([0, 3]), 1)
     engine = NetEngine(net_config("rt-mlp"))

@@ -42,7 +42,11 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     (NetConfig(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
                strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
     (TINY.replace(lfsr_leap=5, lfsr_bit_order="spread"), LossConfig(mode="sign", margin=100), True),
-], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac", "leap5-spread"])
+    (TINY, LossConfig(mode="sign", margin=100, wd_shift=3), True),
+    (TINY, LossConfig(mode="host", margin=50, wd_shift=1), True),
+    (TINY.replace(strategy="pregen"), LossConfig(mode="scaled", margin=50, g_shift=4, wd_shift=5), True),
+], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac", "leap5-spread", "sign-wd3",
+        "host-wd1", "pregen-scaled-wd5"])
 def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, overlap):
     result = random_run(cfg, loss, steps=3, overlap=overlap)
     assert result["match"], result["mismatches"]
@@ -50,6 +54,27 @@ def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, over
     assert result["final_weight_range"] != [0, 0]
     if loss.on_chip and overlap:
         assert result["load_hidden"] and result["wait_cycles"] == 0
+
+
+@pytest.mark.parametrize("wd_shift", [1, 4, 7])
+def test_weight_decay_over_the_full_weight_range_matches_golden(wd_shift):
+    """Weights over all of [-127, 127] (both saturation edges, the round-half-up ties of the decay):
+    the RTL's update equals golden's, and the decay really acted (golden without it ends elsewhere)."""
+    from pezo.golden.engine.network import NetEngine as GoldenNet
+
+    cfg, loss = TINY, LossConfig(mode="sign", margin=100, g_lr=1 << 16, wd_shift=wd_shift)
+    rng = np.random.default_rng(wd_shift)
+    xs, ys = rng.integers(-128, 128, (3, cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, (3, cfg.batch))
+    w = rng.integers(-127, 128, cfg.weights)
+    w[:4] = [127, -127, 64, -64]
+    result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w))
+    assert result["match"], result["mismatches"]
+    plain = GoldenNet(cfg, w)
+    decayed = GoldenNet(cfg, w)
+    for x, y in zip(xs, ys):
+        plain.train_step(x, y, LossConfig(mode="sign", margin=100, g_lr=1 << 16))
+        decayed.train_step(x, y, loss)
+    assert not np.array_equal(plain.flat, decayed.flat)
 
 
 def test_biases_and_one_word_layers_match_golden():
@@ -128,6 +153,20 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys):
+    """``--wd-shift``: the engine's WD_SHIFT register on Icarus and Verilator, every logit, loss, g and the
+    final weights against golden (digits-mlp's calibrated weights reach +-127, so the decay acts)."""
+    require_simulator(simulator)
+    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "3", "--wd-shift", "5", "--simulator", simulator,
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["match"] is True and result["mismatch_count"] == 0, result["mismatches"]
+    assert result["config"]["wd_shift"] == 5
+    assert max(abs(v) for v in result["final_weight_range"]) < 127  # decayed from the +-127 start
+
+
+@pytest.mark.rtl
 def test_host_loss_mode_on_the_rtl(simulators, capsys):
     if not simulators:
         pytest.fail("no HDL simulator available")
@@ -151,6 +190,9 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
     (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),
     (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
     (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
+    (["train-int8", "--net", "rt-mlp", "--wd-shift", "8"], "--wd-shift must be in 0..7, got 8"),
+    (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..1048576, got 0"),
+    (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
 ])
 def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
