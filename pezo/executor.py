@@ -134,6 +134,20 @@ def _quiet_dask_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _close_half_started_clusters() -> None:
+    """Close, quietly, a local cluster whose construction was interrupted (its workers may still be starting).
+    Left alone, distributed's own exit hook closes it and prints a traceback when a worker is still in its
+    ``init`` state, so the hook is unregistered once this has run."""
+    import atexit
+
+    from distributed.deploy import spec
+
+    for cluster in list(spec.SpecCluster._instances):
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+    atexit.unregister(spec.close_clusters)
+
+
 @contextlib.contextmanager
 def open_executor(jobs: int | None = None, scheduler: str | None = None,
                   timeout: float | None = None) -> Iterator[Executor]:
@@ -170,8 +184,12 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None,
     _quiet_dask_logs()
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           memory_limit=0, silence_logs=logging.CRITICAL)
+    try:
+        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               memory_limit=0, silence_logs=logging.CRITICAL)
+    except BaseException:  # e.g. Ctrl-C while the workers start
+        _close_half_started_clusters()
+        raise
     try:
         client = Client(cluster, set_as_default=False)
         try:
@@ -179,4 +197,7 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None,
         finally:
             client.close()
     finally:
-        cluster.close()
+        try:
+            cluster.close()
+        except Exception:  # a worker still starting (interrupted early): close what is left, quietly
+            _close_half_started_clusters()
