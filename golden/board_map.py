@@ -9,9 +9,9 @@ windows on an AXI4 (burst) slave with 64-bit data, generated from a ``NetConfig`
 0x04   VERSION         r     ``ENGINE_MAP_VERSION`` (2: the engine map; 1 is the stream host's)
 0x08   SHAPE           r     rows | cols << 8 | layers << 16 | strategy << 24 (0 otf, 1 pregen)
 0x0C   BATCH           r     batch | outputs << 16
-0x10   CONTROL         cmd   bit 0 START (op OP with STEPS, G, G_MODE, MARGIN, G_LR, G_SHIFT, WD_SHIFT), bit 1 PUSH
-                             (the free bank holds a batch), bit 2 ACK_DONE, bit 3 ACK_STEP (clear the
-                             pending interrupt bits), bit 4 CLEAR_ERROR
+0x10   CONTROL         cmd   bit 0 START (op OP with STEPS, G, G_MODE, MARGIN, G_LR, G_SHIFT, WD_SHIFT, WD_EVERY),
+                             bit 1 PUSH (the free bank holds a batch), bit 2 ACK_DONE, bit 3 ACK_STEP
+                             (clear the pending interrupt bits), bit 4 CLEAR_ERROR
 0x14   STATUS          r     bit 0 BUSY, 1 DONE, 2 LOAD_READY, 3 LOAD_BANK, 4..5 QUEUED, 6 ERROR (sticky:
                              a batch write was refused), 7 LAST_BANK (logit bank of the last forward),
                              8 IRQ_DONE, 9 IRQ_STEP (pending)
@@ -33,6 +33,8 @@ windows on an AXI4 (burst) slave with 64-bit data, generated from a ``NetConfig`
 0x54   CYCLES          r     busy cycles of the current/last operation
 0x58   WAIT_CYCLES     r     cycles it waited for a batch
 0x5C   WD_SHIFT        rw    the update's weight decay ``w -= round_shift(w, WD_SHIFT)``, 3 bit (0 = off)
+0x60   WD_EVERY        rw    the decay acts on every WD_EVERY-th update since reset (the engine's decay
+                             counter, ``golden.engine.network``), 8 bit; 0 and 1 = every update
 =====  ==============  ====  ===========================================================================
 
 **Windows** (AXI4, 64-bit data, INCR or FIXED bursts of any size <= 8 bytes; one slot of ``slot`` bytes
@@ -97,6 +99,7 @@ def engine_registers() -> tuple[Register, ...]:
         Register("LOSS_PLUS_HI", 0x44, "r", 16), Register("LOSS_MINUS_LO", 0x48, "r"),
         Register("LOSS_MINUS_HI", 0x4C, "r", 16), Register("G_USED", 0x50, "r", 24, True),
         Register("CYCLES", 0x54, "r"), Register("WAIT_CYCLES", 0x58, "r"), Register("WD_SHIFT", 0x5C, "rw", 3),
+        Register("WD_EVERY", 0x60, "rw", 8),
     )
 
 

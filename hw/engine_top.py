@@ -80,7 +80,7 @@ class EngineTop(ConfigComponent):
         m.d.comb += [eng.start.eq(ctrl[CONTROL_BITS["START"]]), eng.push.eq(ctrl[CONTROL_BITS["PUSH"]]),
                      eng.op.eq(regs.OP), eng.steps.eq(regs.STEPS), eng.g.eq(regs.G), eng.g_mode.eq(regs.G_MODE),
                      eng.margin.eq(regs.MARGIN), eng.g_lr.eq(regs.G_LR), eng.g_shift.eq(regs.G_SHIFT),
-                     eng.wd_shift.eq(regs.WD_SHIFT),
+                     eng.wd_shift.eq(regs.WD_SHIFT), eng.wd_every.eq(regs.WD_EVERY),
                      eng.requant_shift.eq(regs.REQUANT_SHIFT)]
 
         # -- write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports ----

@@ -18,7 +18,7 @@ from collections import deque
 import numpy as np
 
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
-from pezo.golden.engine.network import NetConfig, NetEngine
+from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
 from pezo.hw.engine.net_engine import LOGIT_READ_LATENCY, OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
 from pezo.sim.benches import pack, unpack
@@ -155,6 +155,7 @@ class NetDriver:
         io.set("g_lr", loss.g_lr)
         io.set("g_shift", loss.g_shift)
         io.set("wd_shift", loss.wd_shift)
+        io.set("wd_every", loss.wd_every)
         io.set("start", 1)
         await self.tick()
         io.set("start", 0)
@@ -262,5 +263,6 @@ async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weig
             "steps": steps, "wall_cycles": wall, "busy_cycles": busy, "cycles_per_step": wall / steps,
             "busy_cycles_per_step": busy / steps, "records": records,
             "final_weights_nonzero": int(np.count_nonzero(final)),
-            "final_weight_range": [int(final.min()), int(final.max())], "overlap": overlap,
+            "final_weight_range": [int(final.min()), int(final.max())], "final_weight_digest": weights_digest(final),
+            "overlap": overlap,
             "wait_cycles": train_wait, "load_hidden": train_wait == 0}

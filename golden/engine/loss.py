@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import check_int
-from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH, check_wd_shift
+from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH, WD_EVERY_RANGE, check_wd_shift
 from pezo.golden.rounding import round_shift
 
 LOSS_MODES = ("host", "sign", "scaled")
@@ -51,13 +51,15 @@ class LossConfig:
     """Run-time registers of the on-chip loss and update: ``mode`` (host | sign | scaled), ``margin``
     (logit LSBs, 0..2^23-1), ``g_lr`` (Q8.16, 1..G_MAX; sign mode), ``g_shift`` (0..47; scaled mode),
     ``wd_shift`` (0..7: the update's integer weight decay ``w -= round_shift(w, wd_shift)``, every mode;
-    0 = off, ``golden.engine.zo_engine.updated_weights``)."""
+    0 = off, ``golden.engine.zo_engine.updated_weights``), ``wd_every`` (1..255: the decay acts on every
+    ``wd_every``-th update only, counted by the engine's decay counter, ``golden.engine.network.NetEngine``)."""
 
     mode: str = "sign"
     margin: int = 256
     g_lr: int = 1 << 14
     g_shift: int = 8
     wd_shift: int = 0
+    wd_every: int = 1
 
     def __post_init__(self):
         if self.mode not in LOSS_MODES:
@@ -66,6 +68,7 @@ class LossConfig:
         check_int("g_lr", self.g_lr, 1, G_MAX)
         check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
         check_wd_shift(self.wd_shift)
+        check_int("wd_every", self.wd_every, *WD_EVERY_RANGE)
 
     @property
     def on_chip(self) -> bool:

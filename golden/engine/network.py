@@ -20,7 +20,11 @@ parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``
 weights exist only between the weight memory and the array. The update replays the stream once over
 every layer: ``w <- sat(w - round_shift(g * p, 16) - d, -127, 127)`` (``golden.engine.zo_engine``), with
 the optional integer weight decay d = round_shift(w, wd_shift) (``LossConfig.wd_shift`` 1..7, a run-time
-register: one shift and one subtract per lane in the update's saturating subtract; 0 = off, d = 0).
+register: one shift and one subtract per lane in the update's saturating subtract; 0 = off, d = 0), on
+every ``LossConfig.wd_every``-th update only: the engine's decay counter c (8 bit, 0 after reset, kept
+across operations) decides at each update (OP_UPDATE, or a TRAIN step's update phase): the decay acts iff
+c >= wd_every - 1, and then c <- 0, else c <- c + 1. So from reset, updates wd_every, 2 wd_every, ... (1-based)
+decay; the counter runs whether or not wd_shift is 0, and a smaller wd_every than c + 1 decays at once.
 
 **A step** -- NEXT(+), per batch tile (a REWIND(+) before each later tile) the whole network; REWIND(-)
 and the same for -epsilon; the losses L+ and L- and g (``golden.engine.loss``); REWIND(+) and the
@@ -36,6 +40,7 @@ activation buffer before the next layer reads them), the loss/g tail and any wai
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -46,7 +51,8 @@ from pezo.golden.engine.int8 import (ACC_BITS, ACT_MAX, ACT_MIN, SHIFT_RANGE, WE
                                      round_shift, saturate)
 from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, FORWARD_LATENCY, MAX_BATCH, MAX_COLS, MAX_ROWS,
-                                          UPDATE_LATENCY, perturbed_weights, stream_config, updated_weights)
+                                          UPDATE_LATENCY, WD_EVERY_RANGE, check_wd_shift, perturbed_weights,
+                                          stream_config, updated_weights)
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.golden.rng.scale import check_scalable
 
@@ -277,6 +283,12 @@ def forward_network(config: NetConfig, x, weights: list[np.ndarray], biases: lis
     raise AssertionError("unreachable")
 
 
+def weights_digest(flat) -> str:
+    """A short fingerprint of an int8 weight vector (global order): the first 16 hex digits of the SHA-256
+    of its bytes."""
+    return hashlib.sha256(np.asarray(flat).astype(np.int8).tobytes()).hexdigest()[:16]
+
+
 class NetEngine:
     """Operation-level model of ``hw.engine.net_engine.NetEngine``: the global weight vector, the
     biases, the stream, and the operations (forward_zo, update, train_step, infer)."""
@@ -294,6 +306,7 @@ class NetEngine:
             self.load_biases(biases)
         self.perturbation = None  # the current step's p (+epsilon), global order
         self.steps = 0
+        self.decay_count = 0  # the engine's decay counter (module docstring)
 
     # -- state --------------------------------------------------------------------------------
     def _split(self, flat) -> list[np.ndarray]:
@@ -369,12 +382,24 @@ class NetEngine:
         return (self._logits(x, perturbed_weights(self.flat, p)),
                 self._logits(x, perturbed_weights(self.flat, -p)))
 
-    def update(self, g: int, wd_shift: int = 0) -> list[np.ndarray]:
+    def digest(self) -> str:
+        """``weights_digest`` of the current weights."""
+        return weights_digest(self.flat)
+
+    def decays_next(self, wd_every: int = 1) -> bool:
+        """Whether the next update's decay acts (the decay counter against ``wd_every``; module docstring)."""
+        check_int("wd_every", wd_every, *WD_EVERY_RANGE)
+        return self.decay_count >= wd_every - 1
+
+    def update(self, g: int, wd_shift: int = 0, wd_every: int = 1) -> list[np.ndarray]:
         """Replay the step's perturbation: ``w <- sat(w - round_shift(g p, 16) - round_shift(w, wd_shift))``
-        (the decay term only for ``wd_shift`` 1..7)."""
+        (the decay term only for ``wd_shift`` 1..7, on the updates the decay counter picks: ``wd_every``)."""
         if self.perturbation is None:
             raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
-        self.flat = updated_weights(self.flat, self.perturbation, g, wd_shift)
+        check_wd_shift(wd_shift)
+        decay = self.decays_next(wd_every)
+        self.decay_count = 0 if decay else self.decay_count + 1
+        self.flat = updated_weights(self.flat, self.perturbation, g, wd_shift if decay else 0)
         return self.weights
 
     def train_step(self, x, labels, loss: LossConfig, g: int | None = None) -> StepRecord:
@@ -387,7 +412,7 @@ class NetEngine:
                 raise ValueError("host loss mode: pass the step's g")
         else:
             g = onchip_g(l_plus, l_minus, loss)
-        self.update(g, loss.wd_shift)
+        self.update(g, loss.wd_shift, loss.wd_every)
         return StepRecord(plus, minus, l_plus, l_minus, int(g))
 
     def infer(self, x) -> np.ndarray:

@@ -192,6 +192,12 @@ WD_SHIFT_RANGE = (0, 7)
 int8 weight in [-127, 127] at all (round_shift(w, 8) = 0 for every such w)."""
 
 
+WD_EVERY_BITS = 8
+WD_EVERY_RANGE = (1, (1 << WD_EVERY_BITS) - 1)
+"""How often the decay acts (``LossConfig.wd_every``): on every N-th update, N = 1..255 (an 8-bit register and
+counter of the network engine)."""
+
+
 def check_wd_shift(wd_shift) -> int:
     """``wd_shift`` in 0..7 (0 = no weight decay), or a ValueError naming the range."""
     check_int("wd_shift", wd_shift, *WD_SHIFT_RANGE)

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import math
 import sys
 import time
@@ -78,9 +77,9 @@ from pezo.golden.config import DEFAULT_BIT_ORDER, check_int
 from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, quantize, round_shift, saturate
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
-from pezo.golden.engine.network import Layer, NetConfig, NetEngine
+from pezo.golden.engine.network import Layer, NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS,
-                                          WD_SHIFT_RANGE, g_to_fixed)
+                                          WD_EVERY_RANGE, WD_SHIFT_RANGE, g_to_fixed)
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import make_sampler
@@ -139,8 +138,8 @@ class NetTrainConfig:
     wd_shift   -- the update's integer weight decay ``w -= round_shift(w, wd_shift)`` (``LossConfig.wd_shift``,
                   a run-time register of the engine), 0..7; 0 = off (the default: the plain update).
     wd_every   -- the decay acts on every ``wd_every``-th step only (steps wd_every, 2 wd_every, ...),
-                  1..2^20: the host sets the register for those steps (a TRAIN command of
-                  wd_every - 1 steps without decay, then one with it); 1 = every step.
+                  1..255: the engine's WD_EVERY register and decay counter (``LossConfig.wd_every``), so
+                  one TRAIN(S) command runs the schedule; 1 = every step.
     """
 
     net: str = "digits-mlp"
@@ -195,7 +194,7 @@ class NetTrainConfig:
         _check_number("init_scale", self.init_scale, 0, 16)
         _check_choice("last_init", self.last_init, LAST_INITS)
         check_int("wd_shift", self.wd_shift, *WD_SHIFT_RANGE)
-        check_int("wd_every", self.wd_every, 1, 1 << 20)
+        check_int("wd_every", self.wd_every, *WD_EVERY_RANGE)
         if self.shifts is not None:
             hidden = len(NETS[self.net]) - 1
             if not isinstance(self.shifts, (tuple, list)) or len(self.shifts) != hidden:
@@ -227,10 +226,12 @@ class NetTrainConfig:
     @property
     def loss_config(self) -> LossConfig:
         mode = self.g_mode if self.loss == "on-chip" else "host"
-        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift, wd_shift=self.wd_shift)
+        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift, wd_shift=self.wd_shift,
+                          wd_every=self.wd_every)
 
     def decays(self, step: int) -> bool:
-        """Whether 0-based step ``step`` runs with the weight decay register set (``wd_every``)."""
+        """Whether 0-based step ``step``'s update decays: the engine's decay counter from reset
+        (``golden.engine.network``) picks steps wd_every - 1, 2 wd_every - 1, ... (0-based)."""
         return self.wd_shift > 0 and (step + 1) % self.wd_every == 0
 
     @property
@@ -276,7 +277,7 @@ TUNED_WD = {
 """``TUNED`` plus the update's integer weight decay, per net where it was screened
 (``benchmarks/screen_rt_mlp.py``, pregen stream, chosen on validation only;
 ``benchmarks/results/engine_net/screen``). rt-mlp: ``w -= round_shift(w, 6)`` on every second step
-(the host sets WD_SHIFT for those steps). Best validation, seed 1 / seed 2: no decay 73.8 / 70.7,
+(the engine's WD_EVERY register). Best validation, seed 1 / seed 2: no decay 73.8 / 70.7,
 wd_shift 4 / 5 / 6 / 7 every step 66.2 / 70.7 / 75.0 (69.5) / 73.6, 6 every 2nd step 76.6 / 70.9 (the
 highest two-seed mean), 6 every 4th 75.6; 6 with margin 8192 76.2 / 68.9, with init_scale 0.5 75.2; the
 probe as the starting head (no decay) 74.0. Round-half-up decay has a dead zone: shift s never moves
@@ -467,8 +468,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     if not isinstance(config, NetTrainConfig):
         raise ValueError(f"config must be a NetTrainConfig, got {type(config).__name__}")
     data = data or load_data(config)
-    net, loss_wd = config.net_config, config.loss_config
-    loss_off = dataclasses.replace(loss_wd, wd_shift=0)
+    net, loss_cfg = config.net_config, config.loss_config
     train_size = len(data.y["train"])
     if net.batch > train_size:
         raise ValueError(f"batch must be <= the {train_size} training examples, got {net.batch}")
@@ -486,7 +486,6 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
         t0 = time.perf_counter()
-        loss_cfg = loss_wd if config.decays(step) else loss_off
         if config.loss == "on-chip":
             record = engine.train_step(x, y, loss_cfg)
             g = record.g
@@ -495,7 +494,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         else:
             plus, minus = engine.forward_zo(x)
             g, l_plus, l_minus = host_g(plus, minus, y, config, data.act_exponent)
-            engine.update(g, loss_cfg.wd_shift)
+            engine.update(g, loss_cfg.wd_shift, loss_cfg.wd_every)
             seconds += time.perf_counter() - t0
             losses.append(0.5 * (l_plus + l_minus))
         zero_g += g == 0
@@ -530,7 +529,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         "act_exponent": data.act_exponent, "logit_exponent": logit_exponent(net, data.act_exponent),
         "shifts": [l.shift for l in net.layers[:-1]], "weights": net.weights,
         "weight_range": [int(best_w.min()), int(best_w.max())],
-        "final_weights_digest": hashlib.sha256(final_w.astype(np.int8).tobytes()).hexdigest()[:16],
+        "final_weights_digest": weights_digest(final_w),
         "weight_change_lsb": float(np.abs(final_w - np.concatenate([w.ravel() for w in weights])).mean()),
         "init": init, "train_size": train_size, "val_size": len(data.y["val"]), "test_size": len(data.y["test"]),
         "data": data.info, "config": config.to_dict(),

@@ -25,6 +25,9 @@ Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, t
   tile the whole network (REWIND(+) before each later tile), REWIND(-), the same for -epsilon; the
   losses land in ``loss_plus`` / ``loss_minus`` (``margin`` sampled with start); release the batch.
 * ``OP_UPDATE`` -- REWIND(+) and one pass over every weight with the host's ``g`` (Q8.16).
+* Weight decay: every update (OP_UPDATE, or a TRAIN step's) subtracts ``round_shift(w, wd_shift)`` too
+  (``wd_shift`` 0 = off) when the decay counter picks it: on every ``wd_every``-th update since reset
+  (``golden.engine.network``; ``wd_shift`` and ``wd_every`` sampled with start).
 * ``OP_INFER`` -- plain inference of the batch at the head of the queue (logits of pass 0); releases it.
 * ``OP_TRAIN`` -- ``steps`` complete steps: batch, both passes, losses, g (``g_mode`` sign: +-``g_lr``;
   scaled: ``sat(round_shift(L+ - L-, g_shift))``; host: ``g``), update. ``step_done`` pulses once per
@@ -51,7 +54,7 @@ from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
 from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY,
-                                          WD_SHIFT_RANGE)
+                                          WD_EVERY_BITS, WD_SHIFT_RANGE)
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
 from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, logit_read,
@@ -91,7 +94,7 @@ class NetEngine(ConfigComponent):
                 "start": In(1), "op": In(2), "steps": In(unsigned(STEP_BITS)), "g": In(signed(G_BITS)),
                 "g_mode": In(2), "margin": In(unsigned(MARGIN_BITS - 1)), "g_lr": In(signed(G_BITS)),
                 "g_shift": In(unsigned(G_SHIFT_RANGE[1].bit_length())),
-                "wd_shift": In(unsigned(WD_SHIFT_RANGE[1].bit_length())),
+                "wd_shift": In(unsigned(WD_SHIFT_RANGE[1].bit_length())), "wd_every": In(unsigned(WD_EVERY_BITS)),
                 "busy": Out(1), "done": Out(1), "cycles": Out(32), "wait_cycles": Out(32),
                 "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
                 "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
@@ -157,7 +160,14 @@ class NetEngine(ConfigComponent):
         # -- controller (issue stage S0) -------------------------------------------------------------
         op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2)
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
-        wd_shift = Signal.like(self.wd_shift)
+        wd_shift, wd_every = Signal.like(self.wd_shift), Signal.like(self.wd_every)
+        # the decay counter (golden.engine.network): kept across operations, 0 after reset; at the start of
+        # each update phase the decay acts iff count + 1 >= wd_every (wd_every 0 acts as 1)
+        decay_count, decay_on = Signal(unsigned(WD_EVERY_BITS)), Signal()
+
+        def decide_decay(every):
+            acts = (decay_count + 1) >= every
+            return [decay_on.eq(acts), decay_count.eq(Mux(acts, 0, decay_count + 1))]
         steps_left = Signal(unsigned(STEP_BITS))
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
@@ -188,11 +198,12 @@ class NetEngine(ConfigComponent):
                 with m.If(self.start):
                     m.d.sync += [op.eq(self.op), g.eq(self.g), mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
                                  margin.eq(self.margin), g_lr.eq(self.g_lr), g_shift.eq(self.g_shift),
-                                 wd_shift.eq(self.wd_shift),
+                                 wd_shift.eq(self.wd_shift), wd_every.eq(self.wd_every),
                                  steps_left.eq(self.steps), self.done.eq(0), self.cycles.eq(0),
                                  self.wait_cycles.eq(0), self.steps_done.eq(0), self.busy.eq(1),
                                  updating.eq(self.op == OP_UPDATE), sign.eq(0), tile.eq(0), *reset_walk]
                     with m.If(self.op == OP_UPDATE):
+                        m.d.sync += decide_decay(self.wd_every)
                         m.next = "COMMAND"
                     with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
                         m.next = "FINISH"
@@ -250,7 +261,7 @@ class NetEngine(ConfigComponent):
                                  self.loss_minus.eq(loss[1])]
                     with m.If(op == OP_TRAIN):
                         m.d.sync += [g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)), updating.eq(1),
-                                     sign.eq(0), tile.eq(0), *reset_walk]
+                                     sign.eq(0), tile.eq(0), *reset_walk, *decide_decay(wd_every)]
                         m.next = "COMMAND"
                     with m.Else():
                         m.next = "FINISH"
@@ -318,7 +329,7 @@ class NetEngine(ConfigComponent):
             self._bias(m, cfg, pe, layer, o)
 
         # -- update: S1 g * p, S2 round and the decay of the old word in ``w2``, S3 saturating subtract +
-        # write back. Weight decay (``wd_shift`` 1..7; 0 = off): d = round_shift(w, s) =
+        # write back. Weight decay (``wd_shift`` 1..7; 0 = off; on the updates ``decay_on`` picks): d = round_shift(w, s) =
         # ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a
         # fixed shift), subtracted with the step in the same saturating subtract.
         product_bits = G_BITS + STREAM_BITS
@@ -332,7 +343,7 @@ class NetEngine(ConfigComponent):
         wd_minus_1 = (wd_shift - 1)[:wd_shift.shape().width]
         for c in range(C):
             m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
-                         decays[c].eq(Mux(wd_shift == 0, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
+                         decays[c].eq(Mux((wd_shift == 0) | ~decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))

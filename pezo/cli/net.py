@@ -37,9 +37,9 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
     p.add_argument("--g-shift", type=raw, help="with --net, scaled mode: 0..47")
     p.add_argument("--wd-shift", type=raw, help="with --net: the update's integer weight decay "
                    "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)")
+    p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
+                   "engine's WD_EVERY register and decay counter), 1..255 (default 1)")
     if not sim:
-        p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
-                       "host sets the register for those steps), 1..1048576 (default 1)")
         p.add_argument("--last-init", choices=("zero", "calibrated", "probe"), help="with --net: the last layer "
                        "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
                        "hidden features, quantised to int8")
@@ -133,7 +133,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         "overlap": overlap, "layer_utilisation": net.layer_utilisation(), "mismatches": r["mismatches"],
         "mismatch_count": r["mismatch_count"], "loss_first": records[0] if records else None,
         "loss_last": records[-1] if records else None, "final_weights_nonzero": r["final_weights_nonzero"],
-        "final_weight_range": r["final_weight_range"], "array": f"{net.rows}x{net.cols}", "batch": net.batch,
+        "final_weight_range": r["final_weight_range"], "final_weights_digest": r.get("final_weight_digest"), "array": f"{net.rows}x{net.cols}", "batch": net.batch,
         "weights": net.weights, "layers": [l.describe() for l in net.layers], "build_s": r.get("build_s"),
         "test_s": r.get("test_s"), "seed": train.seed, "split_seed": train.seed, "config": train.to_dict(),
     }

@@ -184,6 +184,7 @@ class EngineDriver:
         await self.write("G_LR", loss.g_lr)
         await self.write("G_SHIFT", loss.g_shift)
         await self.write("WD_SHIFT", loss.wd_shift)
+        await self.write("WD_EVERY", loss.wd_every)
         await self.control("START", "ACK_DONE", "ACK_STEP")
 
     async def wait_done(self) -> None:

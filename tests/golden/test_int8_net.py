@@ -37,7 +37,8 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
     ("last_init", "random", "last_init must be one of zero, calibrated, probe"),
     ("wd_shift", 8, "wd_shift must be in 0..7, got 8"),
     ("wd_shift", -1, "wd_shift must be in 0..7"),
-    ("wd_every", 0, "wd_every must be in 1..1048576"),
+    ("wd_every", 0, "wd_every must be in 1..255"),
+    ("wd_every", 256, "wd_every must be in 1..255, got 256"),
     ("shifts", (7,), "shifts must be None or 2 shift"),
     ("shifts", (7, 40), r"shifts\[1\]"),
 ])
@@ -132,16 +133,19 @@ def test_each_step_is_the_engines_arithmetic(loss):
 
 
 def test_weight_decay_acts_on_every_wd_every_th_step_as_the_engine_with_the_register_set():
-    """wd_every = 3: steps 3, 6, ... run with LossConfig.wd_shift (the host sets the register), the others
-    without; the trainer's weights equal that replay and differ from the run without decay."""
+    """wd_every = 3: the engine's decay counter picks steps 3, 6, ... (1-based), exactly as a host that sets
+    WD_SHIFT for those steps only (wd_every 1) would; the trainer's weights equal that replay and differ
+    from the run without decay."""
     cfg = FAST.replace(steps=12, eval_every=12, wd_shift=5, wd_every=3)
     data = load_data(cfg)
     r = train_int8_net(cfg, data=data)
     weights, _ = init_weights(cfg, data.x["train"])
     engine = NetEngine(cfg.net_config, weights=weights)
-    off = dataclasses.replace(cfg.loss_config, wd_shift=0)
+    on = dataclasses.replace(cfg.loss_config, wd_every=1)
+    off = dataclasses.replace(on, wd_shift=0)
+    assert cfg.loss_config.wd_every == 3
     for step, rows in enumerate(batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed)):
-        engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config if step % 3 == 2 else off)
+        engine.train_step(data.x["train"][rows], data.y["train"][rows], on if step % 3 == 2 else off)
     assert r["final_weights_digest"] == _digest(engine)
     assert [cfg.decays(i) for i in range(6)] == [False, False, True, False, False, True]
     assert r["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), data=data)["final_weights_digest"]

@@ -8,7 +8,8 @@ from pezo.golden.engine.int8 import round_shift
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, hinge_terms, onchip_g
 from pezo.golden.engine.nets import NET_NAMES, net_config
 from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, Layer, NetConfig, NetEngine
-from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, ZOEngine, EngineConfig
+from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, EngineConfig, ZOEngine,
+                                          updated_weights)
 
 
 def test_hinge_loss_by_hand():
@@ -59,6 +60,37 @@ def test_one_step_perturbs_every_layer_in_global_order_and_updates_by_replay():
     assert record.loss_plus == hinge_loss(record.logits_plus, y, 10)
     assert record.g == np.sign(record.loss_plus - record.loss_minus) * (1 << 16)
     assert np.array_equal(engine.flat, np.clip(w0 - np.sign(record.g) * p, -127, 127))
+
+
+def test_the_decay_counter_picks_every_wd_every_th_update_across_operations():
+    """The engine's decay counter (module docstring): from reset, updates wd_every, 2 wd_every, ... decay;
+    it counts OP_UPDATE and TRAIN updates alike, with or without wd_shift, and a smaller wd_every than the
+    count so far decays at once."""
+    cfg = NetConfig(layers=(Layer(8, 4, shift=4, relu=True), Layer(4, 2)), rows=1, cols=4, batch=2)
+    rng = np.random.default_rng(5)
+    engine = NetEngine(cfg, [rng.integers(-100, 101, (4, 8)), rng.integers(-100, 101, (2, 4))])
+    x, y = rng.integers(-128, 128, (2, 8)), np.array([0, 1])
+    picked = []
+    for step in range(7):
+        picked.append(engine.decays_next(3))
+        before = engine.flat.copy()
+        if step == 1:  # a host-g update counts as well
+            engine.forward_zo(x)
+            engine.update(1 << 16, 4, 3)
+            expect = updated_weights(before, engine.perturbation, 1 << 16, 0)
+        else:
+            record = engine.train_step(x, y, LossConfig(mode="sign", margin=10, g_lr=1 << 16, wd_shift=4, wd_every=3))
+            expect = updated_weights(before, engine.perturbation, record.g, 4 if picked[-1] else 0)
+        assert np.array_equal(engine.flat, expect), step
+    assert picked == [False, False, True, False, False, True, False]
+    assert engine.decay_count == 1
+    engine.forward_zo(x)
+    engine.update(0, 0, 1)  # wd_every 1 >= count + 1: decays (a no-op with wd_shift 0) and restarts the count
+    assert engine.decay_count == 0 and engine.decays_next(1) and not engine.decays_next(2)
+    with pytest.raises(ValueError, match="wd_every must be in 1..255, got 0"):
+        engine.update(0, 0, 0)
+    with pytest.raises(ValueError, match="wd_every must be in 1..255, got 256"):
+        LossConfig(wd_every=256)
 
 
 def test_a_one_layer_network_is_the_head_engine():

@@ -77,6 +77,31 @@ def test_weight_decay_over_the_full_weight_range_matches_golden(wd_shift):
     assert not np.array_equal(plain.flat, decayed.flat)
 
 
+@pytest.mark.parametrize("mode, overlap, every", [("sign", True, 2), ("sign", False, 3), ("host", True, 2)],
+                         ids=["train-S-every2", "train-1-every3", "host-update-every2"])
+def test_the_decay_counter_runs_the_every_nth_schedule_on_chip(mode, overlap, every):
+    """WD_EVERY: one TRAIN(S) command (or S TRAIN(1) commands, or host FORWARD + UPDATE pairs) decays on
+    updates every, 2 every, ... only: the RTL equals golden's counter, which equals a host that sets
+    WD_SHIFT for those steps alone; and the counter really skipped the others."""
+    from pezo.golden.engine.network import NetEngine as GoldenNet
+
+    steps = 6
+    cfg, loss = TINY, LossConfig(mode=mode, margin=100, g_lr=1 << 16, wd_shift=2, wd_every=every)
+    rng = np.random.default_rng(every)
+    xs, ys = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    w = rng.integers(-127, 128, cfg.weights)
+    result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, overlap=overlap))
+    assert result["match"], result["mismatches"]
+    toggled, always = GoldenNet(cfg, w), GoldenNet(cfg, w)
+    on = LossConfig(mode=mode, margin=100, g_lr=1 << 16, wd_shift=2)
+    off = LossConfig(mode=mode, margin=100, g_lr=1 << 16)
+    for step, (x, y, record) in enumerate(zip(xs, ys, result["records"])):
+        g = record["g"] if mode == "host" else None
+        toggled.train_step(x, y, on if (step + 1) % every == 0 else off, g=g)
+        always.train_step(x, y, on, g=g)
+    assert result["final_weight_digest"] == toggled.digest() != always.digest()
+
+
 def test_biases_and_one_word_layers_match_golden():
     rng = np.random.default_rng(5)
     biases = [rng.integers(-5000, 5000, 4), None, rng.integers(-900, 900, 2)]
@@ -155,15 +180,21 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
 @pytest.mark.rtl
 @pytest.mark.parametrize("simulator", ["icarus", "verilator"])
 def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys):
-    """``--wd-shift``: the engine's WD_SHIFT register on Icarus and Verilator, every logit, loss, g and the
-    final weights against golden (digits-mlp's calibrated weights reach +-127, so the decay acts)."""
+    """``--wd-shift 5 --wd-every 2``: the engine's WD_SHIFT and WD_EVERY registers on Icarus and Verilator,
+    one TRAIN(4) command: every logit, loss, g and the final weights against golden, and the final weights
+    are the golden trainer's (``pezo train-int8``, same split, start and batches), which differ from the
+    run without decay (digits-mlp's calibrated weights reach +-127, so the decay acts)."""
     require_simulator(simulator)
-    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "3", "--wd-shift", "5", "--simulator", simulator,
-                 "--json"]) == 0
+    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "4", "--wd-shift", "5", "--wd-every", "2",
+                 "--simulator", simulator, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["match"] is True and result["mismatch_count"] == 0, result["mismatches"]
-    assert result["config"]["wd_shift"] == 5
-    assert max(abs(v) for v in result["final_weight_range"]) < 127  # decayed from the +-127 start
+    assert result["config"]["wd_shift"] == 5 and result["config"]["wd_every"] == 2
+    from pezo.golden.zo.int8_net import train_int8_net
+
+    cfg = NetTrainConfig(net="digits-mlp", steps=4, eval_every=4, wd_shift=5, wd_every=2)
+    assert result["final_weights_digest"] == train_int8_net(cfg, probe=False)["final_weights_digest"]
+    assert result["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), probe=False)["final_weights_digest"]
 
 
 @pytest.mark.rtl
@@ -191,7 +222,8 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
     (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
     (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
     (["train-int8", "--net", "rt-mlp", "--wd-shift", "8"], "--wd-shift must be in 0..7, got 8"),
-    (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..1048576, got 0"),
+    (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..255, got 0"),
+    (["sim", "engine", "--net", "digits-mlp", "--wd-every", "256"], "--wd-every must be in 1..255, got 256"),
     (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
 ])
 def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
