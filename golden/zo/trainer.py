@@ -7,9 +7,13 @@ geometry was tuned for.
 
 Head initialisation (``head_init``):
 * ``zeros`` (default): W = 0, b = 0 (start accuracy = the majority class; ZO learns the head).
-* ``probe``: the float linear probe (``pezo.golden.lm.probe``: L-BFGS logistic regression, L2 = 1) on
-  the k training shots' embeddings under the starting weights -- linear probing then ZO fine-tuning
-  (LP-MeZO). It uses only the few-shot training data.
+* ``probe``: the float linear probe (``pezo.golden.lm.probe.fit_linear_probe_val``: L-BFGS logistic
+  regression) on the k training shots' embeddings under the starting weights, with its L2 chosen from
+  ``pezo.golden.lm.probe.L2_GRID`` by accuracy on the run's own few-shot validation split (ties: the larger
+  L2) -- the same selection as the probe baselines; the test split is never seen. Linear probing then ZO
+  fine-tuning (LP-MeZO). The chosen L2 is the summary's ``head_init_l2``. Note that the start's validation
+  accuracy is then a maximum over the grid, so ZO must beat a validation-selected start to move the
+  best-validation checkpoint off step 0.
 * ``prototype``: the nearest-class-mean classifier of the k training shots, with no
   gradient step: ``W_c = mean of x over class c``, ``b_c = -||W_c||^2 / 2`` (so the argmax is the
   nearest prototype). It uses only the few-shot training data, as MeZO's prompt-based start uses
@@ -41,7 +45,7 @@ import numpy as np
 from pezo.golden.config import check_int
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.lm.minilm import MiniLM, TokenBatch, l2_normalize, load_minilm
-from pezo.golden.lm.probe import fit_linear_probe
+from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS as _OPTIONS_BY_FAMILY, make_sampler
 from pezo.golden.zo.mezo import MeZO, MeZOConfig, no_decay
@@ -219,9 +223,11 @@ class ZOTask:
         hidden = model.config.hidden_size
         self.params[HEAD_WEIGHT] = np.zeros((classes, hidden), dtype=np.float32)
         self.params[HEAD_BIAS] = np.zeros(classes, dtype=np.float32)
-        if config.head_init == "probe":
-            weight, bias = fit_linear_probe(self.embeddings(split.train, self.params), self.labels[split.train],
-                                            classes, scale=config.head_scale)
+        self.head_init_l2 = None
+        if config.head_init == "probe":  # L2 chosen on the few-shot validation split, never on test
+            weight, bias, self.head_init_l2 = fit_linear_probe_val(
+                self.embeddings(split.train, self.params), self.labels[split.train],
+                self.embeddings(split.val, self.params), self.labels[split.val], classes, scale=config.head_scale)
             self.params[HEAD_WEIGHT][...] = weight
             self.params[HEAD_BIAS][...] = bias
         elif config.head_init == "prototype":
@@ -317,7 +323,7 @@ def train(config: TrainConfig, progress: bool = False, keep: bool = False) -> Tr
         "seed": config.seed, "test_accuracy": test_accuracy, "start_accuracy": start_accuracy,
         "seconds_per_step": train_seconds / config.steps,
         "final_test_accuracy": final_test, "best_step": best_step, "best_val_accuracy": best_val,
-        "start_val_accuracy": start_val, "val_history": val_history,
+        "start_val_accuracy": start_val, "val_history": val_history, "head_init_l2": task.head_init_l2,
         "train_loss_start": float(np.mean(losses[:20])), "train_loss_end": float(np.mean(losses[-20:])),
         "trainable": config.trainable, "trainable_params": sampler.dim, "forward_passes": 2 * config.queries * config.steps,
         "train_size": int(len(split.train)), "val_size": int(len(split.val)), "test_size": int(len(split.test)),

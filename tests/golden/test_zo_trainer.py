@@ -148,3 +148,29 @@ def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, caps
     assert main(["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2",
                  "--out", str(foreign), "--quiet"]) == 2
     assert (foreign / "notes.txt").read_text() == "keep" and len(list(foreign.iterdir())) == 1
+
+
+def test_probe_start_is_the_probe_with_its_l2_chosen_on_validation():
+    """head_init="probe": the start head is the float probe whose L2 (from L2_GRID) scores best on the run's
+    few-shot validation split (ties: the larger L2), reported as ``head_init_l2``; test never decides it."""
+    from pezo.golden.lm.probe import L2_GRID, fit_linear_probe
+    from pezo.golden.zo.trainer import ZOTask
+
+    config = small(shots=16, steps=1, eval_every=1, head_init="probe")
+    result = train(config, keep=True)
+    chosen = result.summary["head_init_l2"]
+    assert chosen in L2_GRID
+    task = ZOTask(config.replace(head_init="zeros"))
+    split, labels = task.split, task.labels
+    x_train, x_val = task.embeddings(split.train, task.params), task.embeddings(split.val, task.params)
+    val_acc = {}
+    for l2 in L2_GRID:
+        w, b = fit_linear_probe(x_train, labels[split.train], 2, l2=l2)
+        val_acc[l2] = float(((x_val @ w.T + b).argmax(axis=1) == labels[split.val]).mean())
+    best = max(val_acc.values())
+    assert chosen == max(l2 for l2, acc in val_acc.items() if acc == best)
+    assert len(set(val_acc.values())) > 1  # the grid matters on this split: the choice is not vacuous
+    w, b = fit_linear_probe(x_train, labels[split.train], 2, l2=chosen)
+    assert np.array_equal(result.start_params["head.weight"], w) and np.array_equal(result.start_params["head.bias"], b)
+    assert result.summary["start_val_accuracy"] == pytest.approx(best)
+    assert train(small(steps=1, eval_every=1)).summary["head_init_l2"] is None
