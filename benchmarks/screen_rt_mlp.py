@@ -46,6 +46,10 @@ RUNS = {
     "b512-pregen": dict(strategy="pregen", batch=512),
     "wd6e2-b512-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, batch=512),
     "wd6e2-m32k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=32768),
+    "wd6e2-8k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, steps=8000),
+    "wd6e2-m64k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=65536),
+    "wd6e2-m128k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=131072),
+    "wd6e2-ev125-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, eval_every=125),
 }
 KEEP = ("test_accuracy", "final_test_accuracy", "best_step", "best_val_accuracy", "start_accuracy",
         "start_val_accuracy", "float_probe_test_accuracy", "gap_points", "seconds_per_step", "weight_change_lsb",
