@@ -2,14 +2,15 @@
 golden float MeZO and ElasticZO-INT8 Full ZO at equal forward passes, and the trainer's speed.
 
     .venv/bin/python benchmarks/bench_int8_net.py [--nets digits-mlp,rt-mlp] [--seeds 1,2,3]
-        [--methods int8,int8-wd,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force]
+        [--methods int8,int8-wd,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force | --cached-only]
         [--out benchmarks/results/engine_net]
 
 Per net and seed (``pezo.golden.zo.int8_net``):
 
 * ``int8``           -- ``train_int8_net(TUNED[net])``: the engine's exact on-chip step (otf stream);
 * ``int8-wd``        -- ``train_int8_net(TUNED_WD[net])`` (nets screened for it: rt-mlp): ``int8`` plus the
-  update's integer weight decay ``w -= round_shift(w, wd_shift)`` (a run-time register of the engine);
+  update's integer weight decay ``w -= round_shift(w, wd_shift)`` (a run-time register of the engine) and,
+  where ``average_last`` is set, the host's average of the last checkpoints as the reported model;
 * ``int8-pregen``    -- the same with the pregen stream (seed 1 only: a spot check);
 * ``int8-host``      -- the same net with the host's float cross-entropy g (seed 1 only);
 * ``float-mezo``     -- ``train_float_mezo(FLOAT_TUNED[net])``: float32 MeZO on the same MLP shape;
@@ -19,7 +20,8 @@ Per net and seed (``pezo.golden.zo.int8_net``):
   float embeddings as a methods ``Task`` of sizes 384-64-2 from ``init_mlp``).
 
 Every method gets the same number of steps (two forward passes each) and the same batch. Each run's
-summary is cached in ``--out/runs/`` (``--force`` re-runs). Writes ``accuracy.{md,json,csv}`` (one row per
+summary is cached in ``--out/runs/`` (``--force`` re-runs; ``--cached-only`` runs nothing and tabulates the
+cached runs, naming the missing ones; a mean row says over how many seeds). Writes ``accuracy.{md,json,csv}`` (one row per
 run, means per net and method), ``curves-<net>.png`` (validation accuracy against forward passes, mean
 over seeds with the min-max band) and ``speed.{md,json}`` (seconds per step, INT8 engine vs float MeZO).
 """
@@ -177,7 +179,8 @@ def write_table(rows: list[dict], out: Path) -> None:
     for r in rows + means:
         gap = (f"{100 * (r['test_accuracy'] - r['float_probe_test_accuracy']):+.1f}"
                if r.get("float_probe_test_accuracy") is not None else "")
-        lines.append(f"| {r['net']} | {r['method']} | {r['seed']} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
+        seed = f"mean ({r['runs']})" if r["seed"] == "mean" else r["seed"]
+        lines.append(f"| {r['net']} | {r['method']} | {seed} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
                      f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
                      f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | "
                      f"{r['seconds_per_step']:.4f} |")
@@ -189,7 +192,7 @@ def header(rows: list[dict]) -> str:
     nets = list(dict.fromkeys(r["net"] for r in rows))
     text = ["# INT8 whole-network ZO: accuracy (issue 15)", "",
             "`.venv/bin/python benchmarks/bench_int8_net.py` (runs cached in `runs/`). Accuracies in %; test = at the",
-            "best-validation checkpoint; final = after the last step; every method gets the same steps (2 forward",
+            "best-validation checkpoint (int8-wd: see below); final = after the last step; every method gets the same steps (2 forward",
             "passes each) and batch; s/step = training step only (2 shared cores).", ""]
     for net in nets:
         c = TUNED[net]
@@ -202,8 +205,11 @@ def header(rows: list[dict]) -> str:
                     f"float-mezo: lr {f.lr:g}, eps {f.eps:g}; elasticzo-int8: the methods' defaults "
                     "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo."
                     + (f" int8-wd: int8 with {', '.join(f'{k} {v}' for k, v in TUNED_WD[net].to_dict().items() if v != c.to_dict()[k])}"
-                       " (the update's integer weight decay w -= round_shift(w, wd_shift) on every wd_every-th step; "
-                       "chosen on validation, `screen/`)." if net in TUNED_WD else ""))
+                       " (the update's integer weight decay w -= round_shift(w, wd_shift) on every wd_every-th step"
+                       + ("; its test is of the host's mean of the weights at the last "
+                          f"{TUNED_WD[net].average_last} validation checkpoints, not of the best-validation checkpoint, "
+                          "at the same steps: no extra forward pass" if TUNED_WD[net].average_last else "")
+                       + "; chosen on validation, `screen/`)." if net in TUNED_WD else ""))
     return "\n".join(text) + "\n\n"
 
 
@@ -234,6 +240,7 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--steps", type=int, default=None, help="override every net's step count")
     ap.add_argument("--force", action="store_true", help="re-run cached runs")
+    ap.add_argument("--cached-only", action="store_true", help="run nothing: tabulate the cached runs only")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "engine_net")
     args = ap.parse_args(argv)
     nets = args.nets.split(",")
@@ -253,7 +260,10 @@ def main(argv=None) -> int:
                     continue
                 if method == "int8-wd" and net not in TUNED_WD:
                     continue
-                r = run(net, method, seed, args.steps, args.out, args.force)
+                if args.cached_only and not (args.out / "runs" / f"{net}-{method}-s{seed}.json").exists():
+                    print(f"{net} {method} seed {seed}: not cached, left out", flush=True)
+                    continue
+                r = run(net, method, seed, args.steps, args.out, args.force and not args.cached_only)
                 print(f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "
                       f"{r['seconds_per_step'] * 1e3:.2f} ms/step", flush=True)
                 runs[method].append(r)

@@ -44,10 +44,17 @@ RUNS = {
     "probe-wd6-pregen": dict(strategy="pregen", last_init="probe", wd_shift=6),
     "k1024-pregen": dict(strategy="pregen", shots=1024),
     "b512-pregen": dict(strategy="pregen", batch=512),
+    "wd6e2-b512-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, batch=512),
+    "wd6e2-m32k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=32768),
+    "wd6e2-8k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, steps=8000),
+    "wd6e2-m64k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=65536),
+    "wd6e2-m128k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=131072),
+    "wd6e2-ev125-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, eval_every=125),
 }
 KEEP = ("test_accuracy", "final_test_accuracy", "best_step", "best_val_accuracy", "start_accuracy",
         "start_val_accuracy", "float_probe_test_accuracy", "gap_points", "seconds_per_step", "weight_change_lsb",
-        "weight_range", "train_loss_end", "curve", "init", "config", "train_size", "val_size")
+        "weight_range", "train_loss_end", "curve", "init", "config", "train_size", "val_size", "model",
+        "model_val_accuracy", "checkpoint_average_val", "zero_g_steps")
 
 
 def run(name: str, seed: int, out: Path, force: bool, steps: int | None) -> dict:
@@ -73,15 +80,26 @@ def late_val(r: dict) -> float:
     return sum(c["val_accuracy"] for c in r["curve"] if c["step"] > half) / max(1, sum(c["step"] > half for c in r["curve"]))
 
 
+def avg_cell(r: dict) -> str:
+    """Validation accuracy of the host's checkpoint averages (``NetTrainConfig.average_last``): the last 4, 8
+    and half of the checkpoints (runs before the field: blank)."""
+    avg = r.get("checkpoint_average_val")
+    if not avg:
+        return ""
+    half = str(len(r["curve"][1:]) // 2)
+    return " / ".join(f"{100 * avg[n]:.1f}" if n in avg else "-" for n in ("4", "8", half))
+
+
 def table(out: Path) -> None:
     rows = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
     lines = ["# rt-mlp screening (issue 15)", "",
              "`.venv/bin/python benchmarks/screen_rt_mlp.py --runs NAME --seeds S` (runs cached in `runs/`). Base: "
              f"`TUNED['rt-mlp']` ({', '.join(f'{k}={v}' for k, v in BASE.to_dict().items() if k in ('steps', 'batch', 'margin', 'g_lr', 'eps_shift', 'shots'))}). "
-             "Accuracies in %; chosen on validation only (**best val** and the mean validation accuracy over the second half of the run); test = at the best-validation checkpoint; probe = float "
+             "Accuracies in %; chosen on validation only (**best val** and the mean validation accuracy over the second half of the run; the validation accuracy of the host's average of the last 4 / 8 / half of the checkpoints); test = of the run's model (the best-validation checkpoint unless `average_last` is set); probe = float "
              "linear probe on the same shots, L2 chosen on validation.", "",
              "| run | overrides | seed | train | best val | step | val mean, 2nd half | start test | test (best val) | final test | probe | "
-             "test - probe | mean |dw| (LSB) | s/step |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "test - probe | mean |dw| (LSB) | s/step | val, mean of last 4 / 8 / half ckpts |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cfg = r["config"]
         lines.append(f"| {r['name']} | {json.dumps(r['overrides'])} | {cfg['seed']} | {r['train_size']} | "
@@ -89,7 +107,7 @@ def table(out: Path) -> None:
                      f"{100 * r['start_accuracy']:.1f} | "
                      f"{100 * r['test_accuracy']:.1f} | {100 * r['final_test_accuracy']:.1f} | "
                      f"{100 * r['float_probe_test_accuracy']:.1f} | {-r['gap_points']:.1f} | "
-                     f"{r['weight_change_lsb']:.1f} | {r['seconds_per_step']:.4f} |")
+                     f"{r['weight_change_lsb']:.1f} | {r['seconds_per_step']:.4f} | {avg_cell(r)} |")
     (out / "screen.md").write_text("\n".join(lines) + "\n")
     (out / "screen.json").write_text(json.dumps([{**{k: v for k, v in r.items() if k != "curve"}, "late_val": late_val(r)}
                                                 for r in rows], indent=1))

@@ -11,8 +11,8 @@ import pytest
 from pezo.golden.engine.network import NetEngine
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
-from pezo.golden.zo.int8_net import (TUNED, FloatMeZOConfig, NetTrainConfig, digits_split, engine_accuracy,
-                                     host_g, init_weights, load_data, quantize_digits, train_float_mezo,
+from pezo.golden.zo.int8_net import (TUNED, FloatMeZOConfig, NetTrainConfig, average_weights, digits_split,
+                                     engine_accuracy, host_g, init_weights, load_data, quantize_digits, train_float_mezo,
                                      train_int8_net)
 
 FAST = TUNED["digits-mlp"].replace(steps=300, eval_every=100)
@@ -39,6 +39,10 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
     ("wd_shift", -1, "wd_shift must be in 0..7"),
     ("wd_every", 0, "wd_every must be in 1..255"),
     ("wd_every", 256, "wd_every must be in 1..255, got 256"),
+    ("average_last", -1, r"average_last must be an integer in 0\.\.16 \(the checkpoints of 4000 steps, one every 250\), got -1"),
+    ("average_last", 17, r"average_last must be an integer in 0\.\.16"),
+    ("average_last", 2.0, r"average_last must be an integer in 0\.\.16"),
+    ("average_last", True, r"average_last must be an integer"),
     ("shifts", (7,), "shifts must be None or 2 shift"),
     ("shifts", (7, 40), r"shifts\[1\]"),
 ])
@@ -150,6 +154,38 @@ def test_weight_decay_acts_on_every_wd_every_th_step_as_the_engine_with_the_regi
     assert [cfg.decays(i) for i in range(6)] == [False, False, True, False, False, True]
     assert r["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), data=data)["final_weights_digest"]
     assert r["config"]["wd_shift"] == 5 and r["config"]["wd_every"] == 3
+
+
+def test_average_weights_is_the_checkpoint_mean_rounded_half_up():
+    ckpts = [np.array([0, 1, -1, 127, -127, 3]), np.array([1, 2, -2, 127, -127, -4])]
+    assert average_weights(ckpts).tolist() == [1, 2, -1, 127, -127, 0]  # 0.5 -> 1, 1.5 -> 2, -1.5 -> -1, -0.5 -> 0
+    assert average_weights(ckpts[:1]).tolist() == ckpts[0].tolist()
+    with pytest.raises(ValueError, match="checkpoints must be a non-empty list"):
+        average_weights([])
+
+
+def test_average_last_reports_the_host_average_of_the_last_checkpoints_without_changing_training():
+    """The training trajectory is the same; the reported model is the rounded mean of the weights at the
+    last N checkpoints, evaluated by the engine; 1 = the final weights."""
+    cfg = FAST.replace(steps=40, eval_every=10)
+    data = load_data(cfg)
+    base = train_int8_net(cfg, data=data)
+    r = train_int8_net(cfg.replace(average_last=3), data=data)
+    assert r["final_weights_digest"] == base["final_weights_digest"] and r["curve"] == base["curve"]
+    assert base["model"] == "best-validation checkpoint" and r["model"] == "mean of the last 3 checkpoints"
+    weights, _ = init_weights(cfg, data.x["train"])
+    engine = NetEngine(cfg.net_config, weights=weights)
+    ckpts = []
+    for step, rows in enumerate(batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed)):
+        engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config)
+        if (step + 1) % 10 == 0:
+            ckpts.append(engine.flat.copy())
+    engine.load_weights(average_weights(ckpts[-3:]))
+    assert r["test_accuracy"] == engine_accuracy(engine, data.x["test"], data.y["test"])
+    assert r["model_val_accuracy"] == r["checkpoint_average_val"]["3"] == engine_accuracy(engine, data.x["val"], data.y["val"])
+    assert set(base["checkpoint_average_val"]) == {"1", "2", "4"}
+    last = train_int8_net(cfg.replace(average_last=1), data=data)
+    assert last["test_accuracy"] == last["final_test_accuracy"]
 
 
 def test_the_probe_start_is_the_validation_tuned_probe_quantised_without_its_bias():
