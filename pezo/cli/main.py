@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import warnings
 
 from pezo.cli import board, engine, explore, hardware, quality, training
 from pezo.cli.args import CLIError, Parser
@@ -42,6 +43,15 @@ def one_line(message: str) -> str:
     return LONG_VALUE.sub(lambda m: f"{m.group()[:60]}...({len(m.group())} characters)", message)
 
 
+def quiet_unbuilt_designs() -> None:
+    """After an interrupt or a failure, Amaranth designs that were built but never elaborated would each warn
+    (``UnusedElaboratable``) when collected at exit, under the one-line message: ignore those warnings (as
+    Amaranth itself does for an uncaught exception)."""
+    unused = sys.modules.get("amaranth._unused")
+    if unused is not None:
+        warnings.filterwarnings("ignore", category=unused.UnusedMustUse)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pezo", description="pezo: FPGA perturbation engines for zeroth-order on-device "
                     "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
@@ -65,9 +75,11 @@ def main(argv=None) -> int:
         print(f"pezo: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        quiet_unbuilt_designs()
         print("pezo: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # tool failures: one line, not a traceback
+        quiet_unbuilt_designs()
         # boards.synth (Amaranth) and lm.minilm (SciPy) cost 0.1-0.2 s to import: only when something failed
         from pezo.boards.synth import SynthesisError
         from pezo.golden.lm.minilm import ModelPackageMissing

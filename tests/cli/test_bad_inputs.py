@@ -332,3 +332,27 @@ def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypat
         assert ax.get_xlim()[0] == 1 and all(bar.get_x() >= 1 and bar.get_width() > 0 for bar in ax.patches)
     assert len(fig.axes[3].patches) == 1  # the engine's 72 DSP; zeros are written, not drawn
     assert (tmp_path / "r.png").stat().st_size > 10_000
+
+
+def test_an_interrupt_mid_design_prints_one_line_not_amaranths_unused_warnings(tmp_path):
+    """SIGINT can land while a command builds Amaranth designs (``pezo explore`` under load): those built but
+    never elaborated would each warn at exit under "pezo: interrupted" once elaboration has started
+    somewhere; the CLI silences them, as Amaranth does for an uncaught exception."""
+    script = tmp_path / "interrupt.py"
+    script.write_text(
+        "import sys\n"
+        "from amaranth.hdl import Fragment, Module\n"
+        "from pezo.cli import main as cli\n"
+        "Fragment.get(Module(), None)  # elaboration has started: unused designs now warn\n"
+        "held = []\n"
+        "def command(args):\n"
+        "    held.append(Module())  # built, never elaborated\n"
+        "    raise KeyboardInterrupt\n"
+        "parser = cli.build_parser()\n"
+        "parser.parse_args = lambda argv: type('Args', (), {'func': staticmethod(command)})()\n"
+        "cli.build_parser = lambda: parser\n"
+        "code = cli.main([])\n"
+        "held.clear()  # collected here, after main returned\n"
+        "sys.exit(code)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and proc.stderr == "pezo: interrupted\n", proc.stderr
