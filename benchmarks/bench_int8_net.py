@@ -43,8 +43,9 @@ from pezo.golden.methods.base import MethodConfig  # noqa: E402
 from pezo.golden.methods.nets import init_mlp  # noqa: E402
 from pezo.golden.methods.registry import train_method  # noqa: E402
 from pezo.golden.methods.tasks import Task, digits_split  # noqa: E402
-from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, TUNED_WD, FloatMeZOConfig, NetTrainConfig, float_probe,  # noqa: E402
-                                     load_data, train_float_mezo, train_int8_net)
+from pezo.golden.engine.nets import NETS  # noqa: E402
+from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, TUNED_WD, FloatMeZOConfig, NetTrainConfig,  # noqa: E402
+                                     float_mlp_backprop, float_probe, load_data, train_float_mezo, train_int8_net)
 from pezo.golden.zo.int8_net import digits_split as net_digits_split  # noqa: E402
 
 METHODS = ("int8", "int8-wd", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
@@ -54,7 +55,8 @@ LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-wd": "INT8 engine, on
           "elasticzo-int8": "ElasticZO-INT8 Full ZO"}
 SPOT_CHECK = {"int8-pregen", "int8-host"}  # seed 1 only
 COLUMNS = ("net", "method", "seed", "steps", "batch", "forward_passes", "start_accuracy", "test_accuracy",
-           "final_test_accuracy", "best_step", "best_val_accuracy", "float_probe_test_accuracy", "seconds_per_step")
+           "final_test_accuracy", "best_step", "best_val_accuracy", "float_probe_test_accuracy",
+           "float_mlp_backprop_test_accuracy", "seconds_per_step")
 
 
 def int8_config(net: str, method: str, seed: int, steps: int | None) -> NetTrainConfig:
@@ -84,6 +86,22 @@ def elasticzo_run(net: str, seed: int, steps: int, batch: int, eval_every: int) 
     config = MethodConfig(method="elasticzo-int8", task="rotten_tomatoes", seed=seed, steps=steps, batch_size=batch,
                           split="full-zo", hidden=sizes[1:-1], shots=base.shots, eval_every=eval_every)
     return train_method(config, task=task)
+
+
+def backprop_reference(net: str, seed: int, out: Path) -> dict | None:
+    """``float_mlp_backprop`` of the net's shape on the seed's data (first-order, L2 and init on validation),
+    cached in ``--out/runs/<net>-backprop-s<seed>.json``; None for a net without hidden layers (rt-head: the
+    probe is its shape)."""
+    hidden = tuple(l.outputs for l in NETS[net][:-1])
+    if not hidden:
+        return None
+    path = out / "runs" / f"{net}-backprop-s{seed}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    r = float_mlp_backprop(load_data(TUNED[net].replace(seed=seed)), hidden)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(r, indent=1))
+    return r
 
 
 def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: bool) -> dict:
@@ -117,7 +135,7 @@ def row(net: str, method: str, r: dict) -> dict:
     out = {k: r.get(k) for k in COLUMNS}
     out.update(net=net, method=method, batch=r.get("batch"))
     for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "best_val_accuracy",
-              "float_probe_test_accuracy"):
+              "float_probe_test_accuracy", "float_mlp_backprop_test_accuracy"):
         if out[k] is not None:
             out[k] = round(float(out[k]), 4)
     if out["seconds_per_step"] is not None:
@@ -143,6 +161,10 @@ def plot(net: str, runs: dict, path: Path) -> None:
     probe = [p for p in probe if p is not None]
     if probe:
         ax.axhline(float(np.mean(probe)), color="k", ls=":", label="float linear probe (test, mean)")
+    bp = [r["float_mlp_backprop_test_accuracy"] for rs in runs.values() for r in rs
+          if r.get("float_mlp_backprop_test_accuracy") is not None]
+    if bp:
+        ax.axhline(float(np.mean(bp)), color="0.4", ls="--", label="same MLP by backprop, float (test, mean)")
     ax.set_xlabel("forward passes (2 per ZO step)")
     ax.set_ylabel("validation accuracy")
     ax.set_title(f"{net}: ZO training at equal forward passes")
@@ -160,7 +182,7 @@ def write_table(rows: list[dict], out: Path) -> None:
             rs = [r for r in rows if r["net"] == net and r["method"] == method]
             m = {"net": net, "method": method, "seed": "mean", "runs": len(rs)}
             for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "float_probe_test_accuracy",
-                      "seconds_per_step"):
+                      "float_mlp_backprop_test_accuracy", "seconds_per_step"):
                 vals = [r[k] for r in rs if r[k] is not None]
                 m[k] = round(float(np.mean(vals)), 6 if k == "seconds_per_step" else 4) if vals else None
             m["test_accuracy_min"] = min(r["test_accuracy"] for r in rs)
@@ -171,7 +193,8 @@ def write_table(rows: list[dict], out: Path) -> None:
         w.writeheader()
         w.writerows(rows)
     lines = ["| net | method | seed | steps | batch | forward passes | start | test (best val) | final test | "
-             "float probe | test - probe (points) | s/step |", "|" + "---|" * 12]
+             "float probe | test - probe (points) | same MLP by backprop | test - backprop (points) | s/step |",
+             "|" + "---|" * 14]
 
     def fmt(x, pct=True):
         return "" if x is None else (f"{100 * x:.1f}" if pct else f"{x}")
@@ -179,11 +202,13 @@ def write_table(rows: list[dict], out: Path) -> None:
     for r in rows + means:
         gap = (f"{100 * (r['test_accuracy'] - r['float_probe_test_accuracy']):+.1f}"
                if r.get("float_probe_test_accuracy") is not None else "")
+        bp = r.get("float_mlp_backprop_test_accuracy")
+        bp_gap = f"{100 * (r['test_accuracy'] - bp):+.1f}" if bp is not None else ""
         seed = f"mean ({r['runs']})" if r["seed"] == "mean" else r["seed"]
         lines.append(f"| {r['net']} | {r['method']} | {seed} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
                      f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
-                     f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | "
-                     f"{r['seconds_per_step']:.4f} |")
+                     f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | {fmt(bp)} | "
+                     f"{bp_gap} | {r['seconds_per_step']:.4f} |")
     (out / "accuracy.md").write_text(header(rows) + "\n".join(lines) + "\n")
 
 
@@ -193,7 +218,10 @@ def header(rows: list[dict]) -> str:
     text = ["# INT8 whole-network ZO: accuracy (issue 15)", "",
             "`.venv/bin/python benchmarks/bench_int8_net.py` (runs cached in `runs/`). Accuracies in %; test = at the",
             "best-validation checkpoint (int8-wd: see below); final = after the last step; every method gets the same steps (2 forward",
-            "passes each) and batch; s/step = training step only (2 shared cores).", ""]
+            "passes each) and batch; s/step = training step only (2 shared cores). Two references on the same",
+            "shots, neither a ZO method: the float linear probe (L2 on validation) and the same MLP shape trained",
+            "by backprop (`float_mlp_backprop`: float, biases, Adam, L2 and init chosen on validation) -- how far",
+            "exact gradients take the shape.", ""]
     for net in nets:
         c = TUNED[net]
         f = FLOAT_TUNED[net]
@@ -264,6 +292,9 @@ def main(argv=None) -> int:
                     print(f"{net} {method} seed {seed}: not cached, left out", flush=True)
                     continue
                 r = run(net, method, seed, args.steps, args.out, args.force and not args.cached_only)
+                ref = backprop_reference(net, seed, args.out)
+                if ref is not None:
+                    r = {**r, **ref}
                 print(f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "
                       f"{r['seconds_per_step'] * 1e3:.2f} ms/step", flush=True)
                 runs[method].append(r)

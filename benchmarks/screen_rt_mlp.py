@@ -50,6 +50,10 @@ RUNS = {
     "wd6e2-m64k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=65536),
     "wd6e2-m128k-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, margin=131072),
     "wd6e2-ev125-pregen": dict(strategy="pregen", wd_shift=6, wd_every=2, eval_every=125),
+    "pca-wd6e2-pregen": dict(strategy="pregen", hidden_init="pca", wd_shift=6, wd_every=2),
+    "pca-pregen": dict(strategy="pregen", hidden_init="pca"),
+    "pca-wd7e2-pregen": dict(strategy="pregen", hidden_init="pca", wd_shift=7, wd_every=2),
+    "pca-wd6e2-m8k-pregen": dict(strategy="pregen", hidden_init="pca", wd_shift=6, wd_every=2, margin=8192),
 }
 KEEP = ("test_accuracy", "final_test_accuracy", "best_step", "best_val_accuracy", "start_accuracy",
         "start_val_accuracy", "float_probe_test_accuracy", "gap_points", "seconds_per_step", "weight_change_lsb",

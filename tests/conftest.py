@@ -1,4 +1,5 @@
 import os
+import signal
 
 import pytest
 
@@ -11,6 +12,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long runs (soaks, synthesis); CI runs them, -m 'not slow' skips")
     config.addinivalue_line("markers", "rtl: runs an HDL simulator through cocotb")
     config.addinivalue_line("markers", "synth: runs Yosys synthesis")
+    # A suite started as a background job of a non-interactive shell (`cmd &` without job control) inherits
+    # SIGINT ignored, and so would every `pezo` the tests spawn: the SIGINT tests would see a command that
+    # cannot be interrupted. Catching SIGINT here makes the children start with the default disposition
+    # (exec resets a caught signal), as under a foreground shell.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

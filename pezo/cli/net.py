@@ -17,11 +17,12 @@ from pezo.golden.engine.nets import NET_NAMES
 LOSS_CHOICES = ("on-chip", "host")
 HEAD_ONLY = ("weight_exponent",)
 """Options of the head engine that a --net run does not take."""
-NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap", "wd_shift", "wd_every", "last_init")
+NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap", "wd_shift", "wd_every", "last_init",
+            "hidden_init")
 NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
     "rows", "cols", "batch", "eps_shift", "stream_seed", "rng_bits", "pool_size", "shots", "lr", "g_mode", "margin",
     "g_lr", "g_shift", "eval_every", "steps", "lfsr_leap", "lfsr_bit_order", "wd_shift", "wd_every",
-    "last_init")} | {"seed": "--split-seed"}
+    "last_init", "hidden_init")} | {"seed": "--split-seed"}
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
@@ -39,6 +40,9 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
                    "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)")
     p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
                    "engine's WD_EVERY register and decay counter), 1..255 (default 1)")
+    p.add_argument("--hidden-init", choices=("normal", "pca"), help="with --net: the hidden layers' start "
+                   "directions, normal (w0 ~ N(0, 1), default) or pca (the top width/2 principal directions of "
+                   "the layer's training inputs and their negatives; no labels), both calibrated")
     if not sim:
         p.add_argument("--last-init", choices=("zero", "calibrated", "probe"), help="with --net: the last layer "
                        "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "

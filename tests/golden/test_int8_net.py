@@ -35,6 +35,7 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
     ("eps_shift", 25, "eps_shift"),
     ("init_std", 200.0, r"init_std must be a finite number in \(0, 127\]"),
     ("last_init", "random", "last_init must be one of zero, calibrated, probe"),
+    ("hidden_init", "xavier", "hidden_init must be one of normal, pca"),
     ("wd_shift", 8, "wd_shift must be in 0..7, got 8"),
     ("wd_shift", -1, "wd_shift must be in 0..7"),
     ("wd_every", 0, "wd_every must be in 1..255"),
@@ -202,6 +203,61 @@ def test_the_probe_start_is_the_validation_tuned_probe_quantised_without_its_bia
     assert ((h_val @ w.T).argmax(axis=1) == y_val).mean() > 0.7  # the quantised, bias-free head still classifies
     with pytest.raises(ValueError, match="needs the data"):
         init_weights(TUNED["rt-mlp"].replace(last_init="probe"), h_train)
+
+
+def test_the_pca_start_is_the_inputs_top_directions_and_their_negatives_without_labels():
+    from pezo.golden.zo.int8_net import pca_directions
+
+    rng = np.random.default_rng(3)
+    # inputs with a dominant direction u: the first principal direction is +-u
+    u = rng.standard_normal(12)
+    u /= np.linalg.norm(u)
+    h = np.outer(rng.standard_normal(300) * 40, u) + rng.standard_normal((300, 12)) + 5
+    w = pca_directions(h, 8)
+    assert w.shape == (8, 12)
+    assert np.allclose(w[4:], -w[:4]) and np.allclose(w[:4] @ w[:4].T, np.eye(4))
+    assert abs(w[0] @ u) > 0.999
+    assert all(row[np.abs(row).argmax()] > 0 for row in w[:4])  # sign convention: deterministic
+    # the pair keeps every projection through the ReLU: relu(v.x) - relu(-v.x) = v.x
+    x = rng.standard_normal((5, 12))
+    assert np.allclose(np.maximum(x @ w[:4].T, 0) - np.maximum(x @ w[4:].T, 0), x @ w[:4].T)
+    with pytest.raises(ValueError, match="even width"):
+        pca_directions(h, 7)
+    with pytest.raises(ValueError, match="even width"):
+        pca_directions(h, 26)
+
+
+def test_a_pca_start_calibrates_like_the_normal_one_and_only_changes_the_hidden_directions():
+    data = load_data(FAST)
+    normal, _ = init_weights(FAST, data.x["train"], data)
+    pca, info = init_weights(FAST.replace(hidden_init="pca"), data.x["train"], data)
+    assert info["start"] == "calibrated pca" and [l.get("directions") for l in info["layers"][:2]] == ["pca", "pca"]
+    # calibrated as before (layer 1's weights saturate at the preset shift 9 either way: module docstring)
+    assert abs(info["layers"][0]["pre_std"] - FAST.init_std) < 1
+    assert not np.array_equal(pca[0], normal[0]) and np.array_equal(pca[-1], normal[-1])  # last layer: zero
+    assert np.array_equal(pca[0], init_weights(FAST.replace(hidden_init="pca"), data.x["train"], data)[0][0])
+    assert NetTrainConfig.from_dict(FAST.replace(hidden_init="pca").to_dict()).hidden_init == "pca"
+
+
+def test_the_backprop_reference_chooses_on_validation_and_never_looks_at_test(monkeypatch):
+    import pezo.golden.zo.int8_net as int8_net
+    from pezo.golden.zo.int8_net import NetData, float_mlp_backprop
+
+    monkeypatch.setattr(int8_net, "BACKPROP_L2_GRID", (0.01, 1.0))
+    monkeypatch.setattr(int8_net, "BACKPROP_INITS", (0, 1))
+    rng = np.random.default_rng(2)
+    x = {n: rng.standard_normal((k, 6)) for n, k in (("train", 120), ("val", 60), ("test", 60))}
+    y = {n: (v[:, 0] * v[:, 1] > 0).astype(np.int64) for n, v in x.items()}  # XOR-like: needs the hidden layer
+    data = NetData({}, y, x, 0, 2, {})
+    r = float_mlp_backprop(data, (16,))
+    assert set(r) >= {"float_mlp_backprop_test_accuracy", "float_mlp_backprop_val_accuracy",
+                      "float_mlp_backprop_l2", "float_mlp_backprop_init"}
+    assert r["float_mlp_backprop_l2"] in (0.01, 1.0) and r["float_mlp_backprop_val_accuracy"] > 0.75
+    assert float_mlp_backprop(data, (16,)) == r  # cached per data object and shape
+    flipped = NetData({}, {**y, "test": 1 - y["test"]}, x, 0, 2, {})
+    again = float_mlp_backprop(flipped, (16,))
+    assert {k: v for k, v in again.items() if "test" not in k} == {k: v for k, v in r.items() if "test" not in k}
+    assert again["float_mlp_backprop_test_accuracy"] == pytest.approx(1 - r["float_mlp_backprop_test_accuracy"])
 
 
 def test_host_g_is_int8_heads_update_scale_for_the_head():

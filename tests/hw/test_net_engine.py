@@ -225,6 +225,8 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
     (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..255, got 0"),
     (["sim", "engine", "--net", "digits-mlp", "--wd-every", "256"], "--wd-every must be in 1..255, got 256"),
     (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
+    (["train-int8", "--hidden-init", "pca"], "--hidden-init applies to --net runs only"),
+    (["train-int8", "--net", "rt-mlp", "--hidden-init", "xavier"], "invalid choice: 'xavier'"),
 ])
 def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
