@@ -455,7 +455,8 @@ def init_weights(config: NetTrainConfig, x_train: np.ndarray, data: "NetData | N
         scale = config.init_scale * target / max(float(pre.std()), 1e-12)
         w = saturate(np.floor(w0 * scale + 0.5), WEIGHT_MIN, WEIGHT_MAX)
         acc = h @ w.T
-        entry = {"layer": i, "directions": config.hidden_init if i < last else "normal", "scale": round(scale, 4), "weight_std": round(float(w.std()), 3),
+        entry = {"layer": i, "directions": config.hidden_init if i < last else "normal", "scale": round(scale, 4),
+                 "weight_std": round(float(w.std()), 3),
                  "weight_saturated": round(float(np.mean(np.abs(w) == WEIGHT_MAX)), 5)}
         if i < last:
             pre_q = round_shift(acc, layer.shift)
