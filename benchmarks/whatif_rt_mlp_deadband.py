@@ -43,7 +43,7 @@ def run(deadband: int, seed: int, steps: int, batch: int) -> dict:
         d = hinge_loss(plus, y, cfg.margin) - hinge_loss(minus, y, cfg.margin)
         g = int(np.sign(d)) * cfg.g_lr if abs(d) > deadband else 0
         moved += g != 0
-        engine.update(g, cfg.wd_shift if cfg.decays(step) else 0)
+        engine.update(g, cfg.wd_shift, cfg.wd_every)  # the engine's decay counter
         if (step + 1) % cfg.eval_every == 0:
             curve.append((step + 1, engine_accuracy(engine, data.x["val"], data.y["val"])))
             ckpts.append(engine.flat.copy())

@@ -256,11 +256,6 @@ class NetTrainConfig:
         return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift, wd_shift=self.wd_shift,
                           wd_every=self.wd_every)
 
-    def decays(self, step: int) -> bool:
-        """Whether 0-based step ``step``'s update decays: the engine's decay counter from reset
-        (``golden.engine.network``) picks steps wd_every - 1, 2 wd_every - 1, ... (0-based)."""
-        return self.wd_shift > 0 and (step + 1) % self.wd_every == 0
-
     @property
     def eps_lsb(self) -> float:
         """epsilon in weight LSBs: 2^(12 - eps_shift)."""
