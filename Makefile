@@ -1,7 +1,9 @@
 # pezo: two commands do everything on a fresh machine.
-#   make run   - set up .venv, write the ZCU102 design (build/zcu102-otf), print the resource comparison
+#   make run   - set up .venv, write the ZCU102 design (build/zcu102-engine), print the resource comparison
 #   make test  - set up .venv (+ Icarus when possible) and run the whole test suite
-.PHONY: run test quick setup clean
+# Maintenance: make quick (no synthesis), make test-latest (the suite on the newest releases pyproject.toml admits,
+# in .venv-latest), make lock (scripts/constraints.txt from .venv-latest, after test-latest passed).
+.PHONY: run test quick test-latest lock setup clean
 
 run:
 	@bash scripts/setup.sh
@@ -18,6 +20,13 @@ test:
 quick:
 	@bash scripts/setup.sh --test
 	.venv/bin/python -m pytest -n 2 --dist loadfile -m "not slow and not synth"
+
+test-latest:
+	@PEZO_UNPINNED=1 VENV=.venv-latest bash scripts/setup.sh --test
+	.venv-latest/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+lock:
+	@bash scripts/lock.sh .venv-latest
 
 clean:
 	rm -rf build .pytest_cache

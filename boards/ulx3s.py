@@ -27,6 +27,7 @@ from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
+from pezo.boards import tools
 from pezo.boards.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
@@ -96,13 +97,15 @@ class ULX3SStreamTop(Elaboratable):
 
 
 def tool_environment() -> dict:
-    """Environment for Amaranth's Trellis flow that points yosys / nextpnr-ecp5 / ecppack at the yowasp
-    executables installed beside this Python (PyPI only; no system tools needed)."""
+    """Environment for Amaranth's Trellis flow: yosys / nextpnr-ecp5 / ecppack are the yowasp executables
+    installed beside this Python (PyPI only; no system tools needed), and they share pezo's YoWASP cache
+    (``boards.tools``; ``build_bitstream`` prepares the three tools in it before the flow runs)."""
     bindir = Path(sys.executable).parent
     env = {}
     for tool, exe in TOOLS.items():
         path = bindir / exe
         env[tool.upper().replace("-", "_")] = str(path if path.exists() else exe)
+    env["YOWASP_CACHE_DIR"] = str(tools.shared_cache())
     return env
 
 
@@ -125,6 +128,8 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
         return {**result, "bitstream": str(directory / "top.bit"),
                 "files": sorted(p.name for p in directory.iterdir())}
     platform = ULX3S_85F_Platform()
+    for tool in (tools.YOSYS, tools.NEXTPNR_ECP5, tools.ECPPACK):
+        tools.prepare(tool)
     saved = {k: os.environ.get(k) for k in tool_environment()}
     os.environ.update(tool_environment())
     try:

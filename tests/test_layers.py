@@ -4,6 +4,7 @@ is a listed package, and the code imports only as pezo.* (no top-level ``golden`
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,14 +29,29 @@ def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
+def _lint(root: Path) -> subprocess.CompletedProcess:
+    """scripts/importlinter_pezo.py: lint-imports with pyproject's contracts on the package as Python imports it."""
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "importlinter_pezo.py"), str(root)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env=_clean_env())
+
+
 def test_import_linter_contracts_hold():
-    lint = Path(sys.executable).parent / "lint-imports"
-    if not lint.exists():
-        pytest.fail(f"{lint} is missing: install the test extras (pip install -e '.[test]', import-linter)")
-    run = subprocess.run([str(lint), "--no-cache", "--no-logo"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600, env=_clean_env())
+    run = _lint(ROOT)
     assert run.returncode == 0, f"lint-imports failed (exit {run.returncode}):\n{run.stdout}\n{run.stderr}"
     assert "0 broken" in run.stdout, run.stdout
+    assert "every pezo package is in the import graph KEPT" in run.stdout, run.stdout
+
+
+def test_import_linter_catches_a_layer_violation(tmp_path):
+    """The check is not vacuous: golden importing the CLI (an upward import) breaks the layers contract."""
+    for top in FOLDERS:
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    config = tmp_path / "golden" / "config.py"
+    config.write_text(config.read_text() + "\nimport pezo.cli.main  # noqa: upward import\n")
+    run = _lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "pezo.golden.config -> pezo.cli.main" in run.stdout, run.stdout
 
 
 def test_every_package_folder_is_a_listed_package():

@@ -68,7 +68,7 @@ def _memory_is_block(attributes: dict, bits: int) -> bool:
 def _run_yosys_json(verilog: str, top: str) -> dict:
     try:
         return json.loads(run_yosys(verilog, CLASSIFY_SCRIPT.format(src="top.v", top=top), "netlist.json",
-                                    prefix="power-yosys-"))
+                                    prefix="power-yosys-", design=top))
     except SynthesisError as exc:
         raise RuntimeError(f"Yosys failed to read {top}: {exc}") from None
 

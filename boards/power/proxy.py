@@ -11,16 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import warnings
 from importlib.metadata import version
 from pathlib import Path
 
 from pezo.boards import report as boards_report  # called as boards_report.report: tests patch it there
-from pezo.boards import synth
+from pezo.boards import synth, tools
 from pezo.boards.power.nets import Netlist, bit_class, netlist
 from pezo.boards.power.saif import write_saif
 from pezo.boards.power.toggles import Activity, toggle_counts
@@ -162,10 +160,7 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
     clock = time.perf_counter()
     res = dict(resources) if resources is not None else _resources(config, unit)
     timing["synth_report_s"] = time.perf_counter() - clock
-    base = cache_dir() / "work"
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="power-", dir=base))
-    try:
+    with tools.scratch("power-") as work:
         clock = time.perf_counter()
         vcd = simulate_vcd(verilog, top, stimulus, work)
         timing["simulate_s"] = time.perf_counter() - clock
@@ -177,8 +172,6 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
         timing["classify_s"] = time.perf_counter() - clock
         if saif is not None:
             write_saif(activity, saif, activity.duration_ps, saif_instance_path, design=top)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
     cycles = len(stimulus)
     if activity.edges is not None and activity.edges != cycles:

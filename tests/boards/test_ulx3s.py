@@ -5,14 +5,15 @@ import shutil
 
 import pytest
 
-from pezo.boards import ulx3s
+from pezo.boards import tools, ulx3s
 from pezo.cli.main import main
 
 
 def test_tools_come_from_this_python():
     env = ulx3s.tool_environment()
-    assert set(env) == {"YOSYS", "NEXTPNR_ECP5", "ECPPACK"}
-    assert all("yowasp" in path for path in env.values())
+    assert set(env) == {"YOSYS", "NEXTPNR_ECP5", "ECPPACK", "YOWASP_CACHE_DIR"}
+    assert all("yowasp" in env[tool] for tool in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"))
+    assert env["YOWASP_CACHE_DIR"] == str(tools.shared_cache())
 
 
 @pytest.mark.parametrize("extra,needle", [
