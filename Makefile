@@ -8,7 +8,7 @@
 run:
 	@bash scripts/setup.sh
 	@if [ -e build/zcu102-engine ]; then \
-	  echo "build/zcu102-engine exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --design engine --force"; \
+	  echo "build/zcu102-engine exists: kept (it may hold your Vivado run); regenerate with .venv/bin/pezo build --design engine --out build/zcu102-engine --force"; \
 	else .venv/bin/pezo build --design engine --out build/zcu102-engine; fi
 	@.venv/bin/pezo report --out build/report --brief --no-timing
 	@echo "ZCU102 design (the on-device trainer): build/zcu102-engine/ (with Vivado: cd build/zcu102-engine && bash build_top.sh); the stream-only top: .venv/bin/pezo build --design stream"

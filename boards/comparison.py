@@ -156,9 +156,9 @@ def _row(design: Design, r: dict, source: str) -> dict:
     return row
 
 
-def engine_row(design: Design) -> dict:
+def engine_row(design: Design, use_cache: bool = True) -> dict:
     """The comparison row of a ZO engine (``boards.report.engine_report``); budget = the DSP estimate."""
-    r = engine_report(design.config)
+    r = engine_report(design.config, use_cache=use_cache)
     row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
            "n_rngs": r.get("n_rngs", ""), "rng_bits": r.get("rng_bits", ""), "rewind": True,
            **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
@@ -172,10 +172,10 @@ def engine_row(design: Design) -> dict:
     return row
 
 
-def board_row(design: Design) -> dict:
+def board_row(design: Design, use_cache: bool = True) -> dict:
     """The comparison row of the ZCU102 trainer's engine top (``boards.board_report``: network engine + AXI4-Lite
     registers + AXI4 burst slave); budget = its AXI overhead over the engine alone when that is cached."""
-    r = board_report(design.config)
+    r = board_report(design.config, use_cache=use_cache)
     overhead = r.get("axi_overhead")
     row = {"design": design.name, "strategy": r["strategy"], "unit": "board", "source": "yosys",
            "n_rngs": "", "rng_bits": design.config.rng_bits if design.config.strategy == "otf" else "",
@@ -198,45 +198,64 @@ def _paper_text(paper: dict | None) -> str:
     return " / ".join(p for p in parts if p)
 
 
-def add_timing(row: dict, design: Design, timing: bool) -> dict:
+def add_timing(row: dict, design: Design, timing: bool, use_cache: bool = True) -> dict:
     """``row`` with the timing columns (``boards.timing.TIMING_KEYS``): measured when ``timing``
     (nextpnr-ecp5 place and route, cached), else None."""
     if not timing:
         return {**row, **{k: None for k in TIMING_KEYS}}
-    t = unit_timing(design.config, design.unit, luts=row["LUT"])
+    t = unit_timing(design.config, design.unit, luts=row["LUT"], use_cache=use_cache)
     return {**row, **{k: t[k] for k in TIMING_KEYS}}
 
 
 def comparison_rows(designs, progress=None, activity: bool = False, timing: bool = False,
-                    executor=None) -> list[dict]:
+                    executor=None, use_cache: bool = True) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
     after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
     proxy of ``boards.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
     Fmax (``boards.timing``: ECP5 place and route, median of the seeds), xcup logic levels and throughput
     (the timing keys are None otherwise). Each design is one task on ``executor`` (``pezo.executor``;
     None: in this process); the rows come in design order, the same on every executor; ``progress``
-    (a tqdm bar) moves as designs finish."""
+    (a tqdm bar) moves as designs finish. ``use_cache=False`` re-runs every synthesis, activity run and place
+    and route (``pezo report --no-cache``)."""
     from pezo.executor import SERIAL
 
     designs = [d if isinstance(d, Design) else Design(d) for d in designs]
+    order = sorted(range(len(designs)), key=lambda i: -expected_seconds(designs[i], activity))
     rows: list = [None] * len(designs)
-    for i, design_rows in (executor or SERIAL).imap(_design_rows, [(d, activity, timing) for d in designs]):
-        rows[i] = design_rows
+    jobs = [(designs[i], activity, timing, use_cache) for i in order]
+    for j, design_rows in (executor or SERIAL).imap(_design_rows, jobs):
+        rows[order[j]] = design_rows
         if progress is not None:
             progress.update(1)
     return [row for design_rows in rows for row in design_rows]
 
 
+# Cold seconds of one design's row on one core (Yosys xcup; a stream with activity adds a second synthesis at
+# ACTIVITY_DIM, the netlist classification and the Icarus run), measured 2026-11 on this project's 2-core machine.
+_COLD_SECONDS = {"board": 90, "stream": 30, "engine": 35, "host": 30, "scale": 25, "generator": 8}
+_ACTIVITY_SECONDS = 60
+
+
+def expected_seconds(design: Design, activity: bool = False) -> float:
+    """A rough cold cost of ``design``'s row: ``comparison_rows`` starts the longest first, so the short ones fill
+    the workers at the end instead of one long design running alone (the rows' order is unchanged)."""
+    seconds = _COLD_SECONDS.get(design.unit, 8)
+    if design.unit == "generator" and design.config.strategy == "gaussian":
+        seconds *= max(1, design.config.lanes / 8)
+    return seconds + (_ACTIVITY_SECONDS if activity and design.unit == "stream" else 0)
+
+
 def _design_rows(job) -> list[dict]:
-    """The row(s) of one design: ``job = (design, activity, timing)``."""
-    design, activity, timing = job
+    """The row(s) of one design: ``job = (design, activity, timing, use_cache)``."""
+    design, activity, timing, use_cache = job
     c = design.config
     if design.unit in ("engine", "board"):
-        return [add_timing((engine_row if design.unit == "engine" else board_row)(design), design, timing)]
-    r = report(c, unit=design.unit)
-    row = add_timing(_row(design, r, "yosys"), design, timing)
+        row = (engine_row if design.unit == "engine" else board_row)(design, use_cache=use_cache)
+        return [add_timing(row, design, timing, use_cache=use_cache)]
+    r = report(c, use_cache=use_cache, unit=design.unit)
+    row = add_timing(_row(design, r, "yosys"), design, timing, use_cache=use_cache)
     if activity and design.unit == "stream":
-        proxy = stream_activity(c)
+        proxy = stream_activity(c, use_cache=use_cache)
         row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
                    activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
                    activity_rtl=round(proxy["activity_proxy"], 1))
@@ -258,10 +277,10 @@ def _design_rows(job) -> list[dict]:
     return rows
 
 
-def stream_activity(config: PerturbConfig) -> dict:
+def stream_activity(config: PerturbConfig, use_cache: bool = True) -> dict:
     """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.power``),
     at ``ACTIVITY_DIM`` values per perturbation."""
-    return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream")
+    return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream", use_cache=use_cache)
 
 
 def vivado_row(run_dir: Path) -> dict:
@@ -425,29 +444,35 @@ def write_tables(rows: list[dict], directory: Path) -> list[Path]:
 
 def plot_resources(rows: list[dict], path: Path) -> None:
     """LUT, FF, BRAM and DSP per design in four panels (one row per design, PeZO Table 6 below a line):
-    LUT and FF on a log axis from 1, BRAM and DSP linear; a zero is written as 0, never drawn as a bar."""
+    LUT and FF on a log axis from 1, BRAM and DSP linear; a zero is written as 0 (grey), never drawn as a bar,
+    a 1 on a log axis is a tick (its bar would have no length), a figure not reported is written n/a."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     labels = [r["design"] + ("*" if r.get("extrapolated") else "") for r in rows] + [
         "PeZO: " + p["design"].split(": ")[-1] for p in PEZO_TABLE6]
-    values = {key: [r.get(key) or 0 for r in rows] + [p.get(key) or 0 for p in PEZO_TABLE6]
+    values = {key: [r.get(key) for r in rows] + [p.get(key) for p in PEZO_TABLE6]  # None: not reported
               for key in ("LUT", "FF", "BRAM", "DSP")}
     ys = list(range(len(labels)))[::-1]
     fig, axes = plt.subplots(1, 4, figsize=(13, 0.32 * len(labels) + 1.6), sharey=True,
                              gridspec_kw={"width_ratios": [3, 3, 1.3, 1.3]})
     for ax, (key, vals) in zip(axes, values.items()):
         log = key in ("LUT", "FF")
-        top = max(vals + [1])
+        top = max([v for v in vals if v is not None] + [1])
         for y, v in zip(ys, vals):
-            if v > 0:
-                ax.barh(y, v - 1 if log else v, left=1 if log else 0, height=0.7,
-                        color="C0" if y >= len(PEZO_TABLE6) else "C1")
-            ax.text(v if v > 0 else (1 if log else 0), y, f" {v:g}", va="center", fontsize=6.5)
+            color = "C0" if y >= len(PEZO_TABLE6) else "C1"
+            if v and (v > 1 or not log):
+                ax.barh(y, v - 1 if log else v, left=1 if log else 0, height=0.7, color=color)
+            elif v == 1:
+                ax.plot([1], [y], marker="|", markersize=9, markeredgewidth=2, color=color)
+            shown = "n/a" if v is None else f"{v:g}"
+            ax.text(v if v else (1 if log else 0), y, f" {shown}", va="center", fontsize=6.5,
+                    color="black" if v else "0.45")
         if log:
             ax.set_xscale("log")
             ax.set_xlim(1, top * 12)
+            ax.set_xlabel("log axis from 1: a 0 is written (grey), not drawn", fontsize=7)
         else:
             ax.set_xlim(0, top * 1.45)
         ax.set_title(f"{key}{' (log)' if log else ''}", fontsize=9)

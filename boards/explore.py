@@ -7,11 +7,15 @@ strategy first, then only the fields that strategy reads (otf: n_rngs, rng_bits;
 pool_bits, lanes, banks; gaussian: lanes; all: eps_shift). ``evaluate`` computes its objectives, a pure
 function of (configuration, ``Setting``):
 
-* ``accuracy`` (maximised): the test accuracy of a short seeded golden MeZO run (``golden.methods``'
-  ``train_method``, method ``mezo``) on the setting's task with the strategy's perturbation family
+* ``accuracy`` (maximised): the validation accuracy (the task's validation split, held out from the
+  training data; never the test set) of the best-validation checkpoint of a short seeded golden MeZO run
+  (``golden.methods``' ``train_method``, method ``mezo``) on the setting's task with the strategy's perturbation family
   (``pezo-otf`` / ``pezo-pregen`` / ``gaussian``, with the configuration's n_rngs, rng_bits / pool_size,
   pool_bits), epsilon = 2^-eps_shift (the stream's epsilon in units of its 1.0), the same steps and seed
   for every trial. lanes and banks change how values are delivered, not which: they move resources only.
+  Every trial also records ``val_accuracy`` (= ``accuracy``) and ``test_accuracy`` (the same checkpoint's test
+  accuracy, reported beside it, never optimised) as fractions; people read them as % (front.md, the progress
+  bar, the ``*_pct`` columns of the CSVs, the plot).
 * ``lut``, ``ff``, ``bram``, ``dsp`` (minimised): Yosys ``synth_xilinx -family xcup`` of the whole
   perturbation stream unit (``boards.report.report(config, unit="stream")``, cached by config and source),
   with d = the run's trained parameter count.
@@ -46,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pezo.golden.config import STRATEGIES, PerturbConfig
+from pezo.golden.config import MAX_LANES, RNG_BITS_RANGE, STRATEGIES, PerturbConfig
 
 OBJECTIVES = {"accuracy": "maximize", "lut": "minimize", "ff": "minimize", "bram": "minimize", "dsp": "minimize",
               "power": "minimize", "cycles": "minimize"}
@@ -106,8 +110,35 @@ def check_space(space) -> dict:
                 raise SpaceError(f"key {key!r}: a log range needs low >= 1, got {value!r}")
         else:
             raise SpaceError(f"key {key!r} must be a list of integers or {{\"low\": L, \"high\": H}}, got {value!r}")
+        if key != "strategy":
+            check_bounds(key, value)
         out[key] = value
     return out
+
+
+_WIDEST = {"strategy": "otf", "n_rngs": 1, "rng_bits": RNG_BITS_RANGE[1], "lanes": MAX_LANES, "banks": 1,
+           "pool_size": 1}
+"""A PerturbConfig in which no field narrows another's range (otf: the pool's relations to lanes do not bind;
+the widest LFSR allows the most URNGs), so each field meets its own widest range."""
+
+
+def check_bounds(key: str, value) -> None:
+    """Every value of a list, and both ends of a range, must be one the field accepts for some configuration
+    (the field's own validation: ``PerturbConfig``, the engine's ``NetConfig`` rows); SpaceError naming the
+    key, the bound and the allowed range otherwise. Cross-field limits (n_rngs <= 2^b - 1, ...) stay per trial."""
+    from pezo.golden.config import check_int
+    from pezo.golden.engine.network import MAX_ROWS
+
+    bounds = [("value", v) for v in value] if isinstance(value, list) else [("low", value["low"]),
+                                                                           ("high", value["high"])]
+    for name, bound in bounds:
+        try:
+            if key == "rows":
+                check_int("rows", bound, 1, MAX_ROWS)
+            else:
+                PerturbConfig(**{**_WIDEST, key: bound})
+        except ValueError as exc:
+            raise SpaceError(f"key {key!r}: {name} {bound} is outside the allowed range ({exc})") from None
 
 
 def load_space(path: Path) -> dict:
@@ -224,10 +255,11 @@ def _evaluate(job: tuple) -> dict:
     sampler = run.get("sampler") or {}
     d = int(sampler.get("dim") or run["trainable_params"])
     attrs = {"perturb_dim": d, "start_accuracy": run["start_accuracy"],
+             "val_accuracy": float(run["best_val_accuracy"]), "test_accuracy": float(run["test_accuracy"]),
              "distinct_perturbations": sampler.get("distinct_perturbations"),
              "gcd": (math.gcd(params["pool_size"], d) if strategy == "pregen" else
                      math.gcd(params["n_rngs"], (1 << params["rng_bits"]) - 1) if strategy == "otf" else None)}
-    values = {"accuracy": float(run["test_accuracy"])}
+    values = {"accuracy": attrs["val_accuracy"]}  # the objective: validation, never test
     try:
         config = config_of(params, d)
         resources = report(config, unit="stream")
@@ -394,13 +426,15 @@ def front_markdown(front: list[dict], setting: Setting, study_name: str, counts:
     cols = list(setting.objectives)
     lines = [f"Pareto front of study `{study_name}`: {len(front)} of {counts['complete']} complete trials "
              f"({counts['pruned']} pruned); task {setting.task}, {setting.steps} MeZO steps, seed {setting.seed}; "
-             "accuracy = test accuracy (%); resources = Yosys xcup of the stream unit (compare designs with each "
-             "other; not Vivado).", "",
-             "| trial | strategy | configuration | " + " | ".join(cols) + " | distinct perturbations | gcd trap |",
-             "|---|---|---|" + "---|" * len(cols) + "---|---|"]
+             "accuracy = validation accuracy (%, the objective), test = the same checkpoint's test accuracy (%); "
+             "resources = Yosys xcup of the stream unit (compare designs with each other; not Vivado).", "",
+             "| trial | strategy | configuration | " + " | ".join(cols)
+             + " | test | distinct perturbations | gcd trap |",
+             "|---|---|---|" + "---|" * len(cols) + "---|---|---|"]
     for r in front:
         lines.append(f"| {r['number']} | {r['params']['strategy']} | {_params_text(r['params'])} | "
                      + " | ".join(_value_text(c, r["values"].get(c)) for c in cols)
+                     + f" | {_value_text('accuracy', r.get('test_accuracy'))}"
                      + f" | {r.get('distinct_perturbations') or '-'} | {r['trap'] or '-'} |")
     return "\n".join(lines) + "\n"
 
@@ -408,18 +442,26 @@ def front_markdown(front: list[dict], setting: Setting, study_name: str, counts:
 CSV_PARAMS = ("strategy", "n_rngs", "rng_bits", "pool_size", "pool_bits", "lanes", "banks", "eps_shift", "rows")
 
 
+ACCURACIES = ("val_accuracy", "test_accuracy")
+"""Every trial's accuracies (fractions, as in the JSON); the CSVs add each in % (``val_accuracy_pct``, ...)."""
+
+
 def write_csv(rows: list[dict], setting: Setting, path: Path) -> None:
-    fields = ["number", "state", *CSV_PARAMS, *setting.objectives, "LUT", "FF", "BRAM", "DSP",
+    """One row per trial: the objectives under their names (accuracy a fraction, as in the JSON), then the
+    resources, ``val_accuracy`` / ``test_accuracy`` and the same in % (``*_pct``), the traps and the reason."""
+    pct = [f"{name}_pct" for name in ACCURACIES]
+    fields = ["number", "state", *CSV_PARAMS, *setting.objectives, "LUT", "FF", "BRAM", "DSP", *ACCURACIES, *pct,
               "distinct_perturbations", "gcd", "trap", "reason"]
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for r in rows:
-            writer.writerow({**r, **r["params"], **r["values"]})
+            percent = {f"{name}_pct": round(100 * r[name], 2) for name in ACCURACIES if r.get(name) is not None}
+            writer.writerow({**r, **r["params"], **r["values"], **percent})
 
 
 def plot_front(rows: list[dict], front: list[dict], path: Path, title: str) -> None:
-    """Accuracy against LUT + FF (log), one colour per strategy, the Pareto front ringed, traps as x."""
+    """Validation accuracy (%) against LUT + FF (log), one colour per strategy, the front ringed, traps as x."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -444,7 +486,7 @@ def plot_front(rows: list[dict], front: list[dict], path: Path, title: str) -> N
                    label="Pareto front (all objectives)")
     ax.set_xscale("log")
     ax.set_xlabel("LUT + FF of the stream unit (Yosys xcup)")
-    ax.set_ylabel("test accuracy (%)")
+    ax.set_ylabel("validation accuracy (%)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

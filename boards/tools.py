@@ -138,10 +138,12 @@ def _launch(tool: Tool, args: list[str], cwd: Path) -> subprocess.CompletedProce
 
 def run(tool: Tool, args: list[str], cwd: Path, design: str, error: type[Exception] = RuntimeError
         ) -> subprocess.CompletedProcess:
-    """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal is
-    retried once; a second death raises ``error`` naming ``design``, the tool and the signal. Any other exit
+    """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal (other
+    than SIGINT, which is the user's interrupt and raises ``KeyboardInterrupt``) is retried once; a second death raises ``error`` naming ``design``, the tool and the signal. Any other exit
     code is the caller's to read."""
     proc = _launch(tool, args, cwd)
+    if proc.returncode == -signal.SIGINT:  # the user's Ctrl-C reached the tool: not a crash to retry
+        raise KeyboardInterrupt
     if proc.returncode < 0:
         print(f"pezo: {design}: {tool.name} was {_exit_text(proc.returncode)}; retrying once", file=sys.stderr)
         proc = _launch(tool, args, cwd)

@@ -71,6 +71,15 @@ class ZCU102Platform(XilinxPlatform):
     ]
     connectors = []
 
+    def prepare(self, elaboratable, name="top", **kwargs):
+        """Amaranth's build plan without ``<name>.debug.v`` when it holds only Amaranth's "Debug Verilog
+        generation was disabled" (no ``debug_verilog`` override): nothing reads it, and the file looked broken."""
+        plan = super().prepare(elaboratable, name, **kwargs)
+        debug = f"{name}.debug.v"
+        if "Debug Verilog generation was disabled" in str(plan.files.get(debug, "")):
+            del plan.files[debug]
+        return plan
+
 
 class ZCU102Top(Elaboratable):
     """The board top-level (an Amaranth elaboratable for ``ZCU102Platform``): 125 MHz oscillator ->

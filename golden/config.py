@@ -33,12 +33,31 @@ MAX_PERTURB_DIM = (1 << 31) - 1
 EPS_SHIFT_RANGE = (0, 24)
 
 
+class CacheDirError(OSError):
+    """pezo's cache root is unusable (a file is in the way); the message names the variable that set it."""
+
+
 def cache_dir() -> Path:
-    """pezo's cache root: ``$PEZO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pezo``, else ``~/.cache/pezo``."""
-    if "PEZO_CACHE_DIR" in os.environ:
-        return Path(os.environ["PEZO_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pezo"
+    """pezo's cache root: ``$PEZO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pezo``, else ``~/.cache/pezo`` (an empty
+    variable counts as unset); ``CacheDirError`` if it or a parent is not a directory."""
+    if os.environ.get("PEZO_CACHE_DIR"):
+        path, source = Path(os.environ["PEZO_CACHE_DIR"]), "PEZO_CACHE_DIR"
+    elif os.environ.get("XDG_CACHE_HOME"):
+        path, source = Path(os.environ["XDG_CACHE_HOME"]) / "pezo", "XDG_CACHE_HOME"
+    else:
+        path, source = Path(os.path.expanduser("~")) / ".cache" / "pezo", None
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        problem = f"{existing} is not a directory" + ("" if existing == path else f", so {path} cannot be created")
+        if source is None:
+            raise CacheDirError(f"pezo's cache {path} cannot be created: {existing} is not a directory; set "
+                                "PEZO_CACHE_DIR to a directory")
+        fix = "PEZO_CACHE_DIR at a directory or unset it" if source == "PEZO_CACHE_DIR" else \
+            "XDG_CACHE_HOME at a directory or set PEZO_CACHE_DIR"
+        raise CacheDirError(f"{source}={os.environ[source]}: {problem} (pezo's cache); point {fix}")
+    return path
 
 
 def check_int(name: str, value, lo: int, hi: int) -> int:

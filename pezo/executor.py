@@ -4,7 +4,8 @@
 
 * ``scheduler`` given (``tcp://HOST:PORT``): a ``Client`` of that existing Dask cluster (``dask scheduler`` +
   ``dask worker``, or dask-jobqueue's ``SLURMCluster``); ``SchedulerUnreachable`` when nothing answers, or no
-  worker joins, within ``timeout`` seconds (default ``$PEZO_SCHEDULER_TIMEOUT`` or 10).
+  worker joins, within ``timeout`` seconds (default ``$PEZO_SCHEDULER_TIMEOUT`` or 10; a value that is not a
+  number > 0 is a ValueError naming the variable).
 * else ``jobs`` > 1 (default: the machine's cores): a ``LocalCluster`` of ``jobs`` worker processes, one
   thread and one BLAS thread each (Dask's nanny sets ``OMP_NUM_THREADS=1`` etc.), the dashboard on a free port, no memory
   limit, Dask's own logging silenced below ERROR.
@@ -23,6 +24,7 @@ its worker processes. This module imports nothing of pezo (the lowest layer: eve
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sys
@@ -46,12 +48,19 @@ def check_address(address: str) -> str:
 
 
 def scheduler_timeout() -> float:
-    """Seconds to wait for a scheduler and its first worker: ``$PEZO_SCHEDULER_TIMEOUT`` (> 0), else 10."""
-    try:
-        value = float(os.environ.get("PEZO_SCHEDULER_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
+    """Seconds to wait for a scheduler and its first worker: ``$PEZO_SCHEDULER_TIMEOUT`` (unset or empty: 10);
+    ValueError naming the variable unless it is a finite number > 0."""
+    text = os.environ.get("PEZO_SCHEDULER_TIMEOUT", "").strip()
+    if not text:
         return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: "
+                         f"{DEFAULT_TIMEOUT:g}), got {text!r}")
+    return value
 
 
 def _run_chunk(run: Callable, chunk: list) -> list:

@@ -122,3 +122,19 @@ def test_report_table_rows_on_a_local_cluster_equal_the_serial_rows():
     with open_executor(jobs=2) as executor:
         assert comparison_rows(designs, executor=executor) == serial
     assert [r["strategy"] for r in serial] == ["otf", "gaussian", "pregen"]
+
+
+def test_report_table_starts_the_longest_designs_first_and_keeps_the_rows_in_order(monkeypatch):
+    """Cold ``make run``: the trainer tops and the streams with activity go first, so the small generators fill the
+    two workers at the end; the rows still come in design order."""
+    from pezo.boards import comparison
+
+    started = []
+    monkeypatch.setattr(comparison, "_design_rows", lambda job: started.append(job[0].name) or [job[0].name])
+    designs = comparison.comparison_designs()
+    rows = comparison.comparison_rows(designs, activity=True)
+    assert rows == [d.name for d in designs]
+    costs = [comparison.expected_seconds(d, activity=True) for d in designs]
+    assert [comparison.expected_seconds(next(d for d in designs if d.name == n), True) for n in started] == sorted(
+        costs, reverse=True)
+    assert {d.unit for d in designs if d.name in started[:5]} == {"board", "stream"}

@@ -37,7 +37,7 @@ from dataclasses import replace as dc_replace
 
 import numpy as np
 
-from pezo.golden.losses import cross_entropy
+from pezo.golden.losses import check_blowup, cross_entropy
 from pezo.golden.methods.base import FloatMLPMethod, MethodConfig, StepStats, accuracy, batch_stream
 from pezo.golden.methods.elasticzo import ElasticZO, ElasticZOInt8
 from pezo.golden.methods.memory import method_memory
@@ -87,8 +87,10 @@ def make_method(config: MethodConfig, task):
     return SignMSPSA(config, task)
 
 
-def train_method(config: MethodConfig, progress: bool = False, task=None) -> dict:
-    """Run ``config``; the summary (module docstring). ``task`` overrides ``pezo.golden.methods.tasks.load``."""
+def train_method(config: MethodConfig, progress: bool = False, task=None, stop_on_blowup: bool = False) -> dict:
+    """Run ``config``; the summary (module docstring). ``task`` overrides ``pezo.golden.methods.tasks.load``. A
+    loss that is not finite raises FloatingPointError; with ``stop_on_blowup`` so does a finite one that blew up
+    (``golden.losses.check_blowup``: ``LossBlowUp``)."""
     task = task or load(config.task, config.seed, hidden=config.hidden, shots=config.shots, progress=progress)
     method = make_method(config, task)
     start_accuracy = accuracy(method, task.x_test, task.y_test)
@@ -113,6 +115,8 @@ def train_method(config: MethodConfig, progress: bool = False, task=None) -> dic
         seconds += time.perf_counter() - t0
         if not math.isfinite(stats.loss):
             raise FloatingPointError(f"loss is not finite at step {step} (lr={config.learning_rate})")
+        if stop_on_blowup and losses:
+            check_blowup(step, losses[0], stats.loss, config.family)
         losses.append(stats.loss)
         passes += stats.forward_passes
         macs += stats.forward_macs

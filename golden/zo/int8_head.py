@@ -38,6 +38,9 @@ from pezo.golden.lm.minilm import load_minilm, model_dir
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 
+STEPS_RANGE = (1, 10_000_000)
+"""ZO steps and the validation interval (``steps``, ``eval_every``) of the INT8 trainers."""
+
 EMBED_MAX_LENGTH = 64
 
 
@@ -95,9 +98,9 @@ class Int8TrainConfig:
     def __post_init__(self):
         check_int("shots", self.shots, 1, 1 << 20)
         check_int("seed", self.seed, 0, (1 << 31) - 1)
-        check_int("steps", self.steps, 1, 10_000_000)
+        check_int("steps", self.steps, *STEPS_RANGE)
         check_int("weight_exponent", self.weight_exponent, -24, 24)
-        check_int("eval_every", self.eval_every, 1, 10_000_000)
+        check_int("eval_every", self.eval_every, *STEPS_RANGE)
         if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}")
         if not isinstance(self.engine, EngineConfig):

@@ -85,7 +85,7 @@ from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_B
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import make_sampler
-from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule
+from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, batch_schedule
 from pezo.golden.zo.mezo import MeZO, MeZOConfig
 
 LOSSES = ("on-chip", "host")
@@ -196,8 +196,8 @@ class NetTrainConfig:
         check_int("g_lr", self.g_lr, 1, G_MAX)
         check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
         _check_number("lr", self.lr, 0, 1e6)
-        check_int("steps", self.steps, 1, 10_000_000)
-        check_int("eval_every", self.eval_every, 1, 10_000_000)
+        check_int("steps", self.steps, *STEPS_RANGE)
+        check_int("eval_every", self.eval_every, *STEPS_RANGE)
         check_int("seed", self.seed, 1, 16383)
         check_int("stream_seed", self.stream_seed, 0, 16383)
         _check_choice("strategy", self.strategy, ENGINE_STRATEGIES)
@@ -693,9 +693,9 @@ class FloatMeZOConfig:
         _check_choice("net", self.net, NET_NAMES)
         _check_number("lr", self.lr, 0, 1e6)
         _check_number("eps", self.eps, 0, 1e6)
-        check_int("steps", self.steps, 1, 10_000_000)
+        check_int("steps", self.steps, *STEPS_RANGE)
         check_int("batch", self.batch, 1, MAX_BATCH)
-        check_int("eval_every", self.eval_every, 1, 10_000_000)
+        check_int("eval_every", self.eval_every, *STEPS_RANGE)
         check_int("seed", self.seed, 1, 16383)
         check_int("shots", self.shots, 1, 1 << 20)
         check_int("test_size", self.test_size, 1, 100_000)

@@ -46,7 +46,7 @@ from pezo.golden.config import check_int
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.lm.minilm import MiniLM, TokenBatch, l2_normalize, load_minilm
 from pezo.golden.lm.probe import fit_linear_probe_val
-from pezo.golden.losses import cross_entropy
+from pezo.golden.losses import check_blowup, cross_entropy
 from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS as _OPTIONS_BY_FAMILY, make_sampler
 from pezo.golden.zo.mezo import MeZO, MeZOConfig, no_decay
 
@@ -272,8 +272,10 @@ def batches(train: np.ndarray, batch_size: int, rng: np.random.Generator):
             yield order[start:start + size]
 
 
-def train(config: TrainConfig, progress: bool = False, keep: bool = False) -> TrainResult:
-    """Run ``config``; ``keep`` also returns the replay records and the start/final trainable weights."""
+def train(config: TrainConfig, progress: bool = False, keep: bool = False, stop_on_blowup: bool = False) -> TrainResult:
+    """Run ``config``; ``keep`` also returns the replay records and the start/final trainable weights. A loss
+    that is not finite raises FloatingPointError; with ``stop_on_blowup`` so does a finite one that blew up
+    (``golden.losses.check_blowup``: ``LossBlowUp``)."""
     task = ZOTask(config, progress=progress)
     sampler = sampler_for(config, sum(task.params[n].size for n in task.trainable))
     sampler.check_near_repeat(config.steps * config.queries)  # perturbation index = step * q + query
@@ -301,6 +303,8 @@ def train(config: TrainConfig, progress: bool = False, keep: bool = False) -> Tr
         train_seconds += time.perf_counter() - t0
         if not math.isfinite(record.loss):
             raise FloatingPointError(f"loss is not finite at step {step} (lr={config.lr}, eps={config.eps})")
+        if stop_on_blowup and losses:
+            check_blowup(step, losses[0], record.loss, config.family)
         losses.append(record.loss)
         if keep:
             records.append(record)

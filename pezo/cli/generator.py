@@ -33,11 +33,17 @@ def _config(args, unit: str | None = None) -> PerturbConfig:
         if field in fields and strategy in STRATEGIES and strategy not in strategies:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy {' / '.join(strategies)} only, "
                            f"not {strategy}")
+    built = unit or getattr(args, "unit", None) or "generator"
+    if "eps_shift" in fields and built in ("generator", "scale"):  # only the stream scales by epsilon
+        raise CLIError(f"--eps-shift applies to --unit stream / host only (the stream scales its values by "
+                       f"epsilon); the {'otf scale LUT' if built == 'scale' else built} does not use it, so its design "
+                       "would be the same")
     try:
         config = PerturbConfig(**fields)
         check_unit(config, unit or getattr(args, "unit", None) or "generator")
     except ValueError as exc:
-        raise option_error(exc, GENERATOR_FIELDS, fields, PerturbConfig()) from None
+        options = {**{f: "--" + f.replace("_", "-") for f in GENERATOR_FIELDS}, "unit": "--unit"}
+        raise option_error(exc, options, [*fields, "unit"], PerturbConfig()) from None
     return config
 
 

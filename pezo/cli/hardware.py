@@ -19,7 +19,7 @@ from pezo.boards.vivado import read_vivado_run
 from pezo.cli import board
 from pezo.cli.args import CLIError, pezo_command, raw
 from pezo.cli.generator import _add_generator_args, _config, _design_name
-from pezo.cli.output import check_new_file, quoted, staged_output
+from pezo.cli.output import check_new_file, quoted, record_output, staged_output
 from pezo.cli.report import add_report_parser
 
 DEFAULT_BUILD_OUT = Path("build")
@@ -43,7 +43,7 @@ def cmd_build(args) -> int:
 
     boards = (*BOARDS, ULX3S_BOARD)
     if args.board not in boards:
-        raise CLIError(f"board must be one of {', '.join(boards)}, got {args.board!r}")
+        raise CLIError(f"--board must be one of {', '.join(boards)}, got {args.board!r}")
     board.check_build_design(args)
     if args.design == "engine":
         return board.cmd_build_engine(args, DEFAULT_BUILD_OUT)
@@ -67,8 +67,11 @@ def cmd_build(args) -> int:
               f"then compare: {pezo_command()} report --vivado {quoted(out)}")
         return 0
     print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
-    proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
+    try:
+        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    finally:  # pezo ran it: its files join the manifest (--force may replace them)
+        record_output(out)
     if proc.returncode != 0:
         raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
     result = read_vivado_run(out)
@@ -107,10 +110,10 @@ def _build_ulx3s(args) -> int:
                            "stream top, which always rewinds)")
     config = _config(args, unit="stream")
     out = args.out or DEFAULT_BUILD_OUT / f"{ULX3S_BOARD}-{config.strategy}"
-    print(f"building the {ULX3S_BOARD} bitstream: Yosys synth_ecp5, nextpnr-ecp5, ecppack (30 s - 2 min) ...",
-          file=sys.stderr)
     with staged_output(out, args.force, {"command": "build", "board": ULX3S_BOARD, "config": config.to_dict()},
-                       strict=True) as staging:
+                       strict=True) as staging:  # a refused --out: its one error line, no progress line before it
+        print(f"building the {ULX3S_BOARD} bitstream: Yosys synth_ecp5, nextpnr-ecp5, ecppack (30 s - 2 min) ...",
+              file=sys.stderr)
         result = ulx3s.build_bitstream(config, staging.path)
     print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(result['files'])}")
     print(f"bitstream: {out / 'top.bit'} ({result['bytes']} bytes); the design closes at {result['fmax_mhz']:.0f} MHz "
@@ -126,18 +129,18 @@ def cmd_simulate(args) -> int:
 
     args.unit = args.unit or "generator"
     if args.unit == "host":
-        raise CLIError("unit 'host' is simulated by the test suite (tests/test_host.py); pezo simulate runs "
+        raise CLIError("--unit host is simulated by the test suite (tests/test_host.py); pezo simulate runs "
                        "the generator, stream and scale benches")
     config = _config(args)
     bench = {"stream": "stream", "scale": "scale"}.get(args.unit) or strategy(config.strategy).bench
     if not isinstance(args.cycles, int) or not 1 <= args.cycles <= 10_000_000:
-        raise CLIError(f"cycles must be an integer in 1..10000000, got {args.cycles!r}")
+        raise CLIError(f"--cycles must be an integer in 1..10000000, got {args.cycles!r}")
     sims = available_simulators()
     wanted = sims if args.simulator == "all" else [args.simulator]
     missing = [s for s in wanted if s not in sims]
     if missing or not wanted:
-        raise CLIError(f"simulator {', '.join(missing) or 'any'} is not available here (have: "
-                       f"{', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog")
+        raise CLIError(f"{'--simulator ' + ', '.join(missing) if missing else 'no simulator'} is not available "
+                       f"here (have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog")
     name = f"{bench}-" + hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
     results = {sim: {**run_bench(bench, config, sim, cache_dir() / "simulate" / name / sim, args.cycles),
                      "mismatches": 0}
@@ -175,12 +178,11 @@ def cmd_power(args) -> int:
         raise CLIError(f"perturb_dim must be in 1..65536 for the activity run (simulated cycle by cycle), "
                        f"got {config.perturb_dim}")
     if not isinstance(args.steps, int) or not 1 <= args.steps <= 100:
-        raise CLIError(f"steps must be an integer in 1..100, got {args.steps!r}")
+        raise CLIError(f"--steps must be an integer in 1..100, got {args.steps!r}")
     check_new_file("--saif", args.saif, args.force, suffix=".saif")
     if not shutil.which("iverilog"):
         raise CLIError("the activity run needs Icarus Verilog: apt-get install -y iverilog")
-    if not args.json:
-        print("simulating the stream unit (Icarus) and synthesising it (Yosys, cached) ...", file=sys.stderr)
+    print("simulating the stream unit (Icarus) and synthesising it (Yosys, cached) ...", file=sys.stderr)
     result = power_proxy(config, unit="stream", steps=args.steps, saif=args.saif,
                          saif_instance_path=SAIF_INSTANCE_PATH)
     if args.json:
@@ -216,7 +218,8 @@ def add_parsers(sub) -> None:
                    "(pezo power --saif FILE writes one)")
     p.add_argument("--out", type=Path, help=f"output directory (default {DEFAULT_BUILD_OUT}/<board>-<strategy>); "
                    "must be empty or absent unless --force")
-    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out that holds only what pezo wrote "
+                   "(files pezo did not write are never deleted)")
     p.add_argument("--no-vivado", action="store_true", help="only write the files, even if Vivado is on PATH")
     board.add_build_args(p)
     p.set_defaults(func=cmd_build)
@@ -243,8 +246,8 @@ def add_parsers(sub) -> None:
                        "pezo verilog wrote there last time, else --force).")
     _add_generator_args(p)
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--force", action="store_true", help="replace an --out that holds anything but what pezo "
-                   "verilog wrote there last time")
+    p.add_argument("--force", action="store_true", help="replace an --out that another pezo command wrote, or "
+                   "whose pezo files changed (files pezo did not write are never deleted)")
     p.set_defaults(func=cmd_verilog)
 
     p = sub.add_parser("simulate", help="run a generator's (or unit's) cocotb testbench against golden; "

@@ -15,7 +15,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_list, num, option_error, raw
+from pezo.cli.args import CLIError, int_list, num, option_error, raw, seed_list
 from pezo.cli.cluster import check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
 from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
@@ -63,7 +63,7 @@ def _hidden(text):
     try:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise CLIError(f"hidden must be comma-separated integers (e.g. 32,32), got {text!r}") from None
+        raise CLIError(f"--hidden must be comma-separated integers (e.g. 32,32), got {text!r}") from None
 
 
 def uses_methods(args) -> bool:
@@ -103,23 +103,28 @@ def method_config(args, **overrides):
             layers = len(config.hidden) + 1 if config.task.startswith("digits") else 1
             config.split_point(layers)
     except ValueError as exc:
-        raise option_error(exc, ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots",
+        raise option_error(exc, ("method", "task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots",
                                  "eval_every", "family", *METHOD_FIELDS, "pool_size", "pool_bits", "n_rngs",
                                  "rng_bits", "scaling", "leap", "bit_order"), fields, MethodConfig()) from None
     return config
 
 
 def diverged(exc: Exception, args) -> CLIError:
-    """The one line for a run that diverged: the step (when known) and the likely cause (the --lr / --eps
-    the user gave, else both named as candidates)."""
+    """The one line for a run that diverged: the step (when known), what happened (a value no longer finite,
+    or a finite loss that blew up: ``golden.losses.LossBlowUp``, whose cause is the update, so --lr) and the
+    likely cause (the --lr / --eps the user gave, else named as candidates)."""
     import re
 
     step = re.search(r"step (\d+)", str(exc))
     where = f"at step {step.group(1)}" if step else "(a value overflowed)"
-    given = [f"--{name} {getattr(args, name)}" for name in ("lr", "eps") if getattr(args, name, None) is not None]
-    cause = " or ".join(given) + " too large" if given else "--lr or --eps too large for this task"
-    return CLIError(f"training diverged {where}: the loss or the weights are no longer finite; likely cause: "
-                    f"{cause}; lower it")
+    blew_up = getattr(exc, "symptom", None)
+    shown = lambda value: f"{value:g}" if isinstance(value, float) else value  # noqa: E731
+    given = [f"--{name} {shown(getattr(args, name))}" for name in (("lr",) if blew_up else ("lr", "eps"))
+             if getattr(args, name, None) is not None]
+    cause = " or ".join(given) + " too large" if given else (
+        "--lr too large for this task (or --eps too small)" if blew_up else "--lr or --eps too large for this task")
+    return CLIError(f"training diverged {where}: {blew_up or 'the loss or the weights are no longer finite'}; "
+                    f"likely cause: {cause}; lower it")
 
 
 @contextlib.contextmanager
@@ -136,7 +141,7 @@ def cmd_train_method(args) -> int:
     config = method_config(args)
     try:
         with quiet_overflow():
-            result = train_method(config, progress=not args.quiet)
+            result = train_method(config, progress=not args.quiet, stop_on_blowup=True)
     except ValueError as exc:  # e.g. eps rounding to 0 LSB at 8-bit weights
         raise CLIError(str(exc)) from None
     except (FloatingPointError, OverflowError) as exc:
@@ -167,14 +172,14 @@ def cmd_sweep_methods(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
         if m not in METHODS:
-            raise CLIError(f"methods must be a comma-separated subset of {', '.join(METHODS)}, got {m!r}")
+            raise CLIError(f"--methods must be a comma-separated subset of {', '.join(METHODS)}, got {m!r}")
     tasks = [t.strip() for t in (args.tasks or "digits,digits-rot45").split(",") if t.strip()]
     for t in tasks:
         if t not in all_tasks():
-            raise CLIError(f"tasks must be a comma-separated subset of {', '.join(all_tasks())}, got {t!r}")
-    seeds = int_list(args.seeds)
+            raise CLIError(f"--tasks must be a comma-separated subset of {', '.join(all_tasks())}, got {t!r}")
+    seeds = seed_list(args.seeds, lambda seed: MethodConfig(seed=seed))
     if not seeds:
-        raise CLIError("seeds must list at least one integer (e.g. --seeds 1,2,3)")
+        raise CLIError("--seeds must list at least one integer (e.g. --seeds 1,2,3)")
     check_executor_args(args)
     shots = int_list(args.shots)[0] if args.shots else 16
     base = method_config(args, method="mezo", task=tasks[0], shots=shots)

@@ -4,6 +4,7 @@ engine (``hw.engine.net_engine``), trained with the on-chip loss or the host's g
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -26,16 +27,47 @@ NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
+def _shown(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@functools.lru_cache(maxsize=None)
+def net_default(field: str) -> str:
+    """The ``--net`` runs' default of ``NetTrainConfig`` field ``field`` for help texts: one value if every
+    network has it, else each network's (``digits-mlp 128, rt-mlp 256``)."""
+    from pezo.golden.zo.int8_net import NetTrainConfig
+
+    values = {name: _shown(getattr(NetTrainConfig(net=name), field)) for name in NET_NAMES}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return ", ".join(f"{name} {value}" for name, value in values.items())
+
+
+def head_and_net_default(head, field: str) -> str:
+    """``(default ...)`` of an option of both engines: the head engine's ``head`` and the ``--net`` runs'
+    ``NetTrainConfig`` field ``field`` (one value when they agree)."""
+    net = net_default(field)
+    if net == _shown(head):
+        return f"(default {net})"
+    return f"(default {_shown(head)} for the head engine, {net} with --net)"
+
+
 def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
+    from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN
+    from pezo.golden.engine.zo_engine import G_MAX
+
     p.add_argument("--net", choices=NET_NAMES, help="train a whole network on the network engine: digits-mlp "
                    "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine")
     p.add_argument("--loss", choices=LOSS_CHOICES, help="with --net: on-chip (the engine's hinge loss and g, "
                    "OP_TRAIN; default) or host (the host's cross-entropy g each step)")
     p.add_argument("--g-mode", choices=("sign", "scaled"), help="with --net --loss on-chip: g = +-g_lr (sign, "
                    "default) or round_shift(L+ - L-, g_shift) (scaled)")
-    p.add_argument("--margin", type=raw, help="with --net: hinge margin in logit LSBs, 0..8388607")
-    p.add_argument("--g-lr", type=raw, help="with --net, sign mode: |g| in Q8.16, 1..8388607")
-    p.add_argument("--g-shift", type=raw, help="with --net, scaled mode: 0..47")
+    p.add_argument("--margin", type=raw, help=f"with --net: hinge margin in logit LSBs, 0..{MAX_MARGIN} "
+                   f"(default {net_default('margin')})")
+    p.add_argument("--g-lr", type=raw, help=f"with --net, sign mode: |g| in Q8.16, 1..{G_MAX} "
+                   f"(default {net_default('g_lr')})")
+    p.add_argument("--g-shift", type=raw, help=f"with --net, scaled mode: {G_SHIFT_RANGE[0]}..{G_SHIFT_RANGE[1]} "
+                   f"(default {net_default('g_shift')})")
     p.add_argument("--wd-shift", type=raw, help="with --net: the update's integer weight decay "
                    "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)")
     p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
@@ -80,6 +112,37 @@ def check_mode(args) -> None:
             raise CLIError(f"--{extra[0].replace('_', '-')} applies to the head engine only (without --net)")
 
 
+def check_net_options(args, net: str, loss: str) -> None:
+    """One error for a --net option that this run would not read (its result would be the same without it):
+    --lr outside --loss host, --g-shift / --g-lr in the other --g-mode, --hidden-init on a network without
+    hidden layers, --shots on the fixed digits split."""
+    from pezo.golden.engine.nets import NETS
+    from pezo.golden.zo.int8_net import DIGITS_SPLIT, NET_TASKS
+
+    given = lambda name: getattr(args, name, None) is not None  # noqa: E731
+    if loss == "on-chip" and given("lr"):
+        raise CLIError("--lr applies to --loss host only (MeZO's step on the host's cross-entropy g); with --loss "
+                       "on-chip (the default) the engine steps by --g-lr (--g-mode sign) or --g-shift (--g-mode "
+                       "scaled)")
+    g_mode = getattr(args, "g_mode", None) or "sign"
+    if loss == "on-chip" and g_mode == "sign" and given("g_shift"):
+        raise CLIError("--g-shift applies to --g-mode scaled only; --g-mode sign (the default) steps by g = +-g_lr: "
+                       "set --g-lr, or give --g-mode scaled")
+    if loss == "on-chip" and g_mode == "scaled" and given("g_lr"):
+        raise CLIError("--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, "
+                       "g_shift): set --g-shift")
+    layers = NETS.get(net, ())
+    if given("hidden_init") and len(layers) == 1:
+        with_hidden = ", ".join(name for name, net_layers in NETS.items() if len(net_layers) > 1)
+        raise CLIError(f"--hidden-init applies to networks with hidden layers (--net {with_hidden}); {net} "
+                       f"({layers[0].inputs} -> {layers[0].outputs}) has none")
+    if given("shots") and NET_TASKS.get(net) == "digits":
+        rt_nets = ", ".join(name for name, task in NET_TASKS.items() if task != "digits")
+        raise CLIError(f"--shots applies to the Rotten Tomatoes runs (the head engine, --net {rt_nets}); --net {net} "
+                       f"trains on the fixed digits split ({DIGITS_SPLIT[0]} train, {DIGITS_SPLIT[1]} validation, "
+                       f"{DIGITS_SPLIT[2]} test examples)")
+
+
 def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options; one error line per bad field."""
     from pezo.golden.zo.int8_net import NetTrainConfig
@@ -99,6 +162,7 @@ def net_train_config(args, steps: int | None = None):
             raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
     if fields.get("loss", "on-chip") == "host" and any(getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
+    check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
         return NetTrainConfig(**fields)
     except ValueError as exc:
@@ -178,8 +242,8 @@ def cmd_train_int8_net(args, steps) -> int:
     train = net_train_config(args, steps)
     try:
         result = train_int8_net(train, progress=not args.quiet)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
+        raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
     check_saturation(result, _saturation_cause(args, train))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -3,12 +3,14 @@
 Every command that writes a directory does it through ``staged_output``. An existing non-empty ``--out``
 is replaced only if it holds exactly what the same command wrote there last time: its manifest (the
 marker file: the command and every file with its size and modification time) matches, and nothing was
-added or changed since. Anything else (another command's output, a Vivado run in a build directory, a
-file touched after pezo wrote it) needs ``force``. ``pezo build`` is ``strict``: it never replaces a
-directory without ``force``. The command writes into a staging directory next to the target, which is
-renamed into place on success (``commit_output``) and removed on any failure or interrupt, so the
-previous output stays intact. ``check_new_file`` is the same policy for one output file (``--csv``,
-``--plot``, ``--saif``): an existing file is replaced only with ``force``.
+added or changed since. Another command's output or a file pezo wrote and the user edited since needs
+``force``. What pezo's manifest does not list (a directory pezo did not write, a ``.git``, a Vivado run the
+user started in a build directory) is never deleted, ``force`` or not: such a directory is refused with
+one line naming what is in the way. ``pezo build`` is ``strict``: it never replaces a directory without
+``force``. The command writes into a staging directory next to the target, which is renamed into place
+on success (``commit_output``, after checking again that the target holds nothing pezo did not write) and
+removed on any failure or interrupt, so the previous output stays intact. ``check_new_file`` is the same
+policy for one output file (``--csv``, ``--plot``, ``--saif``): an existing file is replaced only with ``force``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def staged_output(target: Path, force: bool = False, what: dict | None = None, *
     staging, replacing = prepare_output(target, force, strict=strict, command=what.get("command"), option=option)
     try:
         yield Staging(staging, Path(target), replacing)
+        _check_still_pezos(target, option)
         commit_output(staging, target, what)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -86,31 +89,44 @@ def _files(root: Path) -> dict[str, list[int]]:
     return entries
 
 
-def _unchanged_since_written(path: Path, command: str | None) -> str | None:
-    """None if ``path`` holds exactly what ``command`` wrote there last time, else why not (for the error)."""
+def _listing(entries) -> str:
+    """At most three entries, then ``...``."""
+    entries = list(entries)
+    return ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+
+
+def _inspect(path: Path, command: str | None) -> tuple[str | None, str | None]:
+    """Why the non-empty directory ``path`` cannot be replaced at all (it holds what pezo's manifest does not
+    list: never deleted, ``force`` or not) and why not without ``force`` (another command wrote it, or a file
+    pezo wrote changed since); None for each that does not apply."""
     marker = path / MARKER
     if not marker.is_file():
-        return "was not written by pezo"
+        names = sorted(p.name for p in path.iterdir())
+        return (f"was not written by pezo (it holds {_listing(names)})" if names else None), None
+    now = _files(path)
     try:
         manifest = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return "has an unreadable pezo marker"
-    writer = manifest.get("command")
-    if command is not None and writer != command:
-        return f"was written by {writer or 'another pezo command'}, not {command}"
-    now = _files(path)
-    listed = manifest.get("files")
-    if listed is None:  # a marker of an older pezo: no manifest, so nothing may be newer than the marker
+        writer, listed = manifest.get("command"), manifest.get("files")
+        if listed is not None and not isinstance(listed, dict):
+            raise ValueError(listed)
+    except (OSError, ValueError, AttributeError):
+        if now:
+            return f"has an unreadable pezo marker (it holds {_listing(sorted(now))})", None
+        return None, "has an unreadable pezo marker"
+    why = f"was written by {writer or 'another pezo command'}, not {command}" if (
+        command is not None and writer != command) else None
+    if listed is None:  # a marker of an older pezo: no file list, so what is newer than the marker may not be pezo's
         limit = marker.stat().st_mtime_ns
         newer = sorted(rel for rel, (size, mtime) in now.items() if size >= 0 and mtime > limit)
-        return f"has files changed after pezo wrote it ({', '.join(newer[:3])})" if newer else None
-    extra = sorted(set(now) - set(listed))
-    if extra:
-        return f"holds files pezo did not write ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''})"
-    changed = sorted(rel for rel, entry in now.items() if entry != listed[rel])
-    if changed:
-        return f"has files changed after pezo wrote it ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
-    return None
+        return (f"has files changed after pezo wrote it ({_listing(newer)}) that its marker (an older pezo's) "
+                "does not list" if newer else None), why
+    extra = {rel for rel in now if rel not in listed}
+    top = sorted(rel for rel in extra if rel.rpartition("/")[0] not in extra)  # a new directory stands for its files
+    foreign = f"holds files pezo did not write ({_listing(top)})" if top else None
+    changed = sorted(rel for rel, entry in now.items() if rel in listed and entry != listed[rel])
+    if why is None and changed:
+        why = f"has files changed after pezo wrote it ({_listing(changed)})"
+    return foreign, why
 
 
 def prepare_output(path: Path, force: bool = False, strict: bool = False, command: str | None = None,
@@ -118,7 +134,8 @@ def prepare_output(path: Path, force: bool = False, strict: bool = False, comman
     """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``.
 
     A non-empty directory is refused without ``force`` unless it holds exactly what ``command`` wrote there
-    last time and not ``strict`` (``pezo build`` is strict: a build directory may hold a user's Vivado run)."""
+    last time and not ``strict`` (``pezo build`` is strict: a build directory may hold a user's Vivado run);
+    with ``force`` it is replaced only if it holds nothing pezo's manifest does not list (``_inspect``)."""
     given = str(path)
     path = Path(path)
     _check_not_cwd(path, option, given)
@@ -128,11 +145,17 @@ def prepare_output(path: Path, force: bool = False, strict: bool = False, comman
         if not path.is_dir():
             raise OutputDirError(f"{option} {shown} exists and is not a directory")
         if any(path.iterdir()):
+            foreign, why = _inspect(path, command)
+            if foreign is not None:  # never deleted, even with --force
+                needs_force = not force and (strict or why is not None)
+                said = f"is not empty, {why}, and {foreign}" if why is not None and not force else (
+                    f"is not empty and {foreign}")
+                raise OutputDirError(f"{option} {shown} {said}; choose another directory or remove them"
+                                     + (" and pass --force to replace it" if needs_force else ""))
             if strict and not force:
                 raise OutputDirError(f"{option} {shown} is not empty (it may hold a Vivado run); choose another "
                                      "directory or pass --force to replace it")
-            why = None if force else _unchanged_since_written(path, command)
-            if why is not None:
+            if why is not None and not force:
                 raise OutputDirError(f"{option} {shown} is not empty and {why}; choose another directory or "
                                      "pass --force to replace it")
             replacing = True
@@ -153,6 +176,17 @@ def prepare_output(path: Path, force: bool = False, strict: bool = False, comman
     return staging, replacing
 
 
+def _check_still_pezos(path: Path, option: str) -> None:
+    """Before the commit replaces ``path``: OutputDirError (nothing replaced) if it came to hold files pezo did
+    not write while the command ran."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        foreign, _ = _inspect(path, None)
+        if foreign is not None:
+            raise OutputDirError(f"{option} {quoted(path)} {foreign}, added while pezo ran; nothing was replaced: "
+                                 "choose another directory or remove them")
+
+
 def commit_output(staging: Path, path: Path, what: dict) -> None:
     """Write the manifest into ``staging`` and move it to ``path`` (replacing the previous output)."""
     manifest = {"written": time.strftime("%Y-%m-%dT%H:%M:%S"), **what, "files": _files(staging)}
@@ -165,6 +199,18 @@ def commit_output(staging: Path, path: Path, what: dict) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(staging, path)
+
+
+def record_output(path: Path) -> None:
+    """Add what a command wrote into its committed output ``path`` afterwards (the Vivado run ``pezo build``
+    starts there) to the manifest, so that ``force`` may replace it later; the manifest's other keys stay."""
+    marker = Path(path) / MARKER
+    try:
+        manifest = json.loads(marker.read_text())
+        manifest["files"] = {**manifest["files"], **_files(Path(path))}
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no manifest of this pezo: nothing to add to
+    marker.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def check_new_file(option: str, path: Path | None, force: bool = False, suffix: str | None = None) -> None:

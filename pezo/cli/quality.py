@@ -100,6 +100,14 @@ TABLE_KEYS = ("family", "d", "queries", "trials", "max_lag", "max_lag_correlatio
               "lag_noise", "cosine", "cosine_theory", "inflation", "inflation_theory", "inflation_excess")
 
 
+def readable(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` decimals, or in scientific notation when that would hide it (``1.30e+15``,
+    ``2.00e-05``): for the table only, the JSON keeps the exact numbers."""
+    if value != 0 and not 10 ** -digits <= abs(value) < 1e5:
+        return f"{value:.2e}"
+    return f"{value:.{digits}f}"
+
+
 def format_table(results: list[dict]) -> str:
     r0 = results[0]
     lines = [f"Perturbation quality at d = {r0['d']}: lag correlations over lags 1..max_lag inside a perturbation "
@@ -109,9 +117,14 @@ def format_table(results: list[dict]) -> str:
              "excess |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {_label(r)} | {r['max_lag_correlation_signed']:+.3f} ({r['max_lag_correlation_lag']}) | "
-                     f"{r['lag_noise']:.3f} | {r['cosine']:.3f} | {r['cosine_theory']:.3f} | {r['inflation']:.3f} | "
-                     f"{r['inflation_theory']:.3f} | {100 * r['inflation_excess']:+.1f} % |")
+                     f"{r['lag_noise']:.3f} | {r['cosine']:.3f} | {r['cosine_theory']:.3f} | "
+                     f"{readable(r['inflation'])} | {readable(r['inflation_theory'])} | "
+                     f"{_percent(r['inflation_excess'])} |")
     return "\n".join(lines)
+
+
+def _percent(fraction: float, digits: int = 1) -> str:
+    return f"{100 * fraction:+.{digits}f} %" if abs(fraction) < 1e3 else f"{100 * fraction:+.2e} %"
 
 
 def write_csv(results: list[dict], path: Path) -> None:
@@ -136,7 +149,7 @@ def plot_lags(results: list[dict], path: Path) -> None:
     for r in results:
         lags = range(1, len(r["lag_correlations"]) + 1)
         ax.plot(lags, r["lag_correlations"], marker="o", markersize=2.5, linewidth=1,
-                label=f"{_label(r)}: cosine {r['cosine']:.3f}, inflation {100 * r['inflation_excess']:+.0f} %")
+                label=f"{_label(r)}: cosine {r['cosine']:.3f}, inflation {_percent(r['inflation_excess'], 0)}")
     noise = max(r["lag_noise"] for r in results)
     ax.axhspan(-noise, noise, color="grey", alpha=0.25, label="independent values (3 sigma)")
     ax.axhline(0, color="black", linewidth=0.6)

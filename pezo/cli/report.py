@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from pezo.boards.vivado import VivadoReportError
-from pezo.cli.args import CLIError
+from pezo.cli.args import CLIError, option_error
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
 from pezo.cli.output import check_new_file, quoted, staged_output
@@ -35,11 +35,14 @@ def cmd_report(args) -> int:
     if args.jobs is not None or args.scheduler is not None:
         raise CLIError("--jobs and --scheduler spread the comparison table's designs (pezo report without "
                        "generator options); one design is one synthesis")
+    if args.brief:
+        raise CLIError("--brief shortens the comparison table (pezo report without generator options); one "
+                       "design's report is printed in full as text or --json")
     if args.strategy in ENGINE_STRATEGIES:
         return _report_engine(args)
     args.unit = args.unit or "generator"
     config = _config(args)
-    if not args.json and (args.no_cache or not is_report_cached(config, args.unit)):
+    if args.no_cache or not is_report_cached(config, args.unit):  # stderr, so with --json too
         print("synthesizing with Yosys (first run of a config takes 10-60 s) ...", file=sys.stderr)
     result = report(config, use_cache=not args.no_cache, unit=args.unit)
     result.update(timing_keys(config, args.unit, result["LUT"], args))
@@ -103,9 +106,8 @@ def _report_engine(args) -> int:
         config = (net_config(args.net, strategy=strategy, **fields) if args.net
                   else EngineConfig(strategy=strategy, **fields))
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    if not args.json:
-        print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)
+        raise option_error(exc, tuple(ENGINE_REPORT_FIELDS), fields) from None
+    print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)  # stderr: --json too
     if args.net:
         return _report_net_engine(config, args)
     result = engine_report(config, use_cache=not args.no_cache)
@@ -175,9 +177,9 @@ def _report_table(args) -> int:
         work = " + ".join(["synthesis (Yosys xcup)", *(["activity"] if activity else []),
                            *([] if args.no_timing else ["place and route (nextpnr-ecp5)"])])
         with tqdm(total=len(designs), desc=work, unit="design", file=sys.stderr,
-                  disable=args.quiet or args.json) as bar:
+                  disable=args.quiet) as bar:  # stderr: --json keeps stdout clean
             rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing,
-                                   executor=executor)
+                                   executor=executor, use_cache=not args.no_cache)
         if vivado is not None:
             rows.append(vivado)
         if args.csv is not None:
@@ -237,14 +239,16 @@ def add_report_parser(sub) -> None:
     _add_generator_args(p, engine=True)
     p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
                    "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
-    p.add_argument("--no-cache", action="store_true", help="re-run synthesis even if cached")
+    p.add_argument("--no-cache", action="store_true", help="re-run synthesis, place and route (and the table's "
+                   "activity runs) even if cached")
     p.add_argument("--net", choices=NET_NAMES, help="with --strategy engine-otf|engine-pregen: the network engine "
                    "generated for this network (default: the head engine)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
     p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
-    p.add_argument("--force", action="store_true", help="table: replace an existing --csv / --plot file, or a --out DIR that "
-                   "holds anything but what pezo report wrote there last time")
+    p.add_argument("--force", action="store_true", help="table: replace an existing --csv / --plot file, or a "
+                   "--out DIR that another pezo command wrote or whose pezo files changed (files pezo did not write "
+                   "are never deleted)")
     p.add_argument("--vivado", type=Path, metavar="RUN_DIR", help="table: add the post-place (or post-synthesis) "
                    "utilisation of a Vivado run of pezo build's files")
     p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "

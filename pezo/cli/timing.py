@@ -12,7 +12,7 @@ def timing_keys(config, unit: str, luts: int, args) -> dict:
 
     if args.no_timing:
         return {k: None for k in TIMING_KEYS}
-    if not args.json and (args.no_cache or not is_timing_cached(unit_verilog(config, unit)[2])):
+    if args.no_cache or not is_timing_cached(unit_verilog(config, unit)[2]):  # stderr, so with --json too
         print("placing and routing on ECP5 with nextpnr, 3 seeds (10 s - 3 min; --no-timing skips it) ...",
               file=sys.stderr)
     result = unit_timing(config, unit, luts=luts, use_cache=not args.no_cache)

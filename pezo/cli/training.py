@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pezo.cli.args import CLIError, add_family_options, int_list, num, option_error, raw
+from pezo.cli.args import CLIError, add_family_options, int_list, num, option_error, raw, seed_list
 from pezo.cli.methods import add_method_args, cmd_sweep_methods, cmd_train_method, diverged, failed_runs, quiet_overflow, uses_methods
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
@@ -68,14 +68,18 @@ def _check_training_inputs(config) -> None:
 
 def cmd_train(args) -> int:
     """One ZO fine-tuning run of the golden trainer; prints a summary or one JSON object."""
+    from pezo.golden.methods.tasks import all_tasks
+
     _warnings_to_stderr()
+    if args.task is not None and args.task not in all_tasks():  # every task, not only the golden trainer's text ones
+        raise CLIError(f"--task must be one of {', '.join(all_tasks())}, got {args.task!r}")
     if uses_methods(args):
         return cmd_train_method(args)
     config = _train_config(args)
     _check_training_inputs(config)
     try:
         with quiet_overflow():
-            result = dict(method="mezo", **train(config, progress=not args.quiet).summary)
+            result = dict(method="mezo", **train(config, progress=not args.quiet, stop_on_blowup=True).summary)
     except ValueError as exc:  # e.g. a pool size that divides this run's d
         raise CLIError(str(exc)) from None
     except (FloatingPointError, OverflowError) as exc:
@@ -133,10 +137,10 @@ def cmd_sweep(args) -> int:
     experiments = args.experiment or list(EXPERIMENTS)
     for name in experiments:
         if name not in EXPERIMENTS:
-            raise CLIError(f"experiment must be one of {', '.join(EXPERIMENTS)}, got {name!r}")
-    shots, seeds = int_list(args.shots), int_list(args.seeds)
+            raise CLIError(f"--experiment must be one of {', '.join(EXPERIMENTS)}, got {name!r}")
+    shots, seeds = int_list(args.shots), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
     if not shots or not seeds:
-        raise CLIError("shots and seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
+        raise CLIError("--shots and --seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
     check_executor_args(args)
     base = _train_config(args, family="gaussian")
     for k in shots:
@@ -215,5 +219,6 @@ def add_parsers(sub) -> None:
     add_executor_args(p)
     _add_train_args(p, sweep=True)
     p.add_argument("--out", type=Path, default=Path("build/sweep"), help="output directory (default build/sweep)")
-    p.add_argument("--force", action="store_true", help="replace an --out pezo did not write")
+    p.add_argument("--force", action="store_true", help="replace an --out that another pezo command wrote, or "
+                   "whose pezo files changed (files pezo did not write are never deleted)")
     p.set_defaults(func=cmd_sweep)

@@ -129,6 +129,7 @@ def test_resume_after_an_interrupt_does_not_repeat_finished_trials(tmp_path, mon
 def test_explore_command_end_to_end_and_rerun_continues(tmp_path, capsys):
     space = tmp_path / "space.json"
     space.write_text(json.dumps(TINY_SPACE))
+    (tmp_path / "db").mkdir()  # --storage's directory must exist (pezo creates none for it, as for --csv)
     storage = f"sqlite:///{tmp_path / 'db' / 'studies.db'}"
     argv = ["explore", "--trials", "2", "--steps", "30", "--space", str(space), "--storage", storage, "--jobs", "1",
             "--quiet", "--json", "--out", str(tmp_path / "out")]

@@ -161,6 +161,14 @@ def test_a_second_death_is_one_line_naming_design_tool_and_signal(monkeypatch):
     assert message.startswith("pregen 4095 x 12: Yosys was killed by SIGBUS twice")
 
 
+def test_an_interrupted_tool_is_an_interrupt_not_a_retry(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: calls.append(1) or _completed(-signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):
+        tools.run(tools.YOSYS, [], Path("."), "d")
+    assert calls == [1]
+
+
 def test_an_ordinary_failure_is_not_retried(monkeypatch):
     calls = []
     monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: calls.append(1) or _completed(1))

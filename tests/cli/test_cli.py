@@ -84,8 +84,8 @@ def test_verilog_writes_and_protects_directories(tmp_path, capsys):
     code, _, err = run(["verilog", "--out", str(user)], capsys)
     assert code == 2 and "not written by pezo" in err
     assert [p.name for p in user.iterdir()] == ["notes.txt"]
-    code, _, _ = run(["verilog", "--out", str(user), "--force"], capsys)
-    assert code == 0 and not (user / "notes.txt").exists()
+    code, _, err = run(["verilog", "--out", str(user), "--force"], capsys)  # --force never deletes the user's files
+    assert code == 2 and "(it holds notes.txt)" in err and (user / "notes.txt").read_text() == "keep"
 
 
 @pytest.mark.synth

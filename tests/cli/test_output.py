@@ -49,9 +49,11 @@ def test_refusals(tmp_path):
     with pytest.raises(OutputDirError, match="is not empty"):  # strict (pezo build): even pezo's own output
         with staged_output(mine, strict=True):
             pass
-    with staged_output(user, force=True):
-        pass
-    assert not (user / "notes.txt").exists()
+    with pytest.raises(OutputDirError, match=r"was not written by pezo \(it holds notes.txt\); choose another "
+                       "directory or remove them$"):
+        with staged_output(user, force=True):  # --force never deletes what pezo did not write
+            pass
+    assert (user / "notes.txt").read_text() == "keep"
     (tmp_path / "file").write_text("")
     with pytest.raises(OutputDirError, match="is not a directory"):
         with staged_output(tmp_path / "file"):

@@ -134,7 +134,7 @@ def test_pezo_sim_engine_prints_the_contract_keys(capsys, simulators, real_task)
     (["sim", "engine", "--steps", "0"], "steps must be an integer in 1..10000"),
     (["sim", "engine", "--steps", "x"], "steps must be an integer in 1..10000"),
     (["sim", "engine", "--cols", "7"], "cols=7 does not tile inputs=384"),
-    (["sim", "engine", "--batch", "12"], "rows=8 does not tile batch=12"),
+    (["sim", "engine", "--batch", "12"], "--rows=8 does not tile --batch=12"),
     (["sim", "engine", "--rows", "65"], "rows must be in 1..64"),
     (["sim", "engine", "--strategy", "gaussian"], "strategy must be one of otf, pregen"),
     (["sim", "engine", "--eps-shift", "30"], "--eps-shift must be in 0..24"),
@@ -148,7 +148,7 @@ def test_pezo_sim_engine_prints_the_contract_keys(capsys, simulators, real_task)
     (["report", "--strategy", "engine-pregen", "--rng-bits", "8"], "--rng-bits applies to --strategy engine-otf"),
     (["report", "--strategy", "engine-pregen", "--lfsr-bit-order", "spread"],
      "--lfsr-bit-order applies to --strategy engine-otf"),
-    (["report", "--strategy", "engine-otf", "--lfsr-leap", "15"], "lfsr_leap must be in 1..14, got 15"),
+    (["report", "--strategy", "engine-otf", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
 ])
 def test_engine_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2

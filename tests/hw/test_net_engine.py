@@ -210,7 +210,7 @@ def test_host_loss_mode_on_the_rtl(simulators, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["sim", "engine", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000"),
     (["sim", "engine", "--net", "digits-mlp", "--cols", "6"], "layer 0 (64 -> 32 relu) does not tile the array"),
-    (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "rows=8 does not tile batch=12"),
+    (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "--rows=8 does not tile --batch=12"),
     (["sim", "engine", "--net", "digits-mlp", "--weight-exponent", "-3"], "--weight-exponent applies to the head engine only"),
     (["sim", "engine", "--margin", "5"], "--margin applies to --net runs only"),
     (["sim", "engine", "--net", "digits-mlp", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread"),
