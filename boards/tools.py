@@ -102,8 +102,10 @@ def prepare(tool: Tool, cache: Path | None = None) -> Path:
     with FileLock(str(cache / ".pezo-prepare.lock")):
         if mark.exists():  # another process prepared it while this one waited
             return cache
+        for leftover in cache.glob(".staging-*"):  # of a process killed while it held this lock
+            shutil.rmtree(leftover, ignore_errors=True)
         print(f"pezo: preparing {tool.name} (compiling its WebAssembly once, about a minute) ...", file=sys.stderr)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache.parent))
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache))
         try:
             _compile(tool, staging)
             install(staging, cache)
@@ -138,9 +140,9 @@ def _launch(tool: Tool, args: list[str], cwd: Path) -> subprocess.CompletedProce
 
 def run(tool: Tool, args: list[str], cwd: Path, design: str, error: type[Exception] = RuntimeError
         ) -> subprocess.CompletedProcess:
-    """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal (other
-    than SIGINT, which is the user's interrupt and raises ``KeyboardInterrupt``) is retried once; a second death raises ``error`` naming ``design``, the tool and the signal. Any other exit
-    code is the caller's to read."""
+    """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal is retried
+    once; a second death raises ``error`` naming ``design``, the tool and the signal (SIGINT is the user's
+    interrupt: ``KeyboardInterrupt``, no retry). Any other exit code is the caller's to read."""
     proc = _launch(tool, args, cwd)
     if proc.returncode == -signal.SIGINT:  # the user's Ctrl-C reached the tool: not a crash to retry
         raise KeyboardInterrupt

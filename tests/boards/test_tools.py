@@ -30,7 +30,8 @@ SLOW_SCRIPT = "read_verilog top.v; synth -top top; abc; stat"
 
 
 def _module_files(cache: Path) -> list[Path]:
-    files = [p for p in cache.rglob("*") if p.is_file() and ".pezo-ready" not in p.parts and p.suffix != ".lock"]
+    files = [p for p in cache.rglob("*") if p.is_file() and ".pezo-ready" not in p.parts and p.suffix != ".lock"
+             and not any(part.startswith(".staging-") for part in p.parts)]
     assert files, f"no compiled module in {cache}"
     return files
 
@@ -126,7 +127,16 @@ def test_prepare_compiles_once_across_concurrent_callers(tmp_path, monkeypatch):
     assert calls == [tools.YOSYS]
     assert results == [cache] * 8
     assert (cache / "pkg" / "tool.wasm" / "digest").read_bytes() == b"machine code"
-    assert not [p for p in cache.parent.iterdir() if p.name.startswith(".staging-")], "staging left behind"
+    assert not list(cache.glob(".staging-*")), "staging left behind"
+
+
+def test_a_staging_directory_of_a_killed_preparer_is_removed(tmp_path, monkeypatch):
+    cache = tmp_path / "shared"
+    (cache / ".staging-old" / "pkg").mkdir(parents=True)
+    (cache / ".staging-old" / "pkg" / "half-written").write_bytes(b"x" * 10)
+    monkeypatch.setattr(tools, "_compile", lambda tool, staging: (staging / "module").write_bytes(b"code"))
+    tools.prepare(tools.YOSYS, cache)
+    assert not (cache / ".staging-old").exists() and (cache / "module").read_bytes() == b"code"
 
 
 def test_a_failed_prepare_leaves_the_tool_unprepared(tmp_path, monkeypatch):
