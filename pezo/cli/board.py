@@ -167,10 +167,28 @@ def engine_build_config(args):
     return net
 
 
+def run_vivado(vivado: str, out: Path) -> dict:
+    """Run ``build_top.sh`` (Vivado at ``vivado``) in the committed build directory ``out``; its files join pezo's
+    manifest (``--force`` may replace them later); the run's utilisation (``boards.vivado.read_vivado_run``).
+    RuntimeError when Vivado fails."""
+    from pezo.boards.vivado import read_vivado_run
+    from pezo.cli.output import record_output
+
+    print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
+    try:
+        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    finally:  # pezo ran it, so what it wrote is pezo's
+        record_output(out)
+    if proc.returncode != 0:
+        raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
+    return read_vivado_run(out)
+
+
 def cmd_build_engine(args, out_default: Path) -> int:
     """Write the ZCU102 engine design (``pezo.boards.zcu102_engine``); Vivado as the stream design."""
     from pezo.boards.zcu102_engine import addresses, write_engine_design
-    from pezo.cli.output import record_output, staged_output
+    from pezo.cli.output import staged_output
 
     check_build_design(args)
     net = engine_build_config(args)
@@ -185,17 +203,7 @@ def cmd_build_engine(args, out_default: Path) -> int:
           "irq on pl_ps_irq0")
     vivado = shutil.which("vivado")
     if vivado is not None and not args.no_vivado:
-        from pezo.boards.vivado import read_vivado_run
-
-        print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
-        try:
-            proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
-        finally:  # pezo ran it: its files join the manifest (--force may replace them)
-            record_output(out)
-        if proc.returncode != 0:
-            raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
-        result = read_vivado_run(out)
+        result = run_vivado(vivado, out)
         print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP")
     print("next: Vivado (2021.1 or later) writes the bitstream, then on the board (PYNQ/PetaLinux, root):\n"
           f"  cd {out} && bash build_top.sh\n"

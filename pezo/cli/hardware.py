@@ -11,15 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from pezo.boards.vivado import read_vivado_run
 from pezo.cli import board
 from pezo.cli.args import CLIError, pezo_command, raw
 from pezo.cli.generator import _add_generator_args, _config, _design_name
-from pezo.cli.output import check_new_file, quoted, record_output, staged_output
+from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.report import add_report_parser
 
 DEFAULT_BUILD_OUT = Path("build")
@@ -66,15 +64,7 @@ def cmd_build(args) -> int:
               f"  cd {quoted(out)} && bash build_top.sh        # Vivado 2021.1 or later on PATH\n"
               f"then compare: {pezo_command()} report --vivado {quoted(out)}")
         return 0
-    print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
-    try:
-        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-    finally:  # pezo ran it: its files join the manifest (--force may replace them)
-        record_output(out)
-    if proc.returncode != 0:
-        raise RuntimeError(f"Vivado failed (exit {proc.returncode}); see {out}/top.log")
-    result = read_vivado_run(out)
+    result = board.run_vivado(vivado, out)
     print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP; "
           f"reports in {out}")
     return 0

@@ -139,6 +139,18 @@ def test_what_pezo_ran_in_its_output_joins_the_manifest(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [MARKER]
 
 
+def test_a_vivado_run_pezo_started_joins_the_manifest_even_when_it_fails(tmp_path):
+    """board.run_vivado (pezo build and build --design engine): build_top.sh's files are pezo's, failure or not."""
+    from pezo.cli.board import run_vivado
+
+    out = tmp_path / "b"
+    with staged_output(out, what={"command": "build"}, strict=True) as staging:
+        (staging.path / "build_top.sh").write_text("mkdir top.runs; echo 1 > top.runs/log; exit 3\n")
+    with pytest.raises(RuntimeError, match="Vivado failed \\(exit 3\\)"):
+        run_vivado("vivado", out)
+    assert "top.runs/log" in json.loads((out / MARKER).read_text())["files"]
+
+
 # -- 2: a loss that blows up is a divergence, not a result -------------------------------------------------------
 
 
