@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pezo.executor import raise_if_interrupted
 from pezo.golden.config import MAX_LANES, RNG_BITS_RANGE, STRATEGIES, PerturbConfig
 
 OBJECTIVES = {"accuracy": "maximize", "lut": "minimize", "ff": "minimize", "bram": "minimize", "dsp": "minimize",
@@ -366,6 +367,7 @@ def run_study(study, setting: Setting, space: dict, trials: int, executor,
                 done += 1
                 if on_trial is not None:
                     on_trial(result)
+                raise_if_interrupted()  # a Ctrl-C swallowed by a finaliser (SQLAlchemy's, inside Optuna)
         except BaseException:
             for i in pending:
                 try:

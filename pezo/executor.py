@@ -19,6 +19,11 @@ pure function of its argument (callers seed every run), and every run, in-proces
 scheduler re-runs its tasks elsewhere. Leaving the context (normally, on an exception or on Ctrl-C's
 ``KeyboardInterrupt``) cancels what is still queued and closes the client and a local cluster, which stops
 its worker processes. This module imports nothing of pezo (the lowest layer: every package may use it).
+
+Ctrl-C is also remembered (``catch_interrupts``, which the ``pezo`` command installs): a ``KeyboardInterrupt``
+raised while Python runs a finaliser (an SQLAlchemy weakref callback inside Optuna, a ``__del__``) is printed
+as "Exception ignored" and swallowed, and the command would go on. Long loops and every output commit call
+``raise_if_interrupted()``, so a swallowed interrupt still stops the command before it writes anything.
 """
 
 from __future__ import annotations
@@ -27,11 +32,47 @@ import contextlib
 import math
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 
 ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 DEFAULT_TIMEOUT = 10.0
+
+
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def catch_interrupts() -> Iterator[None]:
+    """Within the block, SIGINT sets the interrupt flag and raises ``KeyboardInterrupt`` (Python's default
+    raise, plus the flag); the previous handler is restored on exit. Outside the main thread: only clears the flag."""
+    _INTERRUPTED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupted() -> bool:
+    """Ctrl-C arrived inside ``catch_interrupts`` (whether or not its ``KeyboardInterrupt`` was swallowed)."""
+    return _INTERRUPTED.is_set()
+
+
+def raise_if_interrupted() -> None:
+    """``KeyboardInterrupt`` if Ctrl-C arrived inside ``catch_interrupts`` (its own raise may have been swallowed)."""
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
 
 
 class SchedulerUnreachable(ConnectionError):

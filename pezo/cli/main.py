@@ -22,6 +22,7 @@ import warnings
 from pezo.cli import board, engine, explore, hardware, quality, training
 from pezo.cli.args import CLIError, Parser
 from pezo.cli.output import OutputDirError
+from pezo.executor import catch_interrupts, raise_if_interrupted
 from pezo.golden.lm.data import TaskDataMissing
 
 
@@ -69,8 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-        return args.func(args)
+        with catch_interrupts():
+            args = parser.parse_args(argv)
+            status = args.func(args)
+            raise_if_interrupted()  # a Ctrl-C whose KeyboardInterrupt a finaliser swallowed
+            return status
     except (CLIError, OutputDirError) as exc:
         print(f"pezo: error: {one_line(exc)}", file=sys.stderr)
         return 2

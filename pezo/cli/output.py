@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pezo.executor import raise_if_interrupted
+
 MARKER = ".pezo-output"
 
 
@@ -188,7 +190,9 @@ def _check_still_pezos(path: Path, option: str) -> None:
 
 
 def commit_output(staging: Path, path: Path, what: dict) -> None:
-    """Write the manifest into ``staging`` and move it to ``path`` (replacing the previous output)."""
+    """Write the manifest into ``staging`` and move it to ``path`` (replacing the previous output);
+    ``KeyboardInterrupt`` instead if Ctrl-C arrived (even one a finaliser swallowed)."""
+    raise_if_interrupted()
     manifest = {"written": time.strftime("%Y-%m-%dT%H:%M:%S"), **what, "files": _files(staging)}
     (staging / MARKER).write_text(json.dumps(manifest, indent=2) + "\n")
     path = Path(path)

@@ -1,6 +1,9 @@
 """pezo.cli.output.staged_output (the one staging path of every command's --out) and the CLI's layout."""
 
+import argparse
 import ast
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,44 @@ def test_command_families_import_only_args_output_and_methods():
             continue
         assert "main" not in imported, path.name
         assert imported <= allowed.get(path.stem, {"args", "output"}), (path.name, imported)
+
+
+
+class _CtrlCInFinaliser:
+    """Ctrl-C arriving while Python runs a finaliser (as SQLAlchemy's weakref callbacks inside Optuna do):
+    the ``KeyboardInterrupt`` is printed as "Exception ignored" and swallowed."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs here, inside the finaliser
+            pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_swallowed_ctrl_c_is_not_committed(tmp_path):
+    """The interrupt flag outlives the swallowed KeyboardInterrupt: the staged output is not committed."""
+    from pezo.executor import catch_interrupts, interrupted
+
+    target = tmp_path / "out"
+    with catch_interrupts(), pytest.raises(KeyboardInterrupt), staged_output(target) as staging:
+        (staging.path / "a.txt").write_text("half")
+        _CtrlCInFinaliser()
+        assert interrupted()  # the finaliser returned normally: only the flag knows
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_swallowed_ctrl_c_exits_130(monkeypatch, capsys):
+    """pezo's main exits 130 with its one line when the command returned normally after a swallowed Ctrl-C,
+    and puts the previous SIGINT handler back."""
+    from pezo.cli import main as cli_main
+
+    def command(args):
+        _CtrlCInFinaliser()
+        return 0
+
+    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli_main.Parser, "parse_args", lambda self, argv=None: argparse.Namespace(func=command))
+    assert cli_main.main(["verilog"]) == 130
+    assert capsys.readouterr().err.endswith("pezo: interrupted\n")
+    assert signal.getsignal(signal.SIGINT) is previous
