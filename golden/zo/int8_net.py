@@ -1,39 +1,6 @@
 """Golden INT8 ZO training of a whole network on the PE array (``pezo.golden.engine.network``), and its
 float reference.
 
-**Nets and data** (``pezo.golden.engine.nets``):
-
-* ``digits-mlp`` (64-32-32-10) -- scikit-learn's bundled 8 x 8 digits (1 797 images, offline). Split as
-  ``golden.methods``' ``digits`` task: a permutation from ``np.random.default_rng([seed, 0xD1])`` gives
-  1 000 train, 300 validation and 497 test images. Inputs: the methods' float pixels ``x / 8 - 1`` in
-  [-1, 1] quantised at the activation exponent s_x = -7, i.e. ``q = sat(16 * pixel - 128, -128, 127)``
-  (pixel 16 -> 128 saturates to 127: one LSB; every other pixel value 0..15 is exact).
-* ``rt-mlp`` (384-64-2), ``rt-head`` (384-2) -- Rotten Tomatoes as ``pezo train-int8``: the int8
-  all-MiniLM-L6-v2 embeddings of ``pezo.golden.zo.int8_head.Int8Task`` (k shots per class for training
-  and for validation, 1 000 test examples, fixed by ``seed``; s_x = NITI's exponent of the training set).
-
-**Init** (seeded, ``np.random.default_rng([seed, 0x1417])``): ``rt-head`` starts from zero as
-``int8_head`` does. Every hidden layer draws w0 ~ N(0, 1) and is scaled layer after layer on the
-training inputs by the engine's own integer forward: layer l gets w = sat(round(a_l * w0), -127, 127)
-with a_l chosen so that its requantised pre-activation ``round_shift(acc, shift_l)`` has standard
-deviation ``init_std`` LSB (default 32: a quarter of the int8 range, so the ReLU outputs use the range
-without saturating much); ``init_scale`` multiplies every a_l (1 = the calibrated start). The last layer
-starts from zero (``last_init="zero"``, the default) or, calibrated, at a logit standard deviation of
-``init_std * 2^7`` (the logits are not shifted; 2^7 puts them on the scale of the margin). The chosen
-a_l, the weights' spread and the hidden activations' statistics are in the result (``init``). At the
-digits-mlp preset shifts (10, 9) the second layer would need a weight std of ~97 LSB: 22 % of its
-weights saturate at +-127 and its pre-activation std reaches ~26 LSB, not 32 (measured; 10/9 trained as
-well as 10/8, where nothing saturates, and is what the three-seed evidence used).
-
-Why the last layer starts at zero: from a random classifier every ZO step that shrinks the logits
-lowers the hinge loss (a random classifier pays about 1.5 logit standard deviations beyond the
-margin per example), and with fixed requantisation shifts the cheapest way to shrink them is to drive
-one hidden layer's pre-activations below zero. Measured on digits-mlp (calibrated last layer, sign g):
-the second hidden layer is 100 % dead after 300 steps, all logits 0, L+ = L- and g = 0 forever. From a
-zero last layer the start is already at the margin and the loss falls only by classifying. The same
-reasoning sets epsilon: with eps_shift <= 12 (|p| up to 2..8 LSB) the perturbed passes alone add logit
-noise that the hinge penalises, and the net again learns to switch its hidden units off.
-
 **Tuning** (``TUNED``; ``benchmarks/results/engine_net``): eps_shift = 13 (p in {-1, 0, 1}, about half 0),
 sign g with g_lr = 2^16, i.e. w <- w -+ p: the smallest unbiased step -- for g_lr < 2^16, round-half-up
 of g * p / 2^16 moves only one sign of p (+0.5 -> 1, -0.5 -> 0), and the weights drift one way until a
@@ -58,16 +25,13 @@ outputs are dropped). ``test_accuracy`` is at the best-validation checkpoint, or
 the last ``average_last`` checkpoints when that is set (``checkpoint_average_val`` records the validation
 accuracy of several such averages, for screening on validation).
 
-**Float reference** (``train_float_mezo``): MeZO (``pezo.golden.zo.mezo``, stream mode, Gaussian z) on a
-float32 MLP of the same shape (no biases, ReLU), same data (the dequantised int8 inputs divided by their
-training RMS, so one learning rate suits both tasks), same batch schedule and forward-pass budget,
-He-normal start, cross-entropy loss.
+The data: ``pezo.golden.zo.net_data``; the start: ``pezo.golden.zo.net_init``; evaluation: ``pezo.golden.zo.net_eval``;
+the float references: ``pezo.golden.zo.float_reference``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import sys
 import time
@@ -76,31 +40,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import DEFAULT_BIT_ORDER, check_int
-from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, quantize, round_shift, saturate
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
-from pezo.golden.engine.network import Layer, NetConfig, NetEngine, weights_digest
+from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS,
                                           WD_EVERY_RANGE, WD_SHIFT_RANGE, g_to_fixed)
-from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import cross_entropy
-from pezo.golden.zo.families import make_sampler
-from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, batch_schedule
-from pezo.golden.zo.mezo import MeZO, MeZOConfig
+from pezo.golden.zo.int8_head import STEPS_RANGE, batch_schedule
+from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe, load_data
+from pezo.golden.zo.net_eval import average_weights, engine_accuracy, logit_exponent
+from pezo.golden.zo.net_init import init_weights
 
 LOSSES = ("on-chip", "host")
 LAST_INITS = ("zero", "calibrated", "probe")
 HIDDEN_INITS = ("normal", "pca")
 G_MODES = ("sign", "scaled")
-NET_TASKS = {"digits-mlp": "digits", "rt-mlp": "rotten_tomatoes", "rt-head": "rotten_tomatoes"}
-DIGITS_SPLIT = (1000, 300, 497)  # train, val, test (as golden.methods.tasks)
-DIGITS_EXPONENT = -7
-"""s_x of the digits inputs: q = sat((pixel / 8 - 1) * 2^7) = sat(16 * pixel - 128)."""
-LOGIT_INIT_SHIFT = 7
 CURVE_LOSS_WINDOW = 50
 
 
-def _check_number(name: str, value, lo: float, hi: float, lo_open: bool = True) -> None:
+def check_number(name: str, value, lo: float, hi: float, lo_open: bool = True) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ok = ok and (value > lo if lo_open else value >= lo) and value <= hi
     if not ok:
@@ -108,7 +66,7 @@ def _check_number(name: str, value, lo: float, hi: float, lo_open: bool = True) 
         raise ValueError(f"{name} must be a finite number in {bracket}{lo:g}, {hi:g}], got {value!r}")
 
 
-def _check_choice(name: str, value, choices) -> None:
+def check_choice(name: str, value, choices) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
 
@@ -189,27 +147,27 @@ class NetTrainConfig:
     average_last: int = 0
 
     def __post_init__(self):
-        _check_choice("net", self.net, NET_NAMES)
-        _check_choice("loss", self.loss, LOSSES)
-        _check_choice("g_mode", self.g_mode, G_MODES)
+        check_choice("net", self.net, NET_NAMES)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("g_mode", self.g_mode, G_MODES)
         check_int("margin", self.margin, 0, MAX_MARGIN)
         check_int("g_lr", self.g_lr, 1, G_MAX)
         check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
-        _check_number("lr", self.lr, 0, 1e6)
+        check_number("lr", self.lr, 0, 1e6)
         check_int("steps", self.steps, *STEPS_RANGE)
         check_int("eval_every", self.eval_every, *STEPS_RANGE)
         check_int("seed", self.seed, 1, 16383)
         check_int("stream_seed", self.stream_seed, 0, 16383)
-        _check_choice("strategy", self.strategy, ENGINE_STRATEGIES)
+        check_choice("strategy", self.strategy, ENGINE_STRATEGIES)
         check_int("rows", self.rows, 1, MAX_ROWS)
         check_int("cols", self.cols, 1, MAX_COLS)
         check_int("batch", self.batch, 1, MAX_BATCH)
         check_int("shots", self.shots, 1, 1 << 20)
         check_int("test_size", self.test_size, 1, 100_000)
-        _check_number("init_std", self.init_std, 0, 127)
-        _check_number("init_scale", self.init_scale, 0, 16)
-        _check_choice("last_init", self.last_init, LAST_INITS)
-        _check_choice("hidden_init", self.hidden_init, HIDDEN_INITS)
+        check_number("init_std", self.init_std, 0, 127)
+        check_number("init_scale", self.init_scale, 0, 16)
+        check_choice("last_init", self.last_init, LAST_INITS)
+        check_choice("hidden_init", self.hidden_init, HIDDEN_INITS)
         if self.hidden_init == "pca":
             for i, layer in enumerate(NETS[self.net][:-1]):
                 if layer.outputs % 2 or layer.outputs // 2 > layer.inputs:
@@ -324,174 +282,6 @@ checkpoints is 74.2 / 68.9 without decay, 71.7 / 66.8 with this decay (it erodes
 69.5 with wd_shift 7, 72.5 / 69.9 with margin 8192, all below the 76.4 / 69.9 of ``TUNED_WD``."""
 
 
-# -- data ------------------------------------------------------------------------------------------
-@dataclass
-class NetData:
-    """int8 inputs, labels and float inputs per split; the activation exponent s_x; the classes."""
-
-    x: dict
-    y: dict
-    float_x: dict
-    act_exponent: int
-    classes: int
-    info: dict
-    probe_accuracy: float | None = None
-    backprop: dict | None = None
-
-
-@functools.lru_cache(maxsize=1)
-def _digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    return data.images.reshape(len(data.images), 64).astype(np.float64), data.target.astype(np.int64)
-
-
-def digits_split(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """train, val, test indices (``golden.methods.tasks.digits_split``'s permutation)."""
-    images, _ = _digits()
-    order = np.random.default_rng([seed, 0xD1]).permutation(len(images))
-    a, b, _ = DIGITS_SPLIT
-    return order[:a], order[a:a + b], order[a + b:]
-
-
-def quantize_digits(pixels) -> np.ndarray:
-    """Pixels 0..16 -> int8 at s_x = -7: sat(16 * pixel - 128, -128, 127) (round half up; exact)."""
-    return quantize(np.asarray(pixels, dtype=np.float64) / 8.0 - 1.0, DIGITS_EXPONENT)
-
-
-@functools.lru_cache(maxsize=8)
-def _load_data(net: str, seed: int, shots: int, test_size: int) -> NetData:
-    if NET_TASKS[net] == "digits":
-        images, labels = _digits()
-        splits = dict(zip(("train", "val", "test"), digits_split(seed)))
-        x = {n: quantize_digits(images[i]) for n, i in splits.items()}
-        return NetData(x, {n: labels[i] for n, i in splits.items()},
-                       {n: np.ldexp(v.astype(np.float64), DIGITS_EXPONENT) for n, v in x.items()},
-                       DIGITS_EXPONENT, 10, {"data": "sklearn digits", "split": list(DIGITS_SPLIT)})
-    head = Int8TrainConfig(shots=shots, seed=seed, test_size=test_size)
-    task = Int8Task.load(head)
-    return NetData(task.x, task.y, task.float_x, task.act_exponent, task.classes,
-                   {"data": head.task, "shots": shots, "features": "int8 MiniLM embeddings (int8_head.Int8Task)"})
-
-
-def load_data(config: NetTrainConfig) -> NetData:
-    """The net's data for ``config.seed`` (cached per (net task, seed, shots, test_size))."""
-    key_net = "digits-mlp" if NET_TASKS[config.net] == "digits" else "rt-mlp"
-    shots, test = (0, 0) if key_net == "digits-mlp" else (config.shots, config.test_size)
-    return _load_data(key_net, config.seed, shots, test)
-
-
-# -- init ------------------------------------------------------------------------------------------
-def probe_head(h_train, y_train, h_val, y_val, classes: int) -> tuple[np.ndarray, dict]:
-    """``last_init="probe"``: the float linear probe (``golden.lm.probe``, L2 chosen on the validation
-    split) on the fixed int8 hidden features of the calibrated start (divided by their training RMS),
-    quantised to the last layer's int8 weights: w = round(W * 127 / max|W|) (round half up). The net has
-    no bias, so the probe's intercept b is dropped (for two balanced classes b is small; the start
-    accuracy the trainer reports is the quantised, bias-free head's, by the engine's inference)."""
-    h_train = np.asarray(h_train, dtype=np.float64)
-    rms = max(float(np.sqrt(np.mean(np.square(h_train)))), 1e-12)
-    h_val = np.asarray(h_val, dtype=np.float64) / rms
-    w, b, l2 = fit_linear_probe_val(h_train / rms, y_train, h_val, y_val, classes)
-    val = float(((h_val @ w.T + b).argmax(axis=1) == np.asarray(y_val)).mean())
-    w_q = saturate(np.floor(np.asarray(w, dtype=np.float64) * (WEIGHT_MAX / max(float(np.abs(w).max()), 1e-12)) + 0.5),
-                   WEIGHT_MIN, WEIGHT_MAX)
-    return w_q, {"layer": "last", "start": "probe", "probe_l2": l2, "probe_val_accuracy": round(val, 4),
-                 "probe_bias_dropped": [round(float(v), 4) for v in b]}
-
-
-def pca_directions(h, outputs: int) -> np.ndarray:
-    """``hidden_init="pca"``: [V; -V] (float, ``outputs`` x inputs), V the top ``outputs / 2`` principal
-    directions (unit rows, by decreasing variance) of the rows of ``h`` (the layer's int8 training inputs),
-    centred -- no labels. The pair keeps every projection through the ReLU, relu(v.x) - relu(-v.x) = v.x,
-    so the hidden layer starts as a lossless linear map of the inputs' top subspace (the net has no bias;
-    the inputs' mean stays in the projection). Each direction's sign is fixed so that its largest |entry|
-    is positive (SVD signs are arbitrary)."""
-    h = np.asarray(h, dtype=np.float64)
-    half = outputs // 2
-    if outputs % 2 or half > min(h.shape):
-        raise ValueError(f"pca init needs an even width of at most 2 x min(examples, inputs) = {2 * min(h.shape)}, "
-                         f"got {outputs}")
-    _, _, vt = np.linalg.svd(h - h.mean(axis=0), full_matrices=False)
-    v = vt[:half]
-    v = v * np.where(v[np.arange(half), np.abs(v).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]
-    return np.concatenate([v, -v])
-
-
-def init_weights(config: NetTrainConfig, x_train: np.ndarray, data: "NetData | None" = None
-                 ) -> tuple[list[np.ndarray], dict]:
-    """The seeded, calibrated int8 start (module docstring) and its statistics (``last_init="probe"``
-    needs ``data``: the validation split chooses the probe's L2)."""
-    net = config.net_config
-    if config.net == "rt-head":
-        return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}
-    if config.last_init == "probe" and data is None:
-        raise ValueError("last_init='probe' needs the data (the validation split chooses the probe's L2)")
-    rng = np.random.default_rng([config.seed, 0x1417])
-    h = np.asarray(x_train, dtype=np.int64)
-    h_val = np.asarray(data.x["val"], dtype=np.int64) if data is not None else None
-    weights, stats = [], []
-    last = len(net.layers) - 1
-    for i, layer in enumerate(net.layers):
-        w0 = rng.standard_normal((layer.outputs, layer.inputs))  # drawn for every layer: one seeded stream
-        if i < last and config.hidden_init == "pca":
-            w0 = pca_directions(h, layer.outputs)
-        if i == last and config.last_init == "zero":
-            weights.append(np.zeros_like(w0, dtype=np.int64))
-            stats.append({"layer": i, "start": "zero"})
-            break
-        if i == last and config.last_init == "probe":
-            w, entry = probe_head(h, data.y["train"], h_val, data.y["val"], layer.outputs)
-            weights.append(w.astype(np.int64))
-            stats.append(entry)
-            break
-        pre = h.astype(np.float64) @ w0.T
-        target = config.init_std * 2.0 ** (layer.shift if i < last else LOGIT_INIT_SHIFT)
-        scale = config.init_scale * target / max(float(pre.std()), 1e-12)
-        w = saturate(np.floor(w0 * scale + 0.5), WEIGHT_MIN, WEIGHT_MAX)
-        acc = h @ w.T
-        entry = {"layer": i, "directions": config.hidden_init if i < last else "normal", "scale": round(scale, 4),
-                 "weight_std": round(float(w.std()), 3),
-                 "weight_saturated": round(float(np.mean(np.abs(w) == WEIGHT_MAX)), 5)}
-        if i < last:
-            pre_q = round_shift(acc, layer.shift)
-            h = saturate(pre_q, 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
-            if h_val is not None:
-                h_val = saturate(round_shift(h_val @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
-            entry.update(pre_std=round(float(pre_q.std()), 2), act_mean=round(float(h.mean()), 2),
-                         act_saturated=round(float(np.mean(h == WEIGHT_MAX)), 5),
-                         act_zero=round(float(np.mean(h == 0)), 4))
-        else:
-            entry["logit_std"] = round(float(acc.std()), 1)
-        weights.append(w)
-        stats.append(entry)
-    return weights, {"start": f"calibrated {config.hidden_init}", "layers": stats}
-
-
-# -- evaluation and the host's g -------------------------------------------------------------------
-def engine_logits(engine: NetEngine, x) -> np.ndarray:
-    """``NetEngine.infer`` over any number of examples: engine batches, the last padded with zeros."""
-    x = np.asarray(x, dtype=np.int64)
-    b = engine.config.batch
-    out = []
-    for s in range(0, len(x), b):
-        chunk = x[s:s + b]
-        n = len(chunk)
-        if n < b:
-            chunk = np.concatenate([chunk, np.zeros((b - n, x.shape[1]), dtype=np.int64)])
-        out.append(engine.infer(chunk)[:n])
-    return np.concatenate(out)
-
-
-def engine_accuracy(engine: NetEngine, x, y) -> float:
-    return float((engine_logits(engine, x).argmax(axis=1) == np.asarray(y)).mean())
-
-
-def logit_exponent(net: NetConfig, act_exponent: int) -> int:
-    """The power of two one logit LSB is worth: s_x + sum of the layers' weight exponents + sum of the
-    hidden layers' shifts (a hidden activation LSB is worth 2^(s_in + s_w + shift))."""
-    return act_exponent + sum(l.weight_exponent for l in net.layers) + sum(l.shift for l in net.layers[:-1])
-
 
 def host_g(logits_plus, logits_minus, labels, config: NetTrainConfig, act_exponent: int) -> tuple[int, float, float]:
     """The host's g (Q8.16) and the float cross-entropies l+, l-: ``int8_head.update_scale`` for a
@@ -507,7 +297,7 @@ def host_g(logits_plus, logits_minus, labels, config: NetTrainConfig, act_expone
     return g_to_fixed(config.lr * projected / eps_real), loss_plus, loss_minus
 
 
-def _bar(progress: bool, total: int, desc: str):
+def progress_bar(progress: bool, total: int, desc: str):
     if not progress:
         return None
     from tqdm import tqdm
@@ -543,7 +333,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     losses, zero_g, saturated_g = [], 0, 0
     checkpoints = []  # the weights at every validation checkpoint (host read-back)
     first_saturated = None  # the first step (1-based) whose g hit the Q8.16 limit
-    bar = _bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.strategy}")
+    bar = progress_bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.strategy}")
     seconds = 0.0
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
@@ -610,172 +400,3 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         summary.update(float_probe(data))
         summary["gap_points"] = 100 * (summary["float_probe_test_accuracy"] - summary["test_accuracy"])
     return summary
-
-
-def average_weights(checkpoints) -> np.ndarray:
-    """The host's checkpoint average (``NetTrainConfig.average_last``): the mean of int8 weight vectors,
-    rounded half up (floor(mean + 1/2)); always within [-127, 127]."""
-    stack = np.asarray(checkpoints, dtype=np.int64)
-    if stack.ndim != 2 or len(stack) == 0:
-        raise ValueError(f"checkpoints must be a non-empty list of equal-length weight vectors, got shape {stack.shape}")
-    return np.floor_divide(2 * stack.sum(axis=0) + len(stack), 2 * len(stack))
-
-
-def float_probe(data: NetData) -> dict:
-    """The float linear probe (``golden.lm.probe``, as ``train_int8``) on the same training shots
-    (fitted once per data object)."""
-    if data.probe_accuracy is None:
-        # L2 chosen on the validation split (golden.lm.probe.L2_GRID), never on test
-        w, b, _ = fit_linear_probe_val(data.float_x["train"], data.y["train"], data.float_x["val"],
-                                       data.y["val"], data.classes)
-        data.probe_accuracy = float(((data.float_x["test"] @ w.T + b).argmax(axis=1) == data.y["test"]).mean())
-    return {"float_probe_test_accuracy": data.probe_accuracy}
-
-
-BACKPROP_L2_GRID = (1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
-BACKPROP_INITS = (0, 1, 2)
-
-
-def float_mlp_backprop(data: NetData, hidden: tuple) -> dict:
-    """The first-order reference for a net's shape: scikit-learn's ``MLPClassifier`` (float64, ReLU hidden
-    layers of widths ``hidden`` with biases, Adam, full-batch loss with L2 ``alpha``, up to 1 000 epochs of
-    minibatches of 200) on the float inputs divided by their training RMS (as ``train_float_mezo``). ``alpha``
-    from ``BACKPROP_L2_GRID`` and the init from ``BACKPROP_INITS`` are chosen together on the validation
-    split (ties: the larger alpha, then the first init); the test split is never seen in the choice. Cached
-    per data object. What it answers: how close exact gradients get this MLP shape to the linear probe
-    on the same shots, i.e. how much of a ZO gap is the shape's and how much the optimiser's."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
-
-    key = tuple(int(h) for h in hidden)
-    if data.backprop is None:
-        data.backprop = {}
-    if key not in data.backprop:
-        rms = max(float(np.sqrt(np.mean(np.square(data.float_x["train"])))), 1e-12)
-        x = {n: np.asarray(v, dtype=np.float64) / rms for n, v in data.float_x.items()}
-        best = None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            for alpha in sorted(BACKPROP_L2_GRID, reverse=True):
-                for init in BACKPROP_INITS:
-                    model = MLPClassifier(key, alpha=alpha, max_iter=1000, random_state=init)
-                    model.fit(x["train"], data.y["train"])
-                    val = float(model.score(x["val"], data.y["val"]))
-                    if best is None or val > best[0]:
-                        best = (val, alpha, init, model)
-        val, alpha, init, model = best
-        data.backprop[key] = {"float_mlp_backprop_test_accuracy": float(model.score(x["test"], data.y["test"])),
-                              "float_mlp_backprop_val_accuracy": val,
-                              "float_mlp_backprop_train_accuracy": float(model.score(x["train"], data.y["train"])),
-                              "float_mlp_backprop_l2": alpha, "float_mlp_backprop_init": init,
-                              "float_mlp_backprop_hidden": list(key)}
-    return dict(data.backprop[key])
-
-
-# -- the float reference ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FloatMeZOConfig:
-    """Float MeZO on the net's shape: ``lr`` and ``eps`` (> 0), the rest as ``NetTrainConfig``."""
-
-    net: str = "digits-mlp"
-    lr: float = 1e-3
-    eps: float = 1e-3
-    steps: int = 4000
-    batch: int = 128
-    eval_every: int = 250
-    seed: int = 1
-    shots: int = 256
-    test_size: int = 1000
-
-    def __post_init__(self):
-        _check_choice("net", self.net, NET_NAMES)
-        _check_number("lr", self.lr, 0, 1e6)
-        _check_number("eps", self.eps, 0, 1e6)
-        check_int("steps", self.steps, *STEPS_RANGE)
-        check_int("batch", self.batch, 1, MAX_BATCH)
-        check_int("eval_every", self.eval_every, *STEPS_RANGE)
-        check_int("seed", self.seed, 1, 16383)
-        check_int("shots", self.shots, 1, 1 << 20)
-        check_int("test_size", self.test_size, 1, 100_000)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-FLOAT_TUNED = {
-    "digits-mlp": FloatMeZOConfig(net="digits-mlp", lr=3e-3, eps=1e-3),
-    "rt-mlp": FloatMeZOConfig(net="rt-mlp", lr=1e-3, eps=1e-3),
-    "rt-head": FloatMeZOConfig(net="rt-head", lr=1e-3, eps=1e-3),
-}
-"""Float MeZO's learning rate and epsilon per net (steps and batch follow ``TUNED``). Measured (batch 128,
-seed 1, best-validation test accuracy): digits-mlp lr 3e-3 0.877 (1e-2 and 3e-2 diverge to chance),
-rt-mlp lr 1e-3 0.674 (3e-3 0.635, 1e-2 0.578)."""
-
-
-def float_forward(params: dict, layers: tuple, x: np.ndarray) -> np.ndarray:
-    """Logits of the float MLP: ``h = relu(h @ w_l.T)`` for the hidden layers (as the layer program,
-    without shifts), ``h @ w_L.T`` last."""
-    h = x
-    for i, layer in enumerate(layers):
-        h = h @ params[f"w{i}"].T
-        if layer.relu:
-            h = np.maximum(h, 0)
-    return h
-
-
-def train_float_mezo(config: FloatMeZOConfig, progress: bool = False, data: NetData | None = None) -> dict:
-    """Golden float MeZO (``pezo.golden.zo.mezo.MeZO``, stream mode, Gaussian z) on the net's shape:
-    same data (dequantised int8 inputs), batches (``batch_schedule``) and two forward passes per step.
-    Returns the keys of ``train_int8_net`` (``loss`` = "float-mezo"); inputs scaled to unit RMS."""
-    data = data or load_data(NetTrainConfig(net=config.net, seed=config.seed, shots=config.shots,
-                                            test_size=config.test_size))
-    layers: tuple[Layer, ...] = NETS[config.net]
-    rng = np.random.default_rng([config.seed, 0xF10A])
-    params = {f"w{i}": (rng.standard_normal((l.outputs, l.inputs)) * math.sqrt(2.0 / l.inputs)).astype(np.float32)
-              for i, l in enumerate(layers)}
-    names = list(params)
-    dim = sum(p.size for p in params.values())
-    mezo = MeZO(params, names, make_sampler("gaussian", dim, seed=config.seed + 1),
-                MeZOConfig(lr=config.lr, eps=config.eps, mode="stream"))
-    rms = float(np.sqrt(np.mean(np.square(data.float_x["train"]))))
-    fx = {n: (v / rms).astype(np.float32) for n, v in data.float_x.items()}
-
-    def accuracy(p, split):
-        return float((float_forward(p, layers, fx[split]).argmax(axis=1) == data.y[split]).mean())
-
-    schedule = batch_schedule(len(data.y["train"]), config.batch, config.steps, config.seed)
-    start_test, start_val = accuracy(params, "test"), accuracy(params, "val")
-    best_val, best_step, best = start_val, 0, {k: v.copy() for k, v in params.items()}
-    curve = [{"step": 0, "forward_passes": 0, "val_accuracy": start_val, "train_loss": None}]
-    losses, seconds = [], 0.0
-    bar = _bar(progress, config.steps, f"float MeZO {config.net}")
-    for step, rows in enumerate(schedule):
-        x, y = fx["train"][rows], data.y["train"][rows]
-        t0 = time.perf_counter()
-        record = mezo.step(step, lambda p: cross_entropy(float_forward(p, layers, x), y))
-        seconds += time.perf_counter() - t0
-        if not math.isfinite(record.loss):
-            raise FloatingPointError(f"float MeZO diverged at step {step} (lr={config.lr})")
-        losses.append(record.loss)
-        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-            val = accuracy(params, "val")
-            curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
-                          "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:]))})
-            if val > best_val:
-                best_val, best_step, best = val, step + 1, {k: v.copy() for k, v in params.items()}
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}", val=f"{curve[-1]['val_accuracy']:.3f}")
-    if bar is not None:
-        bar.close()
-    final_test = accuracy(params, "test")
-    return {
-        "net": config.net, "loss": "float-mezo", "seed": config.seed, "steps": config.steps,
-        "test_accuracy": accuracy(best, "test"), "start_accuracy": start_test, "final_test_accuracy": final_test,
-        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
-        "forward_passes": 2 * config.steps, "seconds_per_step": seconds / config.steps, "curve": curve,
-        "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
-        "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])), "config": config.to_dict(),
-    }
