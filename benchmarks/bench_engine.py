@@ -34,15 +34,16 @@ COLUMNS = ("shape", "strategy", "rows", "cols", "macs", "cycles_per_step", "cycl
 
 def measure(cfg: EngineConfig, steps: int = 2) -> dict:
     rng = np.random.default_rng(0)
-    xs = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
     result = run_engine_host(cfg, lambda io: zo_training(io, Int8TrainConfig(engine=cfg), xs, ys, -9))
     if not result["match"]:
         raise AssertionError(f"{cfg}: RTL differs from golden: {result['mismatches']}")
     r = engine_report(cfg)
     cycles = result["cycles_per_step"]
-    return {"shape": f"{cfg.rows}x{cfg.cols}", "strategy": cfg.strategy, "rows": cfg.rows, "cols": cfg.cols,
-            "macs": cfg.macs, "cycles_per_step": cycles, "cycle_bound": cfg.cycle_bound(),
+    return {"shape": f"{cfg.array.rows}x{cfg.array.cols}", "strategy": cfg.stream.strategy, "rows": cfg.array.rows,
+            "cols": cfg.array.cols,
+            "macs": cfg.array.macs, "cycles_per_step": cycles, "cycle_bound": cfg.cycle_bound(),
             "cycle_ratio": round(cycles / cfg.cycle_bound(), 4),
             "mac_utilisation": round(cfg.useful_mac_cycles() / cycles, 4),
             **{k: r[k] for k in ("LUT", "FF", "BRAM36", "DSP", "analytical_DSP", "analytical_BRAM36")}}
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
     rows = []
     for shape in args.shapes.split(","):
         r, c = (int(v) for v in shape.lower().split("x"))
-        rows.append(measure(EngineConfig(strategy=args.strategy, rows=r, cols=c)))
+        rows.append(measure(EngineConfig().replace(strategy=args.strategy, rows=r, cols=c)))
         print(json.dumps(rows[-1]), file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "shapes.json").write_text(json.dumps(rows, indent=2) + "\n")

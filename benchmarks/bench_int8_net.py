@@ -44,9 +44,11 @@ from pezo.golden.methods.nets import init_mlp  # noqa: E402
 from pezo.golden.methods.registry import train_method  # noqa: E402
 from pezo.golden.methods.tasks import Task, digits_split  # noqa: E402
 from pezo.golden.engine.nets import NETS  # noqa: E402
-from pezo.golden.zo.int8_net import (FLOAT_TUNED, TUNED, TUNED_WD, FloatMeZOConfig, NetTrainConfig,  # noqa: E402
-                                     float_mlp_backprop, float_probe, load_data, train_float_mezo, train_int8_net)
-from pezo.golden.zo.int8_net import digits_split as net_digits_split  # noqa: E402
+from pezo.golden.zo.float_reference import (FLOAT_TUNED, FloatMeZOConfig, float_mlp_backprop,  # noqa: E402
+                                            train_float_mezo)
+from pezo.golden.zo.int8_net import TUNED, TUNED_WD, NetTrainConfig, train_int8_net  # noqa: E402
+from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
+from pezo.golden.zo.net_data import digits_split as net_digits_split  # noqa: E402
 
 METHODS = ("int8", "int8-wd", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
 LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-wd": "INT8 engine, on-chip loss + weight decay (otf)",
@@ -114,14 +116,14 @@ def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: b
         r = train_int8_net(int8_config(net, method, seed, steps))
     elif method == "float-mezo":
         fcfg = FLOAT_TUNED[net]
-        fcfg = FloatMeZOConfig(**{**fcfg.to_dict(), "seed": seed, "steps": cfg.steps, "batch": cfg.batch,
+        fcfg = FloatMeZOConfig(**{**fcfg.to_dict(), "seed": seed, "steps": cfg.steps, "batch": cfg.array.batch,
                                   "eval_every": cfg.eval_every})
         r = train_float_mezo(fcfg)
     else:
-        r = elasticzo_run(net, seed, cfg.steps, cfg.batch, cfg.eval_every)
+        r = elasticzo_run(net, seed, cfg.steps, cfg.array.batch, cfg.eval_every)
         r["curve"] = [{"step": s, "forward_passes": 2 * s, "val_accuracy": v} for s, v in r["val_history"]]
-        r["batch"] = cfg.batch
-    r.setdefault("batch", cfg.batch)
+        r["batch"] = cfg.array.batch
+    r.setdefault("batch", cfg.array.batch)
     if net != "digits-mlp":
         r.setdefault("float_probe_test_accuracy", float_probe(load_data(cfg.replace(seed=seed)))["float_probe_test_accuracy"])
     r["wall_seconds"] = time.perf_counter() - t0

@@ -52,7 +52,7 @@ def measure(net: str, rows: int, cols: int, batch: int, steps: int) -> dict:
             "busy_cycles_per_step": r["busy_cycles_per_step"], "cycle_bound": cfg.cycle_bound(),
             "busy_cycle_ratio": round(r["busy_cycles_per_step"] / cfg.cycle_bound(), 4),
             "mac_utilisation": round(cfg.useful_mac_cycles() / r["busy_cycles_per_step"], 4),
-            "update_cycles": cfg.weight_words, "tiles": cfg.tiles, "layer_utilisation": cfg.layer_utilisation(),
+            "update_cycles": cfg.weight_words, "tiles": cfg.array.tiles, "layer_utilisation": cfg.layer_utilisation(),
             "sim_seconds": round(time.perf_counter() - started, 1)}
 
 

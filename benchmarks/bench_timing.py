@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     start = time.time()
     for design in tqdm(comparison_designs(), desc="place and route", unit="design"):
         t = timing.unit_timing(design.config, design.unit, use_cache=not args.no_cache)
-        rows.append({"design": design.name, "strategy": getattr(design.config, "strategy", ""),
+        rows.append({"design": design.name, "strategy": design.config.to_dict().get("strategy", ""),
                      "unit": design.unit, **t})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pezo.golden.engine.network import NetEngine  # noqa: E402
 from pezo.golden.zo.int8_head import batch_schedule  # noqa: E402
-from pezo.golden.zo.int8_net import (TUNED_WD, average_weights, engine_accuracy, float_probe, init_weights,  # noqa: E402
-                                     load_data)
+from pezo.golden.zo.int8_net import TUNED_WD  # noqa: E402
+from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
+from pezo.golden.zo.net_eval import average_weights, engine_accuracy  # noqa: E402
+from pezo.golden.zo.net_init import init_weights  # noqa: E402
 
 
 def run(seed: int, steps: int, hidden_init: str) -> dict:
@@ -44,7 +46,7 @@ def run(seed: int, steps: int, hidden_init: str) -> dict:
 
     engine.next_perturbation = last_layer_only
     checkpoints, curve = [], []
-    for step, rows in enumerate(batch_schedule(len(data.y["train"]), cfg.batch, steps, seed)):
+    for step, rows in enumerate(batch_schedule(len(data.y["train"]), cfg.array.batch, steps, seed)):
         engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config)
         if (step + 1) % cfg.eval_every == 0:
             checkpoints.append(engine.flat.copy())

@@ -29,9 +29,10 @@ def board_report(config: NetConfig, use_cache: bool = True) -> dict:
     key = json.dumps({"engine_top": config.to_dict(), "source": source_hash(), "map": map_source}, sort_keys=True)
     resources = _cached_synthesis(key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP,
                                                                           emit_src=False), use_cache)
-    out = {"strategy": f"engine-{config.strategy}", "unit": "board", "design": "engine top (AXI4-Lite + AXI4 + engine)",
-           **resources, "net": config.name, "layers": [l.describe() for l in config.layers], "rows": config.rows,
-           "cols": config.cols, "batch": config.batch, "weights": config.weights, "engine": config.to_dict(),
+    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "board",
+           "design": "engine top (AXI4-Lite + AXI4 + engine)", **resources, "net": config.name,
+           "layers": [l.describe() for l in config.layers], "rows": config.array.rows, "cols": config.array.cols,
+           "batch": config.array.batch, "weights": config.weights, "engine": config.to_dict(),
            "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "cycle_bound": config.cycle_bound(),
            "axi_addr_width": bmap.addr_width, "tool": TOOL}
     engine_key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)

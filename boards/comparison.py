@@ -44,9 +44,10 @@ class Design:
     def name(self) -> str:
         c = self.config
         if self.unit == "board":
-            return f"ZCU102 trainer: engine top {c.name} {c.rows}x{c.cols} B={c.batch} + {c.strategy}"
+            return (f"ZCU102 trainer: engine top {c.name} {c.array.rows}x{c.array.cols} B={c.array.batch} + "
+                    f"{c.stream.strategy}")
         if self.unit == "engine":
-            return f"ZO engine {c.rows}x{c.cols} INT8 + {c.strategy} stream"
+            return f"ZO engine {c.array.rows}x{c.array.cols} INT8 + {c.stream.strategy} stream"
         if self.unit == "scale":
             return f"otf scale LUT 2^{c.rng_bits} (d={c.perturb_dim})"
         s = strategy(c.strategy)
@@ -68,7 +69,8 @@ def comparison_designs(seed: int = 1) -> list[Design]:
                 for g in (1, GAUSSIAN_SYNTHESISED)]
     streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
-    engines = [Design(EngineConfig(strategy=s, seed=seed), "engine") for s in STRATEGY_ORDER if STRATEGIES[s].engine]
+    engines = [Design(EngineConfig().replace(strategy=s, seed=seed), "engine")
+               for s in STRATEGY_ORDER if STRATEGIES[s].engine]
     return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
             + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines + trainer_designs(seed))
 
@@ -76,7 +78,7 @@ def comparison_designs(seed: int = 1) -> list[Design]:
 def trainer_designs(seed: int = 1) -> list[Design]:
     """The ZCU102 trainer's logic (``pezo build --design engine``, what ``make run`` writes): the engine top of
     the default network with the trainer's defaults (digits-mlp, 8x8, batch 128), one per PeZO stream."""
-    return [Design(NetTrainConfig(net=DEFAULT_TRAINER_NET, strategy=s, stream_seed=seed).net_config, "board")
+    return [Design(NetTrainConfig().replace(net=DEFAULT_TRAINER_NET, strategy=s, stream_seed=seed).net_config, "board")
             for s in STRATEGY_ORDER if STRATEGIES[s].engine]
 
 
@@ -178,7 +180,7 @@ def board_row(design: Design, use_cache: bool = True) -> dict:
     r = board_report(design.config, use_cache=use_cache)
     overhead = r.get("axi_overhead")
     row = {"design": design.name, "strategy": r["strategy"], "unit": "board", "source": "yosys",
-           "n_rngs": "", "rng_bits": design.config.rng_bits if design.config.strategy == "otf" else "",
+           "n_rngs": "", "rng_bits": design.config.stream.rng_bits if design.config.stream.strategy == "otf" else "",
            "rewind": True, **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
            "BRAM36": r["BRAM36"],
            "budget": f"AXI +{overhead['LUT']} LUT / +{overhead['FF']} FF over the engine" if overhead else "",

@@ -128,7 +128,7 @@ def check_bounds(key: str, value) -> None:
     (the field's own validation: ``PerturbConfig``, the engine's ``NetConfig`` rows); SpaceError naming the
     key, the bound and the allowed range otherwise. Cross-field limits (n_rngs <= 2^b - 1, ...) stay per trial."""
     from pezo.golden.config import check_int
-    from pezo.golden.engine.network import MAX_ROWS
+    from pezo.golden.engine.zo_engine import MAX_ROWS
 
     bounds = [("value", v) for v in value] if isinstance(value, list) else [("low", value["low"]),
                                                                            ("high", value["high"])]

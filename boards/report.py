@@ -219,9 +219,9 @@ def engine_bram36_estimate(config) -> float:
     pregen pool (``pool_bram18_minimum`` / 2); the logit memory (2 * tiles * outputs words) is LUT-RAM."""
     def tiles(depth: int, width: int) -> int:
         return min(-(-depth // d) * -(-width // w) for d, w in ((512, 72), (1024, 36), (2048, 18), (4096, 9)))
-    total = tiles(config.weight_words, 8 * config.cols) + tiles(config.tiles * config.words_per_output,
-                                                                8 * config.cols * config.rows)
-    if config.strategy == "pregen":
+    total = tiles(config.weight_words, 8 * config.array.cols) + tiles(config.array.tiles * config.words_per_output,
+                                                                      8 * config.array.cols * config.array.rows)
+    if config.stream.strategy == "pregen":
         total += pool_bram18_minimum(config.perturb) / 2
     return float(total)
 
@@ -234,19 +234,19 @@ def engine_report(config, use_cache: bool = True) -> dict:
     resources = _cached_synthesis(
         engine_key(config), ENGINE_TOP,
         lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), use_cache)
-    dsp_budget = config.macs + config.cols
-    out = {"strategy": f"engine-{config.strategy}", "unit": "engine", **resources,
-           "rows": config.rows, "cols": config.cols, "macs": config.macs, "batch": config.batch,
+    dsp_budget = config.array.macs + config.array.cols
+    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "engine", **resources,
+           "rows": config.array.rows, "cols": config.array.cols, "macs": config.array.macs, "batch": config.array.batch,
            "inputs": config.inputs, "outputs": config.outputs, "weights": config.weights,
-           "eps_shift": config.eps_shift, "seed": config.seed, "rewind": True,
+           "eps_shift": config.stream.eps_shift, "seed": config.stream.seed, "rewind": True,
            "cycle_bound": config.cycle_bound(), "engine": config.to_dict(),
            "analytical_DSP": dsp_budget, "analytical_BRAM36": engine_bram36_estimate(config),
            "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
            "budget": {"DSP": dsp_budget}, "within_budget": resources["DSP"] <= dsp_budget}
-    if config.strategy == "otf":
-        out.update(n_rngs=config.cols, rng_bits=config.rng_bits)
+    if config.stream.strategy == "otf":
+        out.update(n_rngs=config.array.cols, rng_bits=config.stream.rng_bits)
     else:
-        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.cols)
+        out.update(pool_size=config.stream.pool_size, pool_bits=config.stream.pool_bits, lanes=config.array.cols)
     out["tool"] = TOOL
     return out
 
@@ -259,17 +259,18 @@ def net_engine_report(config, use_cache: bool = True) -> dict:
     resources = _cached_synthesis(
         key, NET_ENGINE_TOP, lambda: verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False),
         use_cache)
-    dsp_budget = config.macs + config.cols
-    out = {"strategy": f"engine-{config.strategy}", "unit": "engine", **resources, "net": config.name,
-           "layers": [layer.describe() for layer in config.layers], "rows": config.rows, "cols": config.cols,
-           "macs": config.macs, "batch": config.batch, "inputs": config.inputs, "outputs": config.outputs,
-           "weights": config.weights, "eps_shift": config.eps_shift, "seed": config.seed, "rewind": True,
+    dsp_budget = config.array.macs + config.array.cols
+    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "engine", **resources, "net": config.name,
+           "layers": [layer.describe() for layer in config.layers], "rows": config.array.rows,
+           "cols": config.array.cols, "macs": config.array.macs, "batch": config.array.batch, "inputs": config.inputs,
+           "outputs": config.outputs,
+           "weights": config.weights, "eps_shift": config.stream.eps_shift, "seed": config.stream.seed, "rewind": True,
            "cycle_bound": config.cycle_bound(), "engine": config.to_dict(), "analytical_DSP": dsp_budget,
            "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "budget": {"DSP": dsp_budget},
            "within_budget": resources["DSP"] <= dsp_budget}
-    if config.strategy == "otf":
-        out.update(n_rngs=config.cols, rng_bits=config.rng_bits)
+    if config.stream.strategy == "otf":
+        out.update(n_rngs=config.array.cols, rng_bits=config.stream.rng_bits)
     else:
-        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.cols)
+        out.update(pool_size=config.stream.pool_size, pool_bits=config.stream.pool_bits, lanes=config.array.cols)
     out["tool"] = TOOL
     return out

@@ -293,7 +293,7 @@ def values_per_cycle(config, unit: str) -> int | None:
     if unit == "scale":
         return None
     if unit in ("engine", "board"):
-        return config.cols
+        return config.array.cols
     return stream_lanes(config) if isinstance(config, PerturbConfig) else None
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 STRATEGIES = ("otf", "pregen", "gaussian")
@@ -75,55 +76,140 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
+class FlatConfig:
+    """A frozen dataclass whose ``NESTED`` fields (a ``StreamConfig``, an ``ArrayConfig``) read and write flat:
+    ``to_dict`` gives one flat dict in ``JSON_KEYS`` order (a field of its own wins over a nested one of the same
+    name), ``replace`` routes every flat name to the object that holds it, ``from_dict`` parses ``to_dict``."""
+
+    NESTED: ClassVar[tuple] = ()
+    JSON_KEYS: ClassVar[tuple] = ()
+
+
+    def check_flat(self, changes: dict) -> None:
+        """Checks ``replace`` makes on the flat changes before it builds the nested objects (none by default)."""
+
+    def nested_changes(self, name: str, changes: dict) -> dict:
+        """Changes a ``replace`` also makes to nested field ``name`` (none by default)."""
+        return {}
+
+    def replace(self, **changes):
+        self.check_flat(changes)
+        own = {f.name for f in dataclasses.fields(self)}
+        for name in self.NESTED:
+            part = changes.get(name, getattr(self, name))
+            inner = {f.name for f in dataclasses.fields(part)}
+            sub = {key: changes.pop(key) for key in list(changes) if key in inner and key not in own}
+            sub.update(self.nested_changes(name, changes))
+            if sub:
+                changes[name] = dataclasses.replace(part, **sub)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        flat = {}
+        for name in self.NESTED:
+            flat.update(out.pop(name))
+        flat.update(out)
+        return {key: flat[key] for key in self.JSON_KEYS}
+
+    @classmethod
+    def from_dict(cls, fields: dict):
+        """The config of a flat dict (``to_dict``'s keys; a missing key keeps its default)."""
+        return cls().replace(**fields)
+
+
 @dataclass(frozen=True)
-class PerturbConfig:
-    """Configuration of a perturbation generator.
+class StreamConfig:
+    """The perturbation stream's parameters, shared by every config that carries a stream (``PerturbConfig``
+    adds the generator's geometry; the engines' configs nest one as ``stream``).
 
     strategy  -- one of ``STRATEGIES``.
-    n_rngs    -- number of LFSR URNGs in the on-the-fly array (lanes per cycle), 1..min(1024, 2^b-1).
     rng_bits  -- width b of every LFSR, 3..32.
     seed      -- master seed: the start state of RNG 0, 1..2^b-1 (an LFSR state is never 0).
-    rewind    -- build the save/restore (rewind) path for MeZO's seed trick.
-    pool_size -- N values in the pre-generated pool, 1..2^20 (default 4095 = 2^12 - 1), >= lanes
-                 (for strategy ``pregen``).
+    pool_size -- N values in the pre-generated pool, 1..2^20 (default 4095 = 2^12 - 1; for strategy ``pregen``
+                 also >= the lanes).
     pool_bits -- width of a pool value, 4..18 (two's complement, pool_bits - 2 fraction bits).
-    lanes     -- values delivered per cycle by the pool and by the Gaussian array (one generator per
-                 lane), 1..1024; the otf stream has n_rngs lanes.
-    banks     -- BRAM banks the pool is split over: a power of two, 1..64, dividing ``lanes`` (for
-                 strategy ``pregen``).
-    perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
     eps_shift -- epsilon as a right shift s, 0..24: the perturbation stream emits round(z * 2^(12 - s)),
                  i.e. epsilon = 2^(12 - s) output LSBs (``pezo.golden.rng.perturb``); the default 12 gives round(z).
     lfsr_leap -- k, LFSR steps per clock of the on-the-fly array (leap-forward), 1..b (default 1, PeZO's
                  array); coprime to 2^b - 1 so every LFSR keeps its full period. k = b makes each new state
                  b fresh bits of the m-sequence (no overlap with the last one).
     lfsr_bit_order -- how a lane of the on-the-fly array reads its LFSR state, one of ``BIT_ORDERS``:
-                 ``"natural"`` (default, PeZO: the state as is) or ``"spread"`` (state bit j read into
+                 ``"natural"`` (PeZO: the state as is) or ``"spread"`` (the default: state bit j read into
                  significance ``pezo.golden.rng.lfsr.spread_order(b)[j]``: wiring only, it moves the
                  correlation of a value with its own shifted successors from small shifts to the largest).
     """
 
     strategy: str = "otf"
-    n_rngs: int = 32
     rng_bits: int = 14
     seed: int = 1
-    rewind: bool = False
     pool_size: int = 4095
     pool_bits: int = 12
-    lanes: int = 8
-    banks: int = 8
-    perturb_dim: int = 1 << 20
     eps_shift: int = 12
     lfsr_leap: int = 1
     lfsr_bit_order: str = DEFAULT_BIT_ORDER
 
     def __post_init__(self):
+        self.check_strategy_and_bits()
+        check_int("seed", self.seed, 1, self.lfsr_period)
+        check_int("pool_size", self.pool_size, 1, MAX_POOL)
+        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
+        self.check_epsilon_and_lfsr()
+
+    def check_strategy_and_bits(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         check_int("rng_bits", self.rng_bits, *RNG_BITS_RANGE)
-        period = (1 << self.rng_bits) - 1
-        check_int("n_rngs", self.n_rngs, 1, min(MAX_RNGS, period))
-        check_int("seed", self.seed, 1, period)
+
+    def check_epsilon_and_lfsr(self) -> None:
+        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
+        check_int("lfsr_leap", self.lfsr_leap, 1, self.rng_bits)
+        common = math.gcd(self.lfsr_leap, self.lfsr_period)
+        if common != 1:
+            raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {self.lfsr_period} (k steps per "
+                             f"clock keep the full period only then), got {self.lfsr_leap} (common factor {common})")
+        if not isinstance(self.lfsr_bit_order, str) or self.lfsr_bit_order not in BIT_ORDERS:
+            raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {self.lfsr_bit_order!r}")
+
+    @property
+    def lfsr_period(self) -> int:
+        """Period of one maximal-length LFSR: 2^b - 1 cycles."""
+        return (1 << self.rng_bits) - 1
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PerturbConfig(StreamConfig):
+    """Configuration of a perturbation generator: the stream (``StreamConfig``'s fields) and its geometry.
+
+    n_rngs    -- number of LFSR URNGs in the on-the-fly array (lanes per cycle), 1..min(1024, 2^b-1).
+    rewind    -- build the save/restore (rewind) path for MeZO's seed trick.
+    lanes     -- values delivered per cycle by the pool and by the Gaussian array (one generator per
+                 lane), 1..1024; the otf stream has n_rngs lanes.
+    banks     -- BRAM banks the pool is split over: a power of two, 1..64, dividing ``lanes`` (for
+                 strategy ``pregen``).
+    perturb_dim -- d, values in one perturbation (weights perturbed per ZO step), 1..2^31-1.
+    """
+
+    n_rngs: int = 32
+    rewind: bool = False
+    lanes: int = 8
+    banks: int = 8
+    perturb_dim: int = 1 << 20
+
+    JSON_KEYS: ClassVar[tuple] = ("strategy", "n_rngs", "rng_bits", "seed", "rewind", "pool_size", "pool_bits", "lanes",
+                                  "banks", "perturb_dim", "eps_shift", "lfsr_leap", "lfsr_bit_order")
+    """``to_dict``'s key order (the config.json layout of every generator)."""
+
+    def __post_init__(self):  # StreamConfig's checks with the geometry's in between (one order of errors)
+        self.check_strategy_and_bits()
+        check_int("n_rngs", self.n_rngs, 1, min(MAX_RNGS, self.lfsr_period))
+        check_int("seed", self.seed, 1, self.lfsr_period)
         check_bool("rewind", self.rewind)
         check_int("lanes", self.lanes, 1, MAX_LANES)
         pool = self.strategy == "pregen"  # the pool's relations to lanes bind only when it is built
@@ -133,19 +219,7 @@ class PerturbConfig:
         if self.banks & (self.banks - 1) or (pool and self.lanes % self.banks):
             raise ValueError(f"banks must be a power of two dividing lanes={self.lanes}, got {self.banks}")
         check_int("perturb_dim", self.perturb_dim, 1, MAX_PERTURB_DIM)
-        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
-        check_int("lfsr_leap", self.lfsr_leap, 1, self.rng_bits)
-        common = math.gcd(self.lfsr_leap, period)
-        if common != 1:
-            raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {period} (k steps per clock keep "
-                             f"the full period only then), got {self.lfsr_leap} (common factor {common})")
-        if not isinstance(self.lfsr_bit_order, str) or self.lfsr_bit_order not in BIT_ORDERS:
-            raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {self.lfsr_bit_order!r}")
-
-    @property
-    def lfsr_period(self) -> int:
-        """Period of one maximal-length LFSR: 2^b - 1 cycles."""
-        return (1 << self.rng_bits) - 1
+        self.check_epsilon_and_lfsr()
 
     @property
     def pointer_bits(self) -> int:
@@ -157,8 +231,6 @@ class PerturbConfig:
         """Distinct perturbations the pool yields with leftover-shift reuse: N / gcd(N, d)."""
         return self.pool_size // math.gcd(self.pool_size, self.perturb_dim)
 
-    def replace(self, **changes) -> "PerturbConfig":
-        return dataclasses.replace(self, **changes)
-
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        return {key: out[key] for key in self.JSON_KEYS}

@@ -64,7 +64,7 @@ class EngineTop(ConfigComponent):
         m = Module()
         cfg = self.config
         bmap = BoardMap(cfg)
-        C, B, O = cfg.cols, cfg.batch, cfg.outputs
+        C, B, O = cfg.array.cols, cfg.array.batch, cfg.outputs
         chunks = C // BEAT_BYTES
         has_bias = bmap.has_bias
         m.submodules.engine = eng = NetEngine(cfg)

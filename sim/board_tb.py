@@ -57,7 +57,7 @@ async def _bus_errors(bus, bmap: BoardMap) -> dict:
         "unmapped_window_read": (await bus.read_burst(free_slot + 8, 16))[1],
         "logit_window_write": await bus.write_burst(bmap.logit_offset(0, 0, 0), bytes(16)),
         "x_window_read": (await bus.read_burst(bmap.x_offset(0), 8))[1],
-        "labels_past_batch": await bus.write_burst(bmap.label_offset(bmap.config.batch), bytes(8)),
+        "labels_past_batch": await bus.write_burst(bmap.label_offset(bmap.config.array.batch), bytes(8)),
     }
     return {name: resp == RESP_SLVERR for name, resp in checks.items()}
 

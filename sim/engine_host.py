@@ -36,7 +36,7 @@ class EngineDriver:
 
     async def load_weights(self, weights) -> None:
         cfg, io = self.config, self.io
-        words = np.asarray(weights).reshape(cfg.weight_words, cfg.cols)
+        words = np.asarray(weights).reshape(cfg.weight_words, cfg.array.cols)
         io.set("w_we", 1)
         for addr, word in enumerate(words):
             io.set("w_addr", addr)
@@ -50,18 +50,18 @@ class EngineDriver:
         for addr in range(cfg.weight_words):
             io.set("w_addr", addr)
             await io.tick()
-            out.append(unpack(io.get("w_rdata"), 8, cfg.cols, signed=True))
+            out.append(unpack(io.get("w_rdata"), 8, cfg.array.cols, signed=True))
         return np.array(out, dtype=np.int64).reshape(cfg.outputs, cfg.inputs)
 
     async def load_batch(self, x) -> None:
         cfg, io = self.config, self.io
         x = np.asarray(x)
         io.set("x_we", 1)
-        for b in range(cfg.batch):
+        for b in range(cfg.array.batch):
             io.set("x_example", b)
             for j in range(cfg.words_per_output):
                 io.set("x_word", j)
-                io.set("x_wdata", pack(x[b, j * cfg.cols:(j + 1) * cfg.cols], 8))
+                io.set("x_wdata", pack(x[b, j * cfg.array.cols:(j + 1) * cfg.array.cols], 8))
                 await io.tick()
         io.set("x_we", 0)
 
@@ -88,12 +88,12 @@ class EngineDriver:
     async def read_logits(self, passes=(0, 1), shift: int | None = None) -> np.ndarray:
         """int32 logits [len(passes), batch, outputs] (with ``shift``: the requantised int8 ones)."""
         cfg, io = self.config, self.io
-        out = np.zeros((len(passes), cfg.batch, cfg.outputs), dtype=np.int64)
+        out = np.zeros((len(passes), cfg.array.batch, cfg.outputs), dtype=np.int64)
         if shift is not None:
             io.set("requant_shift", shift)
         for i, s in enumerate(passes):
             io.set("logit_pass", s)
-            for b in range(cfg.batch):
+            for b in range(cfg.array.batch):
                 io.set("logit_example", b)
                 for o in range(cfg.outputs):
                     io.set("logit_output", o)

@@ -46,7 +46,7 @@ class NetDriver:
     # -- idle-time operations ---------------------------------------------------------------------
     async def load_weights(self, flat) -> None:
         cfg, io = self.config, self.io
-        words = np.asarray(flat).reshape(cfg.weight_words, cfg.cols)
+        words = np.asarray(flat).reshape(cfg.weight_words, cfg.array.cols)
         io.set("w_we", 1)
         for addr, word in enumerate(words):
             io.set("w_addr", addr)
@@ -60,7 +60,7 @@ class NetDriver:
         for addr in range(cfg.weight_words):
             io.set("w_addr", addr)
             await self.tick()
-            out.append(unpack(io.get("w_rdata"), 8, cfg.cols, signed=True))
+            out.append(unpack(io.get("w_rdata"), 8, cfg.array.cols, signed=True))
         return np.array(out, dtype=np.int64).ravel()
 
     async def load_biases(self, biases) -> None:
@@ -81,9 +81,9 @@ class NetDriver:
     def _next_load_items(self) -> None:
         x, labels = self.batches.popleft()
         cfg, items = self.config, []
-        for b in range(cfg.batch):
-            for j in range(cfg.inputs // cfg.cols):
-                items.append(("x", b, j, pack(x[b, j * cfg.cols:(j + 1) * cfg.cols], 8)))
+        for b in range(cfg.array.batch):
+            for j in range(cfg.inputs // cfg.array.cols):
+                items.append(("x", b, j, pack(x[b, j * cfg.array.cols:(j + 1) * cfg.array.cols], 8)))
             items.append(("y", b, int(labels[b])))
         items.append(("push",))
         self.load_items = items[::-1]
@@ -133,10 +133,10 @@ class NetDriver:
         io, cfg = self.io, self.config
         self.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"),
                            "g": to_signed(io.get("g_used"), G_BITS), "bank": io.get("last_bank"),
-                           "logits": np.zeros((2, cfg.batch, cfg.outputs), dtype=np.int64)})
+                           "logits": np.zeros((2, cfg.array.batch, cfg.outputs), dtype=np.int64)})
         record = self.steps[-1]
         self.reads.extend((record["logits"], record["bank"], s, b, o)
-                          for s in (0, 1) for b in range(cfg.batch) for o in range(cfg.outputs))
+                          for s in (0, 1) for b in range(cfg.array.batch) for o in range(cfg.outputs))
 
     async def tick(self) -> None:
         self._service()
@@ -177,8 +177,8 @@ class NetDriver:
     async def read_logits(self, bank: int, passes=(0, 1)) -> np.ndarray:
         """int32 logits [len(passes), batch, outputs] of logit bank ``bank`` (pipelined, one a cycle)."""
         cfg = self.config
-        out = np.zeros((2, cfg.batch, cfg.outputs), dtype=np.int64)
-        self.reads.extend((out, bank, s, b, o) for s in passes for b in range(cfg.batch) for o in range(cfg.outputs))
+        out = np.zeros((2, cfg.array.batch, cfg.outputs), dtype=np.int64)
+        self.reads.extend((out, bank, s, b, o) for s in passes for b in range(cfg.array.batch) for o in range(cfg.outputs))
         await self.drain_reads()
         return out[list(passes)]
 

@@ -24,9 +24,9 @@ NETS = {
 NET_NAMES = tuple(NETS)
 
 
-def net_config(name: str, **array) -> NetConfig:
-    """The ``NetConfig`` of network ``name`` with the array/stream fields in ``array`` (rows, cols,
+def net_config(name: str, **fields) -> NetConfig:
+    """The ``NetConfig`` of network ``name`` with the flat array/stream fields in ``fields`` (rows, cols,
     batch, strategy, ...)."""
     if name not in NETS:
         raise ValueError(f"net must be one of {', '.join(NET_NAMES)}, got {name!r}")
-    return NetConfig(layers=NETS[name], name=name, **array)
+    return NetConfig.from_dict({"layers": NETS[name], "name": name, **fields})

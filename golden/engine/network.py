@@ -39,22 +39,22 @@ activation buffer before the next layer reads them), the loss/g tail and any wai
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from pezo.golden.config import DEFAULT_BIT_ORDER, EPS_SHIFT_RANGE, MAX_POOL, POOL_BITS_RANGE, PerturbConfig, check_int
+from pezo.golden.config import PerturbConfig, StreamConfig, check_int
 from pezo.golden.engine.int8 import (ACC_BITS, ACT_MAX, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8,
                                      round_shift, saturate)
 from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
-from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, FORWARD_LATENCY, MAX_BATCH, MAX_COLS, MAX_ROWS,
-                                          UPDATE_LATENCY, WD_EVERY_RANGE, check_wd_shift, perturbed_weights,
-                                          stream_config, updated_weights)
+from pezo.golden.engine.zo_engine import (ENGINE_STREAM, EngineFlatConfig, FORWARD_LATENCY, UPDATE_LATENCY,
+                                          WD_EVERY_RANGE, ArrayConfig, check_engine_stream, check_engine_strategy,
+                                          check_nested, check_wd_shift, engine_stream, perturbed_weights,
+                                          updated_weights)
 from pezo.golden.rng.perturb import PerturbationStream
-from pezo.golden.rng.scale import check_scalable
 
 MAX_LAYERS = 8
 MAX_WIDTH = 4096
@@ -105,34 +105,29 @@ class Layer:
 
 
 @dataclass(frozen=True)
-class NetConfig:
-    """The engine generated for one network: the layer program, the R x C array, the batch and the
-    perturbation stream (fields as ``golden.engine.zo_engine.EngineConfig``). ``weight_depth``: words of
-    the weight memory, 0 = exactly the network's |W| / C (a larger memory leaves room; a smaller one is
-    an error)."""
+class NetConfig(EngineFlatConfig):
+    """The engine generated for one network: the layer program, the perturbation ``stream``
+    (``StreamConfig``), the R x C ``array`` and the batch (``ArrayConfig``; as
+    ``golden.engine.zo_engine.EngineConfig``). ``weight_depth``: words of the weight memory, 0 = exactly the
+    network's |W| / C (a larger memory leaves room; a smaller one is an error). ``to_dict``/``from_dict``/
+    ``replace`` use the flat names (``strategy``, ``rows``, ...; ``FlatConfig``)."""
 
     layers: tuple = (Layer(384, 2),)
     name: str = "custom"
-    strategy: str = "otf"
-    rows: int = 8
-    cols: int = 8
-    batch: int = 16
-    rng_bits: int = 14
-    seed: int = 1
-    pool_size: int = 4095
-    pool_bits: int = 12
-    eps_shift: int = 10
+    stream: StreamConfig = ENGINE_STREAM
+    array: ArrayConfig = ArrayConfig()
     weight_depth: int = 0
-    lfsr_leap: int = 1
-    lfsr_bit_order: str = DEFAULT_BIT_ORDER
+
+    NESTED: ClassVar[tuple] = ("stream", "array")
+    JSON_KEYS: ClassVar[tuple] = ("layers", "name", "strategy", "rows", "cols", "batch", "rng_bits", "seed",
+                                  "pool_size", "pool_bits", "eps_shift", "weight_depth", "lfsr_leap", "lfsr_bit_order")
 
     def __post_init__(self):
         layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)
         object.__setattr__(self, "layers", layers)
-        if self.strategy not in ENGINE_STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(ENGINE_STRATEGIES)}, got {self.strategy!r}")
-        check_int("rows", self.rows, 1, MAX_ROWS)
-        check_int("cols", self.cols, 1, MAX_COLS)
+        check_nested(self, stream=StreamConfig, array=ArrayConfig)
+        check_engine_strategy(self.stream.strategy)
+        cols = self.array.cols
         check_int("layers", len(layers), 1, MAX_LAYERS)
         for i, layer in enumerate(layers):
             if not isinstance(layer, Layer):
@@ -140,9 +135,9 @@ class NetConfig:
             if i and layer.inputs != layers[i - 1].outputs:
                 raise ValueError(f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
                                  f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs")
-            if layer.inputs % self.cols:
+            if layer.inputs % cols:
                 raise ValueError(f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
-                                 f"multiple of cols={self.cols} (the engine does not pad)")
+                                 f"multiple of cols={cols} (the engine does not pad)")
             peak = layer.inputs * WEIGHT_MAX * -ACT_MIN
             if peak > ACC_MAX:
                 raise ValueError(f"layer {i} ({layer.describe()}): {layer.inputs} inputs can overflow the int32 "
@@ -152,29 +147,19 @@ class NetConfig:
         if layers[-1].outputs < 2:
             raise ValueError(f"the last layer ({layers[-1].describe()}) gives the classes' logits: it needs at "
                              "least 2 outputs (the on-chip loss classifies)")
-        check_int("batch", self.batch, 1, MAX_BATCH)
-        if self.batch % self.rows:
-            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "
-                             "(the array does not pad)")
-        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
-        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
-        check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
         check_int("weight_depth", self.weight_depth, 0, MAX_WEIGHT_WORDS)
         if self.weight_words > MAX_WEIGHT_WORDS:
-            raise ValueError(f"the network needs {self.weight_words} weight words of {self.cols}; the engine "
+            raise ValueError(f"the network needs {self.weight_words} weight words of {cols}; the engine "
                              f"holds at most {MAX_WEIGHT_WORDS}")
         if self.weight_depth and self.weight_depth < self.weight_words:
             raise ValueError(f"weight_depth={self.weight_depth} words is too small for the network: it needs "
-                             f"{self.weight_words} words of {self.cols} weights ({self.weights} weights)")
-        self.perturb  # the stream's own checks
-        if self.strategy == "otf":
-            check_scalable(self.perturb)
+                             f"{self.weight_words} words of {cols} weights ({self.weights} weights)")
+        check_engine_stream(self.perturb)
 
     # -- shapes -------------------------------------------------------------------------------
     @property
     def perturb(self) -> PerturbConfig:
-        return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
-                             self.weights, self.eps_shift, self.lfsr_leap, self.lfsr_bit_order)
+        return engine_stream(self.stream, self.array.cols, self.weights)
 
     @property
     def inputs(self) -> int:
@@ -191,14 +176,14 @@ class NetConfig:
 
     @property
     def weight_words(self) -> int:
-        return self.weights // self.cols
+        return self.weights // self.array.cols
 
     @property
     def memory_words(self) -> int:
         return self.weight_depth or self.weight_words
 
     def layer_words(self, i: int) -> int:
-        return self.layers[i].weights // self.cols
+        return self.layers[i].weights // self.array.cols
 
     def layer_offsets(self) -> list[int]:
         """First global weight of each layer."""
@@ -213,18 +198,10 @@ class NetConfig:
     def total_outputs(self) -> int:
         return sum(l.outputs for l in self.layers)
 
-    @property
-    def tiles(self) -> int:
-        return self.batch // self.rows
-
-    @property
-    def macs(self) -> int:
-        return self.rows * self.cols
-
     # -- cycles -------------------------------------------------------------------------------
     def useful_mac_cycles(self) -> int:
         """Cycles a step keeps the array busy: 2 * (B / R) * |W| / C."""
-        return 2 * self.tiles * self.weight_words
+        return 2 * self.array.tiles * self.weight_words
 
     def cycle_bound(self) -> int:
         """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
@@ -243,18 +220,6 @@ class NetConfig:
         return out
 
     # -- serialisation ------------------------------------------------------------------------
-    def replace(self, **changes) -> "NetConfig":
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "NetConfig":
-        data = dict(data)
-        data["layers"] = tuple(Layer(**l) for l in data.get("layers", ()))
-        return cls(**data)
-
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
@@ -360,7 +325,7 @@ class NetEngine:
 
     def _check_batch(self, x) -> np.ndarray:
         x = check_int8("x", x, ACT_MIN, ACT_MAX)
-        want = (self.config.batch, self.config.inputs)
+        want = (self.config.array.batch, self.config.inputs)
         if x.shape != want:
             raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
         return x

@@ -38,10 +38,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from pezo.golden.config import DEFAULT_BIT_ORDER, EPS_SHIFT_RANGE, POOL_BITS_RANGE, MAX_POOL, PerturbConfig, check_int
+from pezo.golden.config import MAX_POOL, FlatConfig, PerturbConfig, StreamConfig, check_int
 from pezo.golden.engine.int8 import MAX_INPUTS, WEIGHT_MAX, WEIGHT_MIN, check_int8, matmul, round_shift, saturate
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.golden.rng.scale import check_scalable
@@ -65,76 +66,25 @@ UPDATE_LATENCY = 3
 
 
 @dataclass(frozen=True)
-class EngineConfig:
-    """The ZO engine: an R x C INT8 MAC array over one linear layer, fed by a perturbation stream.
+class ArrayConfig:
+    """The R x C INT8 MAC array and the ZO batch it tiles (every engine config nests one as ``array``).
 
-    strategy  -- perturbation stream: otf (``cols`` LFSR URNGs + scale LUT) or pregen (BRAM pool).
-    rows      -- R, examples processed in parallel (rows of the array; the weight word is broadcast), 1..64.
-    cols      -- C, weights per cycle = stream lanes = MACs per row, 1..64.
-    inputs    -- K, layer inputs, a multiple of cols, up to 132 104 (int32 accumulation).
-    outputs   -- O, layer outputs (classes), 1..64.
-    batch     -- B, examples per ZO step, a multiple of rows, up to 4096.
-    rng_bits, seed -- otf: LFSR width (3..16 for the scale LUT) and master seed.
-    pool_size, pool_bits -- pregen: pool values N and bits per value.
-    eps_shift -- epsilon = 2^(12 - eps_shift) weight LSBs (``golden.rng.perturb``), 0..24.
-    lfsr_leap, lfsr_bit_order -- otf: the URNG array's LFSR steps per clock and lane bit order
-                 (``PerturbConfig``'s fields of the same names; defaults 1 and "natural", PeZO's array).
+    rows  -- R, examples processed in parallel (rows of the array; the weight word is broadcast), 1..64.
+    cols  -- C, weights per cycle = stream lanes = MACs per row, 1..64.
+    batch -- B, examples per ZO step, a multiple of rows, up to 4096.
     """
 
-    strategy: str = "otf"
     rows: int = 8
     cols: int = 8
-    inputs: int = 384
-    outputs: int = 2
     batch: int = 16
-    rng_bits: int = 14
-    seed: int = 1
-    pool_size: int = 4095
-    pool_bits: int = 12
-    eps_shift: int = 10
-    lfsr_leap: int = 1
-    lfsr_bit_order: str = DEFAULT_BIT_ORDER
 
     def __post_init__(self):
-        if self.strategy not in ENGINE_STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(ENGINE_STRATEGIES)}, got {self.strategy!r}")
         check_int("rows", self.rows, 1, MAX_ROWS)
         check_int("cols", self.cols, 1, MAX_COLS)
-        check_int("inputs", self.inputs, 1, MAX_INPUTS)
-        if self.inputs % self.cols:
-            raise ValueError(f"cols={self.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
-                             "of cols (the array does not pad)")
-        check_int("outputs", self.outputs, 1, MAX_OUTPUTS)
         check_int("batch", self.batch, 1, MAX_BATCH)
         if self.batch % self.rows:
-            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple "
-                             "of rows (the array does not pad)")
-        check_int("eps_shift", self.eps_shift, *EPS_SHIFT_RANGE)
-        check_int("pool_bits", self.pool_bits, *POOL_BITS_RANGE)
-        check_int("pool_size", self.pool_size, self.cols, MAX_POOL)
-        self.perturb  # the stream's own checks (rng_bits, seed, n_rngs <= 2^b - 1, ...)
-        if self.strategy == "otf":
-            check_scalable(self.perturb)
-
-    @property
-    def perturb(self) -> PerturbConfig:
-        """The perturbation stream feeding the array: ``cols`` lanes, d = outputs * inputs."""
-        return stream_config(self.strategy, self.cols, self.rng_bits, self.seed, self.pool_size, self.pool_bits,
-                             self.weights, self.eps_shift, self.lfsr_leap, self.lfsr_bit_order)
-
-    @property
-    def weights(self) -> int:
-        """|W| = outputs * inputs."""
-        return self.outputs * self.inputs
-
-    @property
-    def words_per_output(self) -> int:
-        """J = inputs / cols: weight words (cycles) per output neuron."""
-        return self.inputs // self.cols
-
-    @property
-    def weight_words(self) -> int:
-        return self.outputs * self.words_per_output
+            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "
+                             "(the array does not pad)")
 
     @property
     def tiles(self) -> int:
@@ -145,30 +95,114 @@ class EngineConfig:
     def macs(self) -> int:
         return self.rows * self.cols
 
+    def replace(self, **changes) -> "ArrayConfig":
+        return dataclasses.replace(self, **changes)
+
+
+class EngineFlatConfig(FlatConfig):
+    """A ``FlatConfig`` of an engine (a ``stream`` feeding an ``array``): a flat ``strategy`` or ``pool_size`` the
+    engine cannot build fails in the engine's terms (otf/pregen; a pool of at least ``cols`` values)."""
+
+    def check_flat(self, changes: dict) -> None:
+        if "strategy" in changes:
+            check_engine_strategy(changes["strategy"])
+        cols = changes.get("cols", changes["array"].cols if "array" in changes else self.array.cols)
+        if "pool_size" in changes and isinstance(cols, int) and 1 <= cols <= MAX_COLS:
+            check_int("pool_size", changes["pool_size"], cols, MAX_POOL)
+
+
+ENGINE_STREAM = StreamConfig(eps_shift=10)
+"""The engines' default stream: ``StreamConfig``'s defaults with epsilon = 4 weight LSBs."""
+
+
+@dataclass(frozen=True)
+class EngineConfig(EngineFlatConfig):
+    """The ZO engine: an R x C INT8 MAC array over one linear layer, fed by a perturbation stream.
+
+    stream    -- the perturbation stream (``StreamConfig``): strategy otf (``cols`` LFSR URNGs + scale LUT;
+                 rng_bits 3..16 for the scale LUT) or pregen (BRAM pool of pool_size >= cols values);
+                 epsilon = 2^(12 - eps_shift) weight LSBs.
+    array     -- the R x C array and the batch (``ArrayConfig``).
+    inputs    -- K, layer inputs, a multiple of cols, up to 132 104 (int32 accumulation).
+    outputs   -- O, layer outputs (classes), 1..64.
+
+    ``to_dict``/``from_dict``/``replace`` use the flat names (``strategy``, ``rows``, ...; ``FlatConfig``).
+    """
+
+    stream: StreamConfig = ENGINE_STREAM
+    array: ArrayConfig = ArrayConfig()
+    inputs: int = 384
+    outputs: int = 2
+
+    NESTED: ClassVar[tuple] = ("stream", "array")
+    JSON_KEYS: ClassVar[tuple] = ("strategy", "rows", "cols", "inputs", "outputs", "batch", "rng_bits", "seed",
+                                  "pool_size", "pool_bits", "eps_shift", "lfsr_leap", "lfsr_bit_order")
+
+    def __post_init__(self):
+        check_nested(self, stream=StreamConfig, array=ArrayConfig)
+        check_engine_strategy(self.stream.strategy)
+        check_int("inputs", self.inputs, 1, MAX_INPUTS)
+        if self.inputs % self.array.cols:
+            raise ValueError(f"cols={self.array.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
+                             "of cols (the array does not pad)")
+        check_int("outputs", self.outputs, 1, MAX_OUTPUTS)
+        check_engine_stream(self.perturb)
+
+    @property
+    def perturb(self) -> PerturbConfig:
+        """The perturbation stream feeding the array: ``cols`` lanes, d = outputs * inputs."""
+        return engine_stream(self.stream, self.array.cols, self.weights)
+
+    @property
+    def weights(self) -> int:
+        """|W| = outputs * inputs."""
+        return self.outputs * self.inputs
+
+    @property
+    def words_per_output(self) -> int:
+        """J = inputs / cols: weight words (cycles) per output neuron."""
+        return self.inputs // self.array.cols
+
+    @property
+    def weight_words(self) -> int:
+        return self.outputs * self.words_per_output
+
     def cycle_bound(self) -> int:
         """2 * B * |W| / (R * C) + |W| / C + FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
-        return 2 * self.tiles * self.weight_words + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
+        return 2 * self.array.tiles * self.weight_words + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
 
     def useful_mac_cycles(self) -> int:
         """MAC-array cycles a step needs at full utilisation: 2 * B * |W| / (R * C)."""
-        return 2 * self.tiles * self.weight_words
-
-    def replace(self, **changes) -> "EngineConfig":
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return 2 * self.array.tiles * self.weight_words
 
 
-def stream_config(strategy: str, cols: int, rng_bits: int, seed: int, pool_size: int, pool_bits: int,
-                  weights: int, eps_shift: int, lfsr_leap: int = 1, lfsr_bit_order: str = DEFAULT_BIT_ORDER) -> PerturbConfig:
-    """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf; ``lfsr_leap`` steps
-    per clock, lanes in ``lfsr_bit_order``) or a pool read ``cols`` values a cycle from the largest
-    power-of-two bank count <= 8 dividing ``cols`` (pregen), d = ``weights``."""
+def check_nested(config, **types) -> None:
+    """Each named field of ``config`` is an instance of exactly its type (one ValueError naming the field)."""
+    for name, kind in types.items():
+        value = getattr(config, name)
+        if type(value) is not kind:
+            raise ValueError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+
+
+def check_engine_strategy(strategy) -> None:
+    """The engines build otf and pregen streams only."""
+    if strategy not in ENGINE_STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(ENGINE_STRATEGIES)}, got {strategy!r}")
+
+
+def check_engine_stream(perturb: PerturbConfig) -> None:
+    """An engine's stream (``engine_stream``) can be built: its pool holds a word of lanes, an otf stream scales."""
+    check_int("pool_size", perturb.pool_size, perturb.lanes, MAX_POOL)
+    if perturb.strategy == "otf":
+        check_scalable(perturb)
+
+
+def engine_stream(stream: StreamConfig, cols: int, weights: int) -> PerturbConfig:
+    """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf) or a pool read ``cols``
+    values a cycle from the largest power-of-two bank count <= 8 dividing ``cols`` (pregen), d = ``weights``."""
     banks = 1 << min(3, (cols & -cols).bit_length() - 1)
-    return PerturbConfig(strategy=strategy, n_rngs=cols, rng_bits=rng_bits, seed=seed, rewind=True,
-                         pool_size=pool_size, pool_bits=pool_bits, lanes=cols, banks=banks, perturb_dim=weights,
-                         eps_shift=eps_shift, lfsr_leap=lfsr_leap, lfsr_bit_order=lfsr_bit_order)
+    return PerturbConfig(**dataclasses.asdict(stream), n_rngs=cols, rewind=True, lanes=cols, banks=banks,
+                         perturb_dim=weights)
 
 
 def g_to_fixed(value: float) -> int:
@@ -250,7 +284,7 @@ class ZOEngine:
 
     def _check_batch(self, x) -> np.ndarray:
         x = check_int8("x", x)
-        want = (self.config.batch, self.config.inputs)
+        want = (self.config.array.batch, self.config.inputs)
         if x.shape != want:
             raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
         return x

@@ -109,17 +109,19 @@ class Int8TrainConfig:
     @property
     def eps_lsb(self) -> float:
         """epsilon in weight LSBs: 2^(12 - eps_shift)."""
-        return 2.0 ** (12 - self.engine.eps_shift)
+        return 2.0 ** (12 - self.engine.stream.eps_shift)
 
     def replace(self, **changes) -> "Int8TrainConfig":
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields, ``engine`` as its flat ``EngineConfig.to_dict``."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**out, "engine": self.engine.to_dict()}
 
     @classmethod
     def from_dict(cls, fields: dict) -> "Int8TrainConfig":
-        return cls(**{**fields, "engine": EngineConfig(**fields["engine"])})
+        return cls(**{**fields, "engine": EngineConfig.from_dict(fields["engine"])})
 
 
 def update_scale(logits_plus, logits_minus, labels, config: Int8TrainConfig, act_exponent: int) -> tuple[int, float, float]:
@@ -189,7 +191,7 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     checkpoint, the float linear probe on the same training shots, losses, weights)."""
     task = task or Int8Task.load(config, progress=progress)
     engine = ZOEngine(config.engine)
-    schedule = batch_schedule(len(task.y["train"]), config.engine.batch, config.steps, config.seed)
+    schedule = batch_schedule(len(task.y["train"]), config.engine.array.batch, config.steps, config.seed)
     best_val = start_val = task.accuracy("val", engine.weights)
     start_test = task.accuracy("test", engine.weights)
     best_step, best_w = 0, engine.weights.copy()
@@ -198,7 +200,7 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=config.steps, desc=f"int8 ZO {config.engine.strategy} k={config.shots}", unit="step",
+        bar = tqdm(total=config.steps, desc=f"int8 ZO {config.engine.stream.strategy} k={config.shots}", unit="step",
                    file=sys.stderr)
     t0 = time.perf_counter()
     for step, rows in enumerate(schedule):
@@ -223,7 +225,7 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     summary = {
         "task": config.task, "shots": config.shots, "seed": config.seed, "split_seed": config.seed,
         "steps": config.steps,
-        "strategy": config.engine.strategy, "test_accuracy": task.accuracy("test", best_w),
+        "strategy": config.engine.stream.strategy, "test_accuracy": task.accuracy("test", best_w),
         "final_test_accuracy": task.accuracy("test", engine.weights), "start_accuracy": start_test,
         "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
         "val_history": history, "train_loss_start": float(np.mean(losses[:50])),

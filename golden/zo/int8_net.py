@@ -36,15 +36,16 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from pezo.golden.config import DEFAULT_BIT_ORDER, check_int
+from pezo.golden.config import StreamConfig, check_int
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
-from pezo.golden.engine.nets import NET_NAMES, NETS, net_config
+from pezo.golden.engine.nets import NET_NAMES, NETS
 from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
-from pezo.golden.engine.zo_engine import (ENGINE_STRATEGIES, G_MAX, G_MIN, MAX_BATCH, MAX_COLS, MAX_ROWS,
-                                          WD_EVERY_RANGE, WD_SHIFT_RANGE, g_to_fixed)
+from pezo.golden.engine.zo_engine import (G_MAX, EngineFlatConfig, G_MIN, WD_EVERY_RANGE, WD_SHIFT_RANGE,
+                                          ArrayConfig, check_engine_strategy, check_nested, g_to_fixed)
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.int8_head import STEPS_RANGE, batch_schedule
 from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe, load_data
@@ -71,8 +72,17 @@ def check_choice(name: str, value, choices) -> None:
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
 
 
+SEED_RANGE = (1, 16383)
+STREAM_SEED_RANGE = (0, 16383)
+"""``NetTrainConfig.stream_seed``: 0 follows ``seed``."""
+TRAIN_STREAM = StreamConfig(eps_shift=13)
+"""The trainer's default stream: epsilon = 1/2 weight LSB (module docstring)."""
+TRAIN_ARRAY = ArrayConfig(batch=128)
+"""The trainer's default array: 8 x 8, batch 128."""
+
+
 @dataclass(frozen=True)
-class NetTrainConfig:
+class NetTrainConfig(EngineFlatConfig):
     """One golden INT8 ZO run of a whole network (module docstring). The defaults are the tuned values
     (module docstring, ``TUNED``): sign g, g_lr 2^16, eps_shift 13, batch 128, margin 4096.
 
@@ -85,9 +95,10 @@ class NetTrainConfig:
     lr         -- host mode: MeZO's learning rate on the real weights (value = q * 2^weight_exponent), > 0.
     steps, eval_every -- ZO steps (1..10^7) and the validation interval (1..10^7).
     seed       -- data split, initial weights and batch order, 1..16383.
-    stream_seed -- the perturbation stream's seed (``NetConfig.seed``), 1..16383; 0 = ``seed``.
-    strategy, rows, cols, batch, eps_shift, rng_bits, pool_size, pool_bits, lfsr_leap, lfsr_bit_order -- the
-                 engine (``NetConfig``; epsilon = 2^(12 - eps_shift) weight LSBs).
+    stream_seed -- the perturbation stream's seed, 1..16383; 0 = ``seed``.
+    array      -- the engine's R x C array and batch (``ArrayConfig``; ``NetConfig.array``).
+    stream     -- the engine's stream (``StreamConfig``; ``NetConfig.stream``; epsilon = 2^(12 - eps_shift)
+                  weight LSBs); its ``seed`` is always ``stream_seed or seed`` (set on construction).
     shots      -- rt nets: k examples per class for training and for validation, 1..2^20.
     test_size  -- rt nets: test examples, 1..100 000.
     init_std   -- the calibrated start's requantised pre-activation std in LSBs, (0, 127].
@@ -125,16 +136,8 @@ class NetTrainConfig:
     eval_every: int = 250
     seed: int = 1
     stream_seed: int = 0
-    strategy: str = "otf"
-    rows: int = 8
-    cols: int = 8
-    batch: int = 128
-    eps_shift: int = 13
-    rng_bits: int = 14
-    pool_size: int = 4095
-    pool_bits: int = 12
-    lfsr_leap: int = 1
-    lfsr_bit_order: str = DEFAULT_BIT_ORDER
+    array: ArrayConfig = TRAIN_ARRAY
+    stream: StreamConfig = TRAIN_STREAM
     shots: int = 256
     test_size: int = 1000
     init_std: float = 32.0
@@ -156,12 +159,10 @@ class NetTrainConfig:
         check_number("lr", self.lr, 0, 1e6)
         check_int("steps", self.steps, *STEPS_RANGE)
         check_int("eval_every", self.eval_every, *STEPS_RANGE)
-        check_int("seed", self.seed, 1, 16383)
-        check_int("stream_seed", self.stream_seed, 0, 16383)
-        check_choice("strategy", self.strategy, ENGINE_STRATEGIES)
-        check_int("rows", self.rows, 1, MAX_ROWS)
-        check_int("cols", self.cols, 1, MAX_COLS)
-        check_int("batch", self.batch, 1, MAX_BATCH)
+        check_int("seed", self.seed, *SEED_RANGE)
+        check_int("stream_seed", self.stream_seed, *STREAM_SEED_RANGE)
+        check_nested(self, array=ArrayConfig, stream=StreamConfig)
+        check_engine_strategy(self.stream.strategy)
         check_int("shots", self.shots, 1, 1 << 20)
         check_int("test_size", self.test_size, 1, 100_000)
         check_number("init_std", self.init_std, 0, 127)
@@ -188,7 +189,9 @@ class NetTrainConfig:
             object.__setattr__(self, "shifts", tuple(self.shifts))
             for i, s in enumerate(self.shifts):
                 check_int(f"shifts[{i}]", s, 0, 31)
-        self.net_config  # the engine's own checks (tiling, batch, stream)
+        if self.stream.seed != (self.stream_seed or self.seed):
+            object.__setattr__(self, "stream", self.stream.replace(seed=self.stream_seed or self.seed))
+        self.net_config  # the engine's own checks (tiling, stream)
         self.loss_config
 
     @property
@@ -200,13 +203,7 @@ class NetTrainConfig:
 
     @property
     def net_config(self) -> NetConfig:
-        array = dict(strategy=self.strategy, rows=self.rows, cols=self.cols, batch=self.batch,
-                     eps_shift=self.eps_shift, rng_bits=self.rng_bits, seed=self.stream_seed or self.seed,
-                     pool_size=self.pool_size, pool_bits=self.pool_bits, lfsr_leap=self.lfsr_leap,
-                     lfsr_bit_order=self.lfsr_bit_order)
-        if self.shifts is None:
-            return net_config(self.net, **array)
-        return NetConfig(layers=self.layers, name=self.net, **array)
+        return NetConfig(layers=self.layers, name=self.net, stream=self.stream, array=self.array)
 
     @property
     def loss_config(self) -> LossConfig:
@@ -217,30 +214,44 @@ class NetTrainConfig:
     @property
     def eps_lsb(self) -> float:
         """epsilon in weight LSBs: 2^(12 - eps_shift)."""
-        return 2.0 ** (12 - self.eps_shift)
+        return 2.0 ** (12 - self.stream.eps_shift)
 
-    def replace(self, **changes) -> "NetTrainConfig":
-        return dataclasses.replace(self, **changes)
+    NESTED: ClassVar[tuple] = ("array", "stream")
+    JSON_KEYS: ClassVar[tuple] = (
+        "net", "loss", "g_mode", "margin", "g_lr", "g_shift", "lr", "steps", "eval_every", "seed", "stream_seed",
+        "strategy", "rows", "cols", "batch", "eps_shift", "rng_bits", "pool_size", "pool_bits", "lfsr_leap",
+        "lfsr_bit_order", "shots", "test_size", "init_std", "init_scale", "last_init", "hidden_init", "shifts",
+        "wd_shift", "wd_every", "average_last")
+
+    def check_flat(self, changes: dict) -> None:
+        """The run's seeds in their own terms before the stream's seed follows them (``nested_changes``)."""
+        super().check_flat(changes)
+        for name, bounds in (("seed", SEED_RANGE), ("stream_seed", STREAM_SEED_RANGE)):
+            if name in changes:
+                check_int(name, changes[name], *bounds)
+
+    def nested_changes(self, name: str, changes: dict) -> dict:
+        """The stream's seed follows ``stream_seed or seed`` (a change to either moves it)."""
+        if name != "stream":
+            return {}
+        return {"seed": changes.get("stream_seed", self.stream_seed) or changes.get("seed", self.seed)}
 
     def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
+        out = super().to_dict()
         out["shifts"] = list(self.shifts) if self.shifts is not None else None
         return out
 
     @classmethod
     def from_dict(cls, fields: dict) -> "NetTrainConfig":
-        fields = dict(fields)
-        unknown = set(fields) - {f.name for f in dataclasses.fields(cls)}
+        unknown = set(fields) - set(cls.JSON_KEYS)
         if unknown:
             raise ValueError(f"unknown NetTrainConfig field(s): {', '.join(sorted(unknown))}")
-        if fields.get("shifts") is not None:
-            fields["shifts"] = tuple(fields["shifts"])
-        return cls(**fields)
+        return super().from_dict(fields)
 
 
 TUNED = {
     "digits-mlp": NetTrainConfig(net="digits-mlp", steps=8000),
-    "rt-mlp": NetTrainConfig(net="rt-mlp", steps=4000, lr=0.02, margin=16384, batch=256),
+    "rt-mlp": NetTrainConfig(net="rt-mlp", steps=4000, lr=0.02, margin=16384, array=TRAIN_ARRAY.replace(batch=256)),
     "rt-head": NetTrainConfig(net="rt-head", steps=4000, lr=0.02),
 }
 """The hyperparameters the accuracy evidence uses (``benchmarks/bench_int8_net.py``), per net: the
@@ -321,11 +332,11 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     data = data or load_data(config)
     net, loss_cfg = config.net_config, config.loss_config
     train_size = len(data.y["train"])
-    if net.batch > train_size:
-        raise ValueError(f"batch must be <= the {train_size} training examples, got {net.batch}")
+    if net.array.batch > train_size:
+        raise ValueError(f"batch must be <= the {train_size} training examples, got {net.array.batch}")
     weights, init = init_weights(config, data.x["train"], data)
     engine = NetEngine(net, weights=weights)
-    schedule = batch_schedule(train_size, net.batch, config.steps, config.seed)
+    schedule = batch_schedule(train_size, net.array.batch, config.steps, config.seed)
     start_val = best_val = engine_accuracy(engine, data.x["val"], data.y["val"])
     start_test = engine_accuracy(engine, data.x["test"], data.y["test"])
     best_step, best_w = 0, engine.flat.copy()
@@ -333,7 +344,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     losses, zero_g, saturated_g = [], 0, 0
     checkpoints = []  # the weights at every validation checkpoint (host read-back)
     first_saturated = None  # the first step (1-based) whose g hit the Q8.16 limit
-    bar = progress_bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.strategy}")
+    bar = progress_bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.stream.strategy}")
     seconds = 0.0
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
@@ -342,7 +353,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
             record = engine.train_step(x, y, loss_cfg)
             g = record.g
             seconds += time.perf_counter() - t0
-            losses.append((record.loss_plus + record.loss_minus) / (2 * net.batch))
+            losses.append((record.loss_plus + record.loss_minus) / (2 * net.array.batch))
         else:
             plus, minus = engine.forward_zo(x)
             g, l_plus, l_minus = host_g(plus, minus, y, config, data.act_exponent)
@@ -376,7 +387,7 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
     engine.load_weights(model_w)
     summary = {
         "net": config.net, "loss": config.loss, "g_mode": config.g_mode if config.loss == "on-chip" else "host",
-        "strategy": config.strategy, "seed": config.seed, "split_seed": config.seed, "steps": config.steps,
+        "strategy": config.stream.strategy, "seed": config.seed, "split_seed": config.seed, "steps": config.steps,
         "test_accuracy": engine_accuracy(engine, data.x["test"], data.y["test"]),
         "start_accuracy": start_test, "final_test_accuracy": final_test,
         "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,

@@ -11,7 +11,7 @@ from pezo.golden.engine.network import NetConfig, NetEngine
 def engine_logits(engine: NetEngine, x) -> np.ndarray:
     """``NetEngine.infer`` over any number of examples: engine batches, the last padded with zeros."""
     x = np.asarray(x, dtype=np.int64)
-    b = engine.config.batch
+    b = engine.config.array.batch
     out = []
     for s in range(0, len(x), b):
         chunk = x[s:s + b]

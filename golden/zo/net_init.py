@@ -71,8 +71,8 @@ def pca_directions(h, outputs: int) -> np.ndarray:
 
 def init_weights(config, x_train: np.ndarray, data: "NetData | None" = None
                  ) -> tuple[list[np.ndarray], dict]:
-    """The seeded, calibrated int8 start (module docstring) of ``config`` (a ``NetTrainConfig``) and its statistics (``last_init="probe"``
-    needs ``data``: the validation split chooses the probe's L2)."""
+    """The seeded, calibrated int8 start (module docstring) of ``config`` (a ``NetTrainConfig``) and its
+    statistics (``last_init="probe"`` needs ``data``: the validation split chooses the probe's L2)."""
     net = config.net_config
     if config.net == "rt-head":
         return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}

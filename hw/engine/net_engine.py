@@ -79,8 +79,8 @@ def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
     return data.StructLayout({"hidden": 1, "layer": _bits(len(cfg.layers)), "o": _bits(widest),
-                              "o_word": _bits(-(-widest // cfg.cols)), "o_lane": _bits(cfg.cols),
-                              "pas": 1, "tile": _bits(cfg.tiles)})
+                              "o_word": _bits(-(-widest // cfg.array.cols)), "o_lane": _bits(cfg.array.cols),
+                              "pas": 1, "tile": _bits(cfg.array.tiles)})
 
 
 class NetEngine(ConfigComponent):
@@ -99,13 +99,13 @@ class NetEngine(ConfigComponent):
                 "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
                 "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
                 "g_used": Out(signed(G_BITS)), "last_bank": Out(1),
-                "w_addr": In(unsigned(_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.cols)),
-                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.cols)),
-                "x_example": In(unsigned(_bits(cfg.batch))), "x_word": In(unsigned(_bits(cfg.inputs // cfg.cols))),
-                "x_wdata": In(int8_lanes(cfg.cols)), "x_we": In(1),
-                "y_example": In(unsigned(_bits(cfg.batch))), "y_label": In(unsigned(_bits(cfg.outputs))),
+                "w_addr": In(unsigned(_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
+                "x_example": In(unsigned(_bits(cfg.array.batch))), "x_word": In(unsigned(_bits(cfg.inputs // cfg.array.cols))),
+                "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
+                "y_example": In(unsigned(_bits(cfg.array.batch))), "y_label": In(unsigned(_bits(cfg.outputs))),
                 "y_we": In(1), "push": In(1), "load_ready": Out(1), "load_bank": Out(1), "queued": Out(2),
-                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.batch))),
+                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.array.batch))),
                 "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
                 "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
             }
@@ -117,7 +117,7 @@ class NetEngine(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        R, C, T, L, O = cfg.rows, cfg.cols, cfg.tiles, len(cfg.layers), cfg.outputs
+        R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
         J0 = cfg.inputs // C
         hidden_words = max(1, -(-cfg.hidden_width // C))
         has_bias = any(l.bias for l in cfg.layers)
@@ -417,7 +417,7 @@ class NetEngine(ConfigComponent):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
         the array in output order), the hinge term after the last output, the sum over rows, a loss per
         pass (``golden.engine.loss``)."""
-        R, T, O = cfg.rows, cfg.tiles, cfg.outputs
+        R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
         m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
         v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(pe.out_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]

@@ -179,7 +179,7 @@ class PEArray(ConfigComponent):
 
 def tag_bits(config: EngineConfig) -> int:
     """Bits of a logit-memory address: (pass * tiles + tile) * outputs + output, 2 passes."""
-    return max(1, (2 * config.tiles * config.outputs - 1).bit_length())
+    return max(1, (2 * config.array.tiles * config.outputs - 1).bit_length())
 
 
 SHIFT_BITS = SHIFT_RANGE[1].bit_length()

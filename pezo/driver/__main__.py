@@ -27,16 +27,19 @@ from pezo.golden.engine.network import NetConfig, NetEngine
 def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
     """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net)."""
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.int8_net import NetTrainConfig, init_weights, load_data
+    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_data import load_data
+    from pezo.golden.zo.net_init import init_weights
 
-    train = NetTrainConfig(net=config.name, strategy=config.strategy, rows=config.rows, cols=config.cols,
-                           batch=config.batch, eps_shift=config.eps_shift, rng_bits=config.rng_bits,
-                           stream_seed=config.seed, pool_size=config.pool_size, pool_bits=config.pool_bits,
-                           seed=seed, g_mode=g_mode)
+    stream, array = config.stream, config.array
+    train = NetTrainConfig().replace(net=config.name, strategy=stream.strategy, rows=array.rows, cols=array.cols,
+                                     batch=array.batch, eps_shift=stream.eps_shift, rng_bits=stream.rng_bits,
+                                     stream_seed=stream.seed, pool_size=stream.pool_size, pool_bits=stream.pool_bits,
+                                     seed=seed, g_mode=g_mode)
     if train.net_config != config:
         raise ValueError("the design's engine is not a preset net of the trainer (pezo build --design engine --net N)")
     data = load_data(train)
-    schedule = batch_schedule(len(data.y["train"]), train.batch, steps, train.seed)
+    schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
     weights, _ = init_weights(train, data.x["train"])
     return (data.x["train"][schedule], data.y["train"][schedule], np.concatenate([w.ravel() for w in weights]),
             train.loss_config)

@@ -131,15 +131,15 @@ class EngineDriver:
         pushed) when the engine refused it (no free bank: SLVERR, STATUS.ERROR)."""
         cfg, bmap = self.config, self.map
         x = np.asarray(x, dtype=np.int64)
-        if x.shape != (cfg.batch, cfg.inputs):
-            raise ValueError(f"x must have shape {(cfg.batch, cfg.inputs)}, got {x.shape}")
-        rows = np.zeros((cfg.batch, bmap.x_stride), dtype=np.int8)
+        if x.shape != (cfg.array.batch, cfg.inputs):
+            raise ValueError(f"x must have shape {(cfg.array.batch, cfg.inputs)}, got {x.shape}")
+        rows = np.zeros((cfg.array.batch, bmap.x_stride), dtype=np.int8)
         rows[:, :cfg.inputs] = x
         ok = True
         if bmap.x_stride == cfg.inputs:  # one burst for the whole batch
             ok &= await self._write("x", bmap.x_offset(0), rows.tobytes()) == RESP_OKAY
         else:
-            for b in range(cfg.batch):
+            for b in range(cfg.array.batch):
                 ok &= await self._write("x", bmap.x_offset(b), rows[b, :cfg.inputs].tobytes()) == RESP_OKAY
         entries = np.asarray(labels, dtype=np.int64).astype("<u8")
         ok &= await self._write("labels", bmap.label_offset(0), entries.tobytes()) == RESP_OKAY
@@ -160,14 +160,14 @@ class EngineDriver:
         """int32 logits and their requantisation [len(passes), batch, outputs] of logit bank ``bank``: one
         burst per pass (the rows with their padding)."""
         cfg, bmap = self.config, self.map
-        logits = np.zeros((len(passes), cfg.batch, cfg.outputs), dtype=np.int64)
+        logits = np.zeros((len(passes), cfg.array.batch, cfg.outputs), dtype=np.int64)
         quant = np.zeros_like(logits)
         for i, s in enumerate(passes):
-            n = cfg.batch * bmap.output_stride * BEAT_BYTES
+            n = cfg.array.batch * bmap.output_stride * BEAT_BYTES
             data, resp = await self.bus.read_burst(bmap.logit_offset(bank, s, 0), n)
             if resp != RESP_OKAY:
                 raise BusError(f"reading the logits of bank {bank} pass {s} answered SLVERR")
-            words = np.frombuffer(bytes(data), dtype="<i4").reshape(cfg.batch, bmap.output_stride, 2)
+            words = np.frombuffer(bytes(data), dtype="<i4").reshape(cfg.array.batch, bmap.output_stride, 2)
             logits[i], quant[i] = words[:, :cfg.outputs, 0], words[:, :cfg.outputs, 1]
         return logits, quant
 

@@ -16,7 +16,7 @@ def test_engine_top_resources_have_the_engines_dsps_and_block_rams():
     assert (r["unit"], r["strategy"], r["net"]) == ("board", "engine-otf", "digits-mlp")
     assert all(isinstance(r[k], int) for k in ("LUT", "FF", "BRAM", "DSP"))
     # one DSP48E2 per MAC and one per lane for g * p: the AXI side adds none
-    assert r["DSP"] == cfg.macs + cfg.cols, r["cells"]
+    assert r["DSP"] == cfg.array.macs + cfg.array.cols, r["cells"]
     assert r["BRAM"] >= 1 and r["LUT"] > 0 and r["FF"] > 0
     if "axi_overhead" in r:
         assert r["axi_overhead"]["DSP"] == 0 and r["axi_overhead"]["LUT"] > 0, r["axi_overhead"]

@@ -248,7 +248,7 @@ def test_space_bounds_are_checked_before_the_first_trial(space, needle, tmp_path
 
 
 def test_rows_bounds_use_the_engines_range(capsys):
-    from pezo.golden.engine.network import MAX_ROWS
+    from pezo.golden.engine.zo_engine import MAX_ROWS
 
     with pytest.raises(explore.SpaceError, match=rf"key 'rows': high {MAX_ROWS + 1} is outside the allowed range "
                                                  rf"\(rows must be in 1..{MAX_ROWS}"):

@@ -176,8 +176,8 @@ def test_engine_help_gives_the_head_and_the_net_defaults(command, option, head, 
     from pezo.golden.zo.int8_head import Int8TrainConfig
     from pezo.golden.zo.int8_net import NetTrainConfig
 
-    head_value = getattr(EngineConfig(), head, None) if head != "lr" else Int8TrainConfig().lr
-    net_value = getattr(NetTrainConfig(), field)
+    head_value = EngineConfig().to_dict()[head] if head != "lr" else Int8TrainConfig().lr
+    net_value = NetTrainConfig().to_dict()[field]
     assert head_value != net_value
     def shown(v):
         return f"{v:g}" if isinstance(v, float) else str(v)

@@ -48,7 +48,8 @@ def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
     flat = rng.integers(-127, 128, size=cfg.weights)
     asyncio.run(driver.load_weights(flat))
     assert np.array_equal(asyncio.run(driver.read_weights()), flat)
-    x, y = rng.integers(-128, 128, size=(cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, size=cfg.batch)
+    batch = cfg.array.batch
+    x, y = rng.integers(-128, 128, size=(batch, cfg.inputs)), rng.integers(0, cfg.outputs, size=batch)
     assert asyncio.run(driver.write_batch(x, y))
     raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
     example = windows_base + bmap.x_offset(5)
@@ -60,7 +61,7 @@ def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
     asyncio.run(bus.write_burst(bmap.step_offset(70), record))
     got = asyncio.run(driver.read_step(70 - 64))
     assert (got.loss_plus, got.loss_minus, got.g, got.bank) == (123456789012, 5, -3, 1)
-    entries = np.zeros((cfg.batch, bmap.output_stride, 2), dtype="<i4")
+    entries = np.zeros((cfg.array.batch, bmap.output_stride, 2), dtype="<i4")
     entries[2, 3] = (-77, -1)
     asyncio.run(bus.write_burst(bmap.logit_offset(1, 1, 0), entries.tobytes()))
     logits, quant = asyncio.run(driver.read_logits(1, passes=(1,)))

@@ -21,8 +21,8 @@ def test_windows_fit_their_slots_and_do_not_overlap(net, array):
     assert all(w.size <= m.slot for w in m.windows) and len(m.windows) * m.slot <= 1 << m.addr_width
     assert m.window("weights").size == cfg.weights
     # the last byte of the last example and the last logit entry are inside their windows
-    assert m.x_offset(cfg.batch - 1) + cfg.inputs - 1 < m.window("x").base + m.window("x").size
-    last = m.logit_offset(1, 1, cfg.batch - 1, cfg.outputs - 1)
+    assert m.x_offset(cfg.array.batch - 1) + cfg.inputs - 1 < m.window("x").base + m.window("x").size
+    last = m.logit_offset(1, 1, cfg.array.batch - 1, cfg.outputs - 1)
     assert m.window("logits").base <= last < m.window("logits").base + m.window("logits").size
     assert m.step_offset(STEP_LOG_DEPTH) == m.step_offset(0) == m.window("steps").base
     assert m.label_offset(3) - m.label_offset(2) == BEAT_BYTES

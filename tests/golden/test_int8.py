@@ -78,17 +78,17 @@ def test_matmul_is_exact_at_the_extremes_and_rejects_bad_input():
 ])
 def test_engine_config_rejects_bad_fields_with_one_clear_error(fields, message):
     with pytest.raises(ValueError, match=message):
-        EngineConfig(**fields)
+        EngineConfig().replace(**fields)
 
 
 def test_engine_config_derives_the_stream_and_the_cycle_bound():
     cfg = EngineConfig()
     p = cfg.perturb
     assert (p.n_rngs, p.lanes, p.perturb_dim, p.rewind) == (8, 8, 768, True)
-    assert cfg.weight_words == 96 and cfg.tiles == 2 and cfg.macs == 64
+    assert cfg.weight_words == 96 and cfg.array.tiles == 2 and cfg.array.macs == 64
     # 2 * B * |W| / (R * C) + |W| / C + latencies
     assert cfg.cycle_bound() == 2 * 16 * 768 // 64 + 768 // 8 + FORWARD_LATENCY + UPDATE_LATENCY
-    assert EngineConfig(cols=6, strategy="pregen").perturb.banks == 2
+    assert EngineConfig().replace(cols=6, strategy="pregen").perturb.banks == 2
 
 
 # -- g and the update ----------------------------------------------------------------------------
@@ -146,12 +146,12 @@ def test_perturbed_weights_saturate_and_the_minus_pass_mirrors_the_plus_pass():
 def test_rewinds_replay_the_perturbation_the_model_draws_once(strategy):
     """The hardware's schedule (NEXT, tile passes with REWINDs, -eps, update) on a golden stream gives
     exactly the model's p and -p, and leaves the stream where the model's does."""
-    cfg = EngineConfig(strategy=strategy, rows=2, cols=4, inputs=12, outputs=3, batch=6)
+    cfg = EngineConfig().replace(strategy=strategy, rows=2, cols=4, inputs=12, outputs=3, batch=6)
     model, stream = ZOEngine(cfg), PerturbationStream(cfg.perturb)
     for _ in range(4):
         p = model.next_perturbation().ravel()
         for sign in (0, 1):
-            for tile in range(cfg.tiles):
+            for tile in range(cfg.array.tiles):
                 stream.step(next=sign == 0 and tile == 0, rewind=not (sign == 0 and tile == 0), sign=bool(sign))
                 assert np.array_equal(stream.perturbation(cfg.weights), -p if sign else p)
         stream.step(rewind=True, sign=False)
@@ -159,7 +159,7 @@ def test_rewinds_replay_the_perturbation_the_model_draws_once(strategy):
 
 
 def test_forward_zo_never_writes_the_weights_and_update_replays_p():
-    cfg = EngineConfig(rows=2, cols=4, inputs=8, outputs=2, batch=4)
+    cfg = EngineConfig().replace(rows=2, cols=4, inputs=8, outputs=2, batch=4)
     rng = np.random.default_rng(3)
     w0 = rng.integers(-127, 128, (2, 8))
     x = rng.integers(-128, 128, (4, 8))
@@ -175,7 +175,7 @@ def test_forward_zo_never_writes_the_weights_and_update_replays_p():
 
 
 def test_engine_model_rejects_bad_shapes_and_an_update_before_any_step():
-    engine = ZOEngine(EngineConfig(rows=1, cols=1, inputs=2, outputs=1, batch=1))
+    engine = ZOEngine(EngineConfig().replace(rows=1, cols=1, inputs=2, outputs=1, batch=1))
     with pytest.raises(RuntimeError, match="update before the first forward_zo"):
         engine.update(0)
     with pytest.raises(ValueError, match=r"x must have shape \(1, 2\)"):

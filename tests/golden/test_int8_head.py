@@ -36,7 +36,7 @@ def test_batch_schedule_is_seeded_epoch_wise_and_checks_the_batch():
 
 
 def test_update_scale_is_mezo_in_weight_lsbs_and_saturates():
-    cfg = Int8TrainConfig(lr=0.5, weight_exponent=-4, engine=EngineConfig(eps_shift=10))  # eps = 4 LSB
+    cfg = Int8TrainConfig(lr=0.5, weight_exponent=-4, engine=EngineConfig().replace(eps_shift=10))  # eps = 4 LSB
     plus, minus = np.array([[64, 0]]), np.array([[0, 64]])
     g, lp, lm = update_scale(plus, minus, np.array([0]), cfg, act_exponent=-2)
     eps_real = 4 * 2.0 ** -4

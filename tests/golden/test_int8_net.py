@@ -10,9 +10,11 @@ import pytest
 from pezo.golden.engine.network import NetEngine
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
-from pezo.golden.zo.int8_net import (TUNED, FloatMeZOConfig, NetTrainConfig, average_weights, digits_split,
-                                     engine_accuracy, host_g, init_weights, load_data, quantize_digits, train_float_mezo,
-                                     train_int8_net)
+from pezo.golden.zo.float_reference import FloatMeZOConfig, train_float_mezo
+from pezo.golden.zo.int8_net import TUNED, NetTrainConfig, host_g, train_int8_net
+from pezo.golden.zo.net_data import digits_split, load_data, quantize_digits
+from pezo.golden.zo.net_eval import average_weights, engine_accuracy
+from pezo.golden.zo.net_init import init_weights
 
 FAST = TUNED["digits-mlp"].replace(steps=300, eval_every=100)
 KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step", "net", "loss", "steps", "curve"}
@@ -48,15 +50,15 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
 ])
 def test_bad_config_values_raise_one_clear_error(field, value, message):
     with pytest.raises(ValueError, match=message):
-        NetTrainConfig(**{field: value})
+        NetTrainConfig().replace(**{field: value})
 
 
 def test_config_round_trips_and_builds_the_engine():
     cfg = TUNED["digits-mlp"].replace(shifts=(9, 8), strategy="pregen")
     assert NetTrainConfig.from_dict(cfg.to_dict()) == cfg
     assert [l.shift for l in cfg.net_config.layers] == [9, 8, 0]
-    assert cfg.net_config.strategy == "pregen" and cfg.net_config.seed == cfg.seed
-    assert cfg.replace(stream_seed=7).net_config.seed == 7
+    assert cfg.net_config.stream.strategy == "pregen" and cfg.net_config.stream.seed == cfg.seed
+    assert cfg.replace(stream_seed=7).net_config.stream.seed == 7
     assert cfg.loss_config.mode == cfg.g_mode and cfg.replace(loss="host").loss_config.mode == "host"
     with pytest.raises(ValueError, match="unknown NetTrainConfig field"):
         NetTrainConfig.from_dict({"nett": "digits-mlp"})
@@ -120,7 +122,7 @@ def test_each_step_is_the_engines_arithmetic(loss):
     r = train_int8_net(cfg, data=data)
     weights, _ = init_weights(cfg, data.x["train"])
     engine = NetEngine(cfg.net_config, weights=weights)
-    for rows in batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed):
+    for rows in batch_schedule(1000, cfg.array.batch, cfg.steps, cfg.seed):
         x, y = data.x["train"][rows], data.y["train"][rows]
         if loss == "on-chip":
             engine.train_step(x, y, cfg.loss_config)
@@ -144,7 +146,7 @@ def test_weight_decay_acts_on_every_wd_every_th_step_as_the_engine_with_the_regi
     on = dataclasses.replace(cfg.loss_config, wd_every=1)
     off = dataclasses.replace(on, wd_shift=0)
     assert cfg.loss_config.wd_every == 3
-    for step, rows in enumerate(batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed)):
+    for step, rows in enumerate(batch_schedule(1000, cfg.array.batch, cfg.steps, cfg.seed)):
         engine.train_step(data.x["train"][rows], data.y["train"][rows], on if step % 3 == 2 else off)
     assert r["final_weights_digest"] == engine.digest()
     assert r["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), data=data)["final_weights_digest"]
@@ -171,7 +173,7 @@ def test_average_last_reports_the_host_average_of_the_last_checkpoints_without_c
     weights, _ = init_weights(cfg, data.x["train"])
     engine = NetEngine(cfg.net_config, weights=weights)
     ckpts = []
-    for step, rows in enumerate(batch_schedule(1000, cfg.batch, cfg.steps, cfg.seed)):
+    for step, rows in enumerate(batch_schedule(1000, cfg.array.batch, cfg.steps, cfg.seed)):
         engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config)
         if (step + 1) % 10 == 0:
             ckpts.append(engine.flat.copy())
@@ -184,7 +186,7 @@ def test_average_last_reports_the_host_average_of_the_last_checkpoints_without_c
 
 
 def test_the_probe_start_is_the_validation_tuned_probe_quantised_without_its_bias():
-    from pezo.golden.zo.int8_net import probe_head
+    from pezo.golden.zo.net_init import probe_head
 
     rng = np.random.default_rng(0)
     w_true = rng.standard_normal(16)
@@ -200,7 +202,7 @@ def test_the_probe_start_is_the_validation_tuned_probe_quantised_without_its_bia
 
 
 def test_the_pca_start_is_the_inputs_top_directions_and_their_negatives_without_labels():
-    from pezo.golden.zo.int8_net import pca_directions
+    from pezo.golden.zo.net_init import pca_directions
 
     rng = np.random.default_rng(3)
     # inputs with a dominant direction u: the first principal direction is +-u
@@ -234,11 +236,12 @@ def test_a_pca_start_calibrates_like_the_normal_one_and_only_changes_the_hidden_
 
 
 def test_the_backprop_reference_chooses_on_validation_and_never_looks_at_test(monkeypatch):
-    import pezo.golden.zo.int8_net as int8_net
-    from pezo.golden.zo.int8_net import NetData, float_mlp_backprop
+    import pezo.golden.zo.float_reference as float_reference
+    from pezo.golden.zo.float_reference import float_mlp_backprop
+    from pezo.golden.zo.net_data import NetData
 
-    monkeypatch.setattr(int8_net, "BACKPROP_L2_GRID", (0.01, 1.0))
-    monkeypatch.setattr(int8_net, "BACKPROP_INITS", (0, 1))
+    monkeypatch.setattr(float_reference, "BACKPROP_L2_GRID", (0.01, 1.0))
+    monkeypatch.setattr(float_reference, "BACKPROP_INITS", (0, 1))
     rng = np.random.default_rng(2)
     x = {n: rng.standard_normal((k, 6)) for n, k in (("train", 120), ("val", 60), ("test", 60))}
     y = {n: (v[:, 0] * v[:, 1] > 0).astype(np.int64) for n, v in x.items()}  # XOR-like: needs the hidden layer
@@ -255,8 +258,8 @@ def test_the_backprop_reference_chooses_on_validation_and_never_looks_at_test(mo
 
 
 def test_host_g_is_int8_heads_update_scale_for_the_head():
-    cfg = NetTrainConfig(net="rt-head", loss="host", lr=0.5, eps_shift=10)
-    head = Int8TrainConfig(lr=0.5, weight_exponent=-7, engine=EngineConfig(eps_shift=10))
+    cfg = NetTrainConfig().replace(net="rt-head", loss="host", lr=0.5, eps_shift=10)
+    head = Int8TrainConfig(lr=0.5, weight_exponent=-7, engine=EngineConfig().replace(eps_shift=10))
     rng = np.random.default_rng(5)
     plus, minus = rng.integers(-4000, 4000, (16, 2)), rng.integers(-4000, 4000, (16, 2))
     labels = rng.integers(0, 2, 16)
@@ -264,7 +267,7 @@ def test_host_g_is_int8_heads_update_scale_for_the_head():
 
 
 def test_the_float_mezo_reference_runs_on_the_same_shape_and_budget():
-    cfg = FloatMeZOConfig(net="digits-mlp", steps=50, eval_every=25, batch=FAST.batch, lr=0.02, eps=1e-3)
+    cfg = FloatMeZOConfig(net="digits-mlp", steps=50, eval_every=25, batch=FAST.array.batch, lr=0.02, eps=1e-3)
     r = train_float_mezo(cfg)
     assert KEYS <= set(r) and r["loss"] == "float-mezo" and r["forward_passes"] == 100
     assert train_float_mezo(cfg)["curve"] == r["curve"]

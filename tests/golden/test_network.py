@@ -33,7 +33,7 @@ def test_g_modes_by_hand():
 
 
 def test_the_layer_program_is_the_documented_arithmetic():
-    cfg = NetConfig(layers=(Layer(8, 4, shift=5, relu=True, bias=True), Layer(4, 4, shift=3), Layer(4, 3)),
+    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=5, relu=True, bias=True), Layer(4, 4, shift=3), Layer(4, 3)),
                     rows=2, cols=4, batch=4)
     rng = np.random.default_rng(3)
     ws = [rng.integers(-127, 128, (l.outputs, l.inputs)) for l in cfg.layers]
@@ -46,7 +46,7 @@ def test_the_layer_program_is_the_documented_arithmetic():
 
 
 def test_one_step_perturbs_every_layer_in_global_order_and_updates_by_replay():
-    cfg = NetConfig(layers=(Layer(8, 4, shift=4, relu=True), Layer(4, 2)), rows=1, cols=4, batch=2)
+    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=4, relu=True), Layer(4, 2)), rows=1, cols=4, batch=2)
     rng = np.random.default_rng(4)
     engine = NetEngine(cfg, [rng.integers(-60, 61, (4, 8)), rng.integers(-60, 61, (2, 4))])
     w0 = engine.flat.copy()
@@ -66,7 +66,7 @@ def test_the_decay_counter_picks_every_wd_every_th_update_across_operations():
     """The engine's decay counter (module docstring): from reset, updates wd_every, 2 wd_every, ... decay;
     it counts OP_UPDATE and TRAIN updates alike, with or without wd_shift, and a smaller wd_every than the
     count so far decays at once."""
-    cfg = NetConfig(layers=(Layer(8, 4, shift=4, relu=True), Layer(4, 2)), rows=1, cols=4, batch=2)
+    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=4, relu=True), Layer(4, 2)), rows=1, cols=4, batch=2)
     rng = np.random.default_rng(5)
     engine = NetEngine(cfg, [rng.integers(-100, 101, (4, 8)), rng.integers(-100, 101, (2, 4))])
     x, y = rng.integers(-128, 128, (2, 8)), np.array([0, 1])
@@ -95,8 +95,8 @@ def test_the_decay_counter_picks_every_wd_every_th_update_across_operations():
 
 def test_a_one_layer_network_is_the_head_engine():
     """rt-head on the network engine: the same perturbations and logits as the head engine of the same shape."""
-    net = NetConfig(layers=(Layer(16, 2),), rows=2, cols=4, batch=4)
-    head = EngineConfig(rows=2, cols=4, inputs=16, outputs=2, batch=4)
+    net = NetConfig().replace(layers=(Layer(16, 2),), rows=2, cols=4, batch=4)
+    head = EngineConfig().replace(rows=2, cols=4, inputs=16, outputs=2, batch=4)
     rng = np.random.default_rng(6)
     w = rng.integers(-127, 128, (2, 16))
     x = rng.integers(-128, 128, (4, 16))
@@ -112,9 +112,9 @@ def test_a_one_layer_network_is_the_head_engine():
 def test_presets_tile_the_default_array_and_the_bound():
     for name in NET_NAMES:
         cfg = net_config(name)
-        assert cfg.name == name and cfg.weights % cfg.cols == 0
-        assert cfg.cycle_bound() == 2 * cfg.tiles * cfg.weights // cfg.cols + cfg.weights // cfg.cols + \
-            NET_FORWARD_LATENCY + UPDATE_LATENCY
+        assert cfg.name == name and cfg.weights % cfg.array.cols == 0
+        words = cfg.weights // cfg.array.cols
+        assert cfg.cycle_bound() == 2 * cfg.array.tiles * words + words + NET_FORWARD_LATENCY + UPDATE_LATENCY
     assert NET_FORWARD_LATENCY == FORWARD_LATENCY + WEIGHT_STAGES and LAYER_GAP == FORWARD_LATENCY + 1
     digits = net_config("digits-mlp")
     assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2129
@@ -138,7 +138,7 @@ def test_presets_tile_the_default_array_and_the_bound():
 ])
 def test_bad_networks_get_one_clear_error(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
-        NetConfig(**fields)
+        NetConfig().replace(**fields)
 
 
 def test_bad_layers_and_registers_get_one_clear_error():

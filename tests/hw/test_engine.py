@@ -24,8 +24,8 @@ SIM_KEYS = {"match", "steps", "cycles_per_step", "cycle_bound", "simulator"}
 
 def random_run(cfg, steps, seed=0, lr=0.3):
     rng = np.random.default_rng(seed)
-    xs = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
     w0 = rng.integers(-127, 128, (cfg.outputs, cfg.inputs))
     train = Int8TrainConfig(engine=cfg, lr=lr, weight_exponent=-3)
     return w0, run_engine_host(cfg, lambda io: zo_training(io, train, xs, ys, -9, w0))
@@ -41,12 +41,13 @@ def random_run(cfg, steps, seed=0, lr=0.3):
     dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, eps_shift=6, lfsr_leap=7, lfsr_bit_order="spread"),
 ], ids=lambda f: "-".join(f"{k}{v}" for k, v in f.items()) or "default")
 def test_engine_matches_golden_on_the_amaranth_simulator(fields):
-    cfg = EngineConfig(**fields)
+    cfg = EngineConfig().replace(**fields)
     w0, result = random_run(cfg, steps=3 if cfg.weights < 100 else 2)
     assert result["match"], result["mismatches"]
     assert result["final_weight_range"] != [0, 0]
-    commands = 2 * cfg.tiles + 1  # NEXT, then a REWIND per later pass; each refills the stream's pipeline
-    assert result["cycles_per_step"] <= cfg.cycle_bound() + commands * (1 + stream_latency(cfg.perturb)) + cfg.cols
+    commands = 2 * cfg.array.tiles + 1  # NEXT, then a REWIND per later pass; each refills the stream's pipeline
+    overhead = commands * (1 + stream_latency(cfg.perturb)) + cfg.array.cols
+    assert result["cycles_per_step"] <= cfg.cycle_bound() + overhead
 
 
 def test_requantisation_unit_matches_golden_at_the_edges():
@@ -91,15 +92,15 @@ def test_twenty_real_zo_steps_on_the_rtl_equal_golden(strategy, simulator, requi
     from pezo.cli.engine import engine_sim_result
 
     require_simulator(simulator)
-    train = Int8TrainConfig(engine=EngineConfig(strategy=strategy))
+    train = Int8TrainConfig(engine=EngineConfig().replace(strategy=strategy))
     result = engine_sim_result(train, 20, simulator, task=real_task)
     assert SIM_KEYS <= result.keys()
     assert result["match"] and result["weights_match"], result["mismatches"]
     assert result["steps"] == 20 and result["simulator"] == simulator
     assert result["final_weights_nonzero"] > 100  # the steps really moved the weights
     assert result["cycle_bound"] == train.engine.cycle_bound() <= result["cycles_per_step"]
-    commands = 2 * train.engine.tiles + 1
-    overhead = commands * (1 + stream_latency(train.engine.perturb)) + train.engine.cols
+    commands = 2 * train.engine.array.tiles + 1
+    overhead = commands * (1 + stream_latency(train.engine.perturb)) + train.engine.array.cols
     assert result["cycles_per_step"] <= train.engine.cycle_bound() + overhead
     assert result["loss_last"] < result["loss_first"] + 0.05
 
@@ -110,7 +111,7 @@ def test_a_wrong_golden_config_is_caught_as_a_mismatch(simulators, tmp_path):
 
     if not simulators:
         pytest.fail("no HDL simulator available")
-    cfg = EngineConfig(rows=2, cols=4, inputs=8, outputs=2, batch=4)
+    cfg = EngineConfig().replace(rows=2, cols=4, inputs=8, outputs=2, batch=4)
     rng = np.random.default_rng(1)
     xs, ys = rng.integers(-128, 128, (2, 4, 8)), rng.integers(0, 2, (2, 4))
     train = Int8TrainConfig(engine=cfg, lr=0.3, weight_exponent=-3)
@@ -161,7 +162,7 @@ def test_engine_commands_reject_bad_input_with_one_line(argv, message, capsys):
 def test_engine_synthesises_to_one_dsp_per_mac_and_the_estimated_brams():
     from pezo.boards.report import engine_report
 
-    r = engine_report(EngineConfig(strategy="pregen"))
+    r = engine_report(EngineConfig().replace(strategy="pregen"))
     assert r["DSP"] == r["analytical_DSP"] == 64 + 8
     assert r["BRAM36"] == r["analytical_BRAM36"]
     assert r["RAMB18"] == 8  # the pool, banked over 8 BRAMs as in PeZO
@@ -174,7 +175,7 @@ def test_the_perturbed_passes_never_write_the_weight_memory():
     from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
     from pezo.sim.engine_host import EngineDriver
 
-    cfg = EngineConfig(rows=2, cols=4, inputs=8, outputs=2, batch=4, eps_shift=4)  # eps = 256 LSB: saturating
+    cfg = EngineConfig().replace(rows=2, cols=4, inputs=8, outputs=2, batch=4, eps_shift=4)  # eps = 256 LSB: saturating
     rng = np.random.default_rng(5)
     w0 = rng.integers(-127, 128, (2, 8))
     x = rng.integers(-128, 128, (4, 8))

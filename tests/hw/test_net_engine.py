@@ -19,15 +19,16 @@ from pezo.sim.net_host import NetDriver, net_training
 
 SIM_KEYS = {"match", "steps", "cycles_per_step", "cycle_bound", "cycle_ratio", "mac_utilisation", "load_hidden",
             "simulator", "net", "loss"}
-TINY = NetConfig(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4, name="tiny")
-BIASED = NetConfig(layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True), Layer(8, 2, bias=True)),
-                   rows=1, cols=4, batch=3, name="bias-J1")  # J = 1 layers: the layer gap is tight
+TINY = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4, name="tiny")
+# J = 1 layers: the layer gap is tight
+BIASED = NetConfig().replace(layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True),
+                                     Layer(8, 2, bias=True)), rows=1, cols=4, batch=3, name="bias-J1")
 
 
 def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=None):
     rng = np.random.default_rng(seed)
-    xs = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
     w = rng.integers(-40, 41, cfg.weights)
     return run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, biases, overlap))
 
@@ -38,9 +39,9 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     (TINY, LossConfig(mode="host", margin=50), True),
     (TINY, LossConfig(mode="sign", margin=50), False),
     (TINY.replace(strategy="pregen"), LossConfig(mode="sign", margin=100), True),
-    (NetConfig(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
-    (NetConfig(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
-               strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
+    (NetConfig().replace(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
+    (NetConfig().replace(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
+                         strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
     (TINY.replace(lfsr_leap=5, lfsr_bit_order="spread"), LossConfig(mode="sign", margin=100), True),
     (TINY, LossConfig(mode="sign", margin=100, wd_shift=3), True),
     (TINY, LossConfig(mode="host", margin=50, wd_shift=1), True),
@@ -64,7 +65,8 @@ def test_weight_decay_over_the_full_weight_range_matches_golden(wd_shift):
 
     cfg, loss = TINY, LossConfig(mode="sign", margin=100, g_lr=1 << 16, wd_shift=wd_shift)
     rng = np.random.default_rng(wd_shift)
-    xs, ys = rng.integers(-128, 128, (3, cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, (3, cfg.batch))
+    batch = cfg.array.batch
+    xs, ys = rng.integers(-128, 128, (3, batch, cfg.inputs)), rng.integers(0, cfg.outputs, (3, batch))
     w = rng.integers(-127, 128, cfg.weights)
     w[:4] = [127, -127, 64, -64]
     result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w))
@@ -88,7 +90,8 @@ def test_the_decay_counter_runs_the_every_nth_schedule_on_chip(mode, overlap, ev
     steps = 6
     cfg, loss = TINY, LossConfig(mode=mode, margin=100, g_lr=1 << 16, wd_shift=2, wd_every=every)
     rng = np.random.default_rng(every)
-    xs, ys = rng.integers(-128, 128, (steps, cfg.batch, cfg.inputs)), rng.integers(0, cfg.outputs, (steps, cfg.batch))
+    batch = cfg.array.batch
+    xs, ys = rng.integers(-128, 128, (steps, batch, cfg.inputs)), rng.integers(0, cfg.outputs, (steps, batch))
     w = rng.integers(-127, 128, cfg.weights)
     result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, overlap=overlap))
     assert result["match"], result["mismatches"]
@@ -174,7 +177,7 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
     assert result["load_hidden"] is True and result["busy_cycle_ratio"] <= 1.10
     # the co-simulation runs the trainer's configuration (pezo train-int8 --net digits-mlp)
     trained = NetTrainConfig(net="digits-mlp").net_config
-    assert (result["batch"], result["cycle_bound"]) == (trained.batch, trained.cycle_bound())
+    assert (result["batch"], result["cycle_bound"]) == (trained.array.batch, trained.cycle_bound())
 
 
 @pytest.mark.rtl

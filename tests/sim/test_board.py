@@ -18,8 +18,8 @@ LOSS = LossConfig(mode="sign", margin=4096, g_lr=1 << 16)
 def _job(steps: int, seed: int = 1, net: str = "digits-mlp", **array):
     cfg = net_config(net, batch=16, **array)
     rng = np.random.default_rng(seed)
-    xs = rng.integers(-128, 128, size=(steps, cfg.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, size=(steps, cfg.batch))
+    xs = rng.integers(-128, 128, size=(steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, size=(steps, cfg.array.batch))
     return cfg, xs, ys, rng.integers(-40, 41, size=cfg.weights)
 
 
