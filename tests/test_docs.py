@@ -68,6 +68,31 @@ def test_ci_runs_the_readme_test_command_then_the_docs():
     assert commands.index("make test") < commands.index("make docs")
 
 
+def _extension(name: str):
+    pytest.importorskip("sphinx", reason="the docs extra is not installed (scripts/setup.sh --docs)")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_the_register_map_page_has_a_meaning_for_every_register():
+    from pezo.golden.board_map import engine_registers
+
+    meanings = _extension("board_map_doc").register_meanings()
+    assert {r.name for r in engine_registers()} <= set(meanings)
+    assert meanings["WD_EVERY"].endswith("0 and 1 = every update")  # a continuation line joined
+
+
+def test_plain_docstrings_keep_the_words():
+    lines = ["Lead-in:", "* item one", "  continued", "Then |x| and ``a|b``.", "",
+             "name -- a field", "         wrapped", "", "Code::", "", "    |raw|"]
+    assert _extension("plain_docstrings").rest_lines(lines) == [
+        "Lead-in:", "", "* item one", "  continued", "", r"Then \|x\| and ``a|b``.", "",
+        "name -- a field wrapped", "", "Code::", "", "    |raw|"]
+
+
 @pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra is not installed (scripts/setup.sh --docs)")
