@@ -1,7 +1,7 @@
 """The URNG array: n maximal-length LFSRs with PeZO's shift rotation, cycle by cycle.
 
 Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
-------------------------------------------------------
+-----------------------------------------------------------
 * All n LFSRs use the same polynomial (``pezo.golden.rng.lfsr``), so they run along one m-sequence at n
   phases (``rng_phases``): a jittered grid. With spacing ``S = floor((2^b-1)/n)``, slot j = 1..n-1 is
   ``j*S + U[0, S//2]``; RNG 0 sits at offset 0 (the master seed itself) and slots 1..n-1 are dealt
