@@ -1,6 +1,6 @@
 """Resources of the engine top (``pezo report --strategy engine-otf|engine-pregen --unit board``): Yosys
 ``synth_xilinx -family xcup`` of ``hw.engine_top.EngineTop`` -- the network engine plus the AXI4-Lite
-registers, the AXI4 burst slave and the step log -- with the keys of ``boards.report.net_engine_report``;
+registers, the AXI4 burst slave and the step log -- with the keys of ``boards.flow.report.net_engine_report``;
 with the engine alone already synthesised (cached), also the AXI overhead (top - engine)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from pezo.boards.report import NET_ENGINE_TOP, _cached_synthesis, is_cached, source_hash
-from pezo.boards.synth import TOOL
+from pezo.boards.flow.report import NET_ENGINE_TOP, _cached_synthesis, is_cached, source_hash
+from pezo.boards.flow.synth import TOOL
 from pezo.golden import board_map
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig

@@ -169,9 +169,9 @@ def engine_build_config(args):
 
 def run_vivado(vivado: str, out: Path) -> dict:
     """Run ``build_top.sh`` (Vivado at ``vivado``) in the committed build directory ``out``; its files join pezo's
-    manifest (``--force`` may replace them later); the run's utilisation (``boards.vivado.read_vivado_run``).
+    manifest (``--force`` may replace them later); the run's utilisation (``boards.flow.vivado.read_vivado_run``).
     RuntimeError when Vivado fails."""
-    from pezo.boards.vivado import read_vivado_run
+    from pezo.boards.flow.vivado import read_vivado_run
     from pezo.cli.output import record_output
 
     print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)

@@ -286,7 +286,7 @@ def test_help_texts(command, needles, capsys):
 
 def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
     """make run's last lines: a few rows, the full tables' path and the next commands (not five wide tables)."""
-    import pezo.boards.comparison as comparison
+    import pezo.boards.flow.comparison as comparison
 
     rows = [dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
             for d, u, s, p in [("otf 32 x 14", "generator", "otf", 32), ("otf 32 x 8", "generator", "otf", 32),
@@ -318,7 +318,7 @@ def test_build_hint_quotes_paths_and_names_the_pezo_that_runs(tmp_path, capsys, 
 def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from pezo.boards.comparison import plot_resources
+    from pezo.boards.flow.comparison import plot_resources
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pezo.boards.board_report import board_report
-from pezo.boards.power import power_proxy
-from pezo.boards.report import PEZO_TABLE6, TOOL, engine_report, grng_lut_estimate, pool_bram18_minimum, report
-from pezo.boards.timing import ECP5_TARGET, SEEDS, TIMING_KEYS, read_vivado_timing, unit_timing, values_per_cycle
-from pezo.boards.vivado import VivadoReportError, read_vivado_run
+from pezo.boards.flow.power import power_proxy
+from pezo.boards.flow.report import PEZO_TABLE6, TOOL, engine_report, grng_lut_estimate, pool_bram18_minimum, report
+from pezo.boards.flow.timing import ECP5_TARGET, SEEDS, TIMING_KEYS, read_vivado_timing, unit_timing, values_per_cycle
+from pezo.boards.flow.vivado import VivadoReportError, read_vivado_run
 from pezo.boards.zcu102 import ZCU102_CAPACITY
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.zo_engine import EngineConfig
@@ -157,7 +157,7 @@ def _row(design: Design, r: dict, source: str) -> dict:
 
 
 def engine_row(design: Design, use_cache: bool = True) -> dict:
-    """The comparison row of a ZO engine (``boards.report.engine_report``); budget = the DSP estimate."""
+    """The comparison row of a ZO engine (``boards.flow.report.engine_report``); budget = the DSP estimate."""
     r = engine_report(design.config, use_cache=use_cache)
     row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
            "n_rngs": r.get("n_rngs", ""), "rng_bits": r.get("rng_bits", ""), "rewind": True,
@@ -199,7 +199,7 @@ def _paper_text(paper: dict | None) -> str:
 
 
 def add_timing(row: dict, design: Design, timing: bool, use_cache: bool = True) -> dict:
-    """``row`` with the timing columns (``boards.timing.TIMING_KEYS``): measured when ``timing``
+    """``row`` with the timing columns (``boards.flow.timing.TIMING_KEYS``): measured when ``timing``
     (nextpnr-ecp5 place and route, cached), else None."""
     if not timing:
         return {**row, **{k: None for k in TIMING_KEYS}}
@@ -211,8 +211,8 @@ def comparison_rows(designs, progress=None, activity: bool = False, timing: bool
                     executor=None, use_cache: bool = True) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
     after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
-    proxy of ``boards.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
-    Fmax (``boards.timing``: ECP5 place and route, median of the seeds), xcup logic levels and throughput
+    proxy of ``boards.flow.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
+    Fmax (``boards.flow.timing``: ECP5 place and route, median of the seeds), xcup logic levels and throughput
     (the timing keys are None otherwise). Each design is one task on ``executor`` (``pezo.executor``;
     None: in this process); the rows come in design order, the same on every executor; ``progress``
     (a tqdm bar) moves as designs finish. ``use_cache=False`` re-runs every synthesis, activity run and place
@@ -278,7 +278,7 @@ def _design_rows(job) -> list[dict]:
 
 
 def stream_activity(config: PerturbConfig, use_cache: bool = True) -> dict:
-    """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.power``),
+    """The switching-activity proxy of a stream unit over a representative MeZO run (``boards.flow.power``),
     at ``ACTIVITY_DIM`` values per perturbation."""
     return power_proxy(config.replace(perturb_dim=ACTIVITY_DIM), unit="stream", use_cache=use_cache)
 
@@ -383,7 +383,7 @@ def format_markdown(rows: list[dict]) -> str:
         lines.append("activity: switching-activity proxy of the stream unit over two MeZO steps (+eps, -eps, "
                      f"update replay; d = {ACTIVITY_DIM}): toggles per net from an Icarus VCD, weighted per "
                      "primitive type (LUT/FF net 1, clock 0.1 per FF, BRAM read 50) and scaled to the "
-                     "synthesised LUT/FF counts (boards.power). Relative units, not watts; per value = per "
+                     "synthesised LUT/FF counts (boards.flow.power). Relative units, not watts; per value = per "
                      "perturbation value delivered (otf delivers 32 a cycle, the others 8).")
     return "\n".join(lines)
 

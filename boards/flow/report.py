@@ -19,7 +19,7 @@ import pezo.golden.engine
 import pezo.golden.host
 import pezo.golden.rng
 import pezo.hw
-from pezo.boards.synth import TOOL, is_cached, synthesize
+from pezo.boards.flow.synth import TOOL, is_cached, synthesize
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.lfsr import leap_feedback
 from pezo.golden.rng.pool import bank_depth
