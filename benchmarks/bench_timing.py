@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pezo.boards.flow import timing
-from pezo.boards.flow.comparison import comparison_designs
+from pezo.boards.flow.comparison_rows import comparison_designs
 
 
 def main(argv=None) -> int:

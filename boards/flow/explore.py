@@ -38,6 +38,11 @@ flight at the interrupt are marked failed and are not counted) and two runs may 
 The study's settings (task, steps, seed, objectives, space) are stored with it; a run with other settings
 is refused. Trials are asked in batches of the executor's workers and told as they finish; for a fixed
 number of workers the sampler (seeded) draws the same configurations again.
+
+**Why here** (``pezo.boards.flow``): a trial's objectives are the flow's own reports (``report``, the power
+proxy through ``comparison_rows.stream_activity``) beside a golden training run, so the explorer sits on top of
+the flow (the top layer of ``pezo.boards.flow``, beside ``comparison_table``) and below the CLI; it uses no
+board target, and a package of its own would add a layer for one module.
 """
 
 from __future__ import annotations
@@ -286,7 +291,7 @@ def _evaluate(job: tuple) -> dict:
             return _pruned(f"cycles: {exc}", attrs)
         values["cycles"] = attrs["cycles"] = int(net.cycle_bound())
     if "power" in setting.objectives:
-        from pezo.boards.flow.comparison import stream_activity
+        from pezo.boards.flow.comparison_rows import stream_activity
 
         proxy = stream_activity(config)
         values["power"] = attrs["activity_per_value"] = float(proxy["activity_per_value_synth_scaled"])

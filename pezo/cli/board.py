@@ -217,7 +217,7 @@ def cmd_report_board(args, strategy: str) -> int:
     """``pezo report --strategy engine-S --unit board [--net N]``: Yosys resources of the engine top of the
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
-    from pezo.boards.board_report import RESOURCE_KEYS, board_report
+    from pezo.boards.flow.report import RESOURCE_KEYS, board_report
     from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.nets import net_config

@@ -81,7 +81,7 @@ def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True, engine: b
 
 
 def _design_name(config: PerturbConfig, unit: str) -> str:
-    from pezo.boards.flow.comparison import Design
+    from pezo.boards.flow.comparison_rows import Design
 
     return Design(config, unit).name
 

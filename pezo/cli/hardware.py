@@ -156,7 +156,7 @@ testbench instance that ``pezo build --saif``'s ``read_saif -strip_path pezo_pow
 
 def cmd_power(args) -> int:
     """The stream unit's switching-activity proxy (relative, not watts) and optionally its SAIF."""
-    from pezo.boards.flow.comparison import ACTIVITY_DIM
+    from pezo.boards.flow.comparison_rows import ACTIVITY_DIM
     from pezo.boards.flow.power import NOTE, power_proxy
 
     if args.rewind:

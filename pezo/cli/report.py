@@ -149,8 +149,8 @@ def _report_table(args) -> int:
     """Every strategy at its defaults: the Table-6-shaped comparison (+ JSON list, CSV, PNG, --out DIR)."""
     from tqdm import tqdm
 
-    from pezo.boards.flow.comparison import (comparison_designs, comparison_rows, format_table, plot_resources,
-                                        vivado_row, write_csv, write_tables)
+    from pezo.boards.flow.comparison_rows import comparison_designs, comparison_rows, vivado_row
+    from pezo.boards.flow.comparison_table import format_table, plot_resources, write_csv, write_tables
 
     if args.timing_path:
         raise CLIError("--timing-path prints one design's critical path: give the design (--strategy, --unit, ...)")

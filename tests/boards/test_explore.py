@@ -191,7 +191,7 @@ def test_sigint_stops_explore_and_the_rerun_resumes(tmp_path):
 def test_cycles_and_power_objectives(monkeypatch):
     """cycles: the engine's cycle bound with C = the stream's lanes (a gaussian trial is pruned: no engine);
     power: the activity proxy per delivered value (faked here: the plumbing, not the simulation)."""
-    import pezo.boards.flow.comparison as comparison
+    import pezo.boards.flow.comparison_rows as comparison
     import pezo.boards.flow.report as report
     from pezo.golden.engine.nets import net_config
 

@@ -139,7 +139,8 @@ def test_report_of_one_design_gains_the_timing_keys(capsys):
 
 @pytest.mark.synth
 def test_comparison_rows_carry_timing_and_the_timing_table():
-    from pezo.boards.flow.comparison import Design, comparison_rows, format_table
+    from pezo.boards.flow.comparison_rows import Design, comparison_rows
+    from pezo.boards.flow.comparison_table import format_table
     from pezo.golden.config import PerturbConfig
     designs = [Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
     timed, = comparison_rows(designs, timing=True)

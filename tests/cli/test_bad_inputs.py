@@ -286,7 +286,8 @@ def test_help_texts(command, needles, capsys):
 
 def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
     """make run's last lines: a few rows, the full tables' path and the next commands (not five wide tables)."""
-    import pezo.boards.flow.comparison as comparison
+    import pezo.boards.flow.comparison_rows as comparison
+    import pezo.boards.flow.comparison_table as comparison_table
 
     rows = [dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
             for d, u, s, p in [("otf 32 x 14", "generator", "otf", 32), ("otf 32 x 8", "generator", "otf", 32),
@@ -294,7 +295,7 @@ def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
                                ("otf 32 x 14 stream", "stream", "otf", None),
                                ("ZO engine 8x8 INT8 + otf stream", "engine", "engine-otf", None)]]
     monkeypatch.setattr(comparison, "comparison_rows", lambda designs, **kw: rows)
-    monkeypatch.setattr(comparison, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
+    monkeypatch.setattr(comparison_table, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
     code, out, _ = run(["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out",
                         str(tmp_path / "my report")], capsys)
     lines = out.splitlines()
@@ -318,7 +319,7 @@ def test_build_hint_quotes_paths_and_names_the_pezo_that_runs(tmp_path, capsys, 
 def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from pezo.boards.flow.comparison import plot_resources
+    from pezo.boards.flow.comparison_table import plot_resources
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))

@@ -263,7 +263,7 @@ def test_the_options_still_work_where_they_apply():
 
 def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
     """pezo report --out DIR --no-cache read the cache anyway: each design's job now carries use_cache."""
-    from pezo.boards.flow import comparison
+    from pezo.boards.flow import comparison_rows as comparison
 
     jobs = []
     monkeypatch.setattr(comparison, "_design_rows", lambda job: jobs.append(job) or [])
@@ -276,7 +276,7 @@ def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
 
 
 def test_no_cache_reaches_synthesis_place_and_route_and_activity(monkeypatch):
-    from pezo.boards.flow import comparison
+    from pezo.boards.flow import comparison_rows as comparison
     from pezo.boards.flow.timing import TIMING_KEYS
 
     seen = []

@@ -270,8 +270,8 @@ def test_resources_figure_writes_zero_and_not_reported_apart_from_values(tmp_pat
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from pezo.boards.flow.comparison import plot_resources
-    from pezo.boards.flow.report import PEZO_TABLE6
+    from pezo.boards.flow.comparison_table import plot_resources
+    from pezo.boards.flow.comparison_rows import PEZO_TABLE6
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))

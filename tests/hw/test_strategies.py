@@ -4,7 +4,7 @@ stream unit, the benches and the reports."""
 import pytest
 from amaranth.lib import wiring
 
-from pezo.boards.flow.comparison import Design
+from pezo.boards.flow.comparison_rows import Design
 from pezo.boards.flow.report import ENGINE_STRATEGIES, top_name, unit_component
 from pezo.golden import config as golden_config
 from pezo.golden.config import PerturbConfig

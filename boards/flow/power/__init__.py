@@ -31,7 +31,7 @@ mux chains in front of flip-flops) are not in the VCD, so they are not counted (
 synthesised LUT/FF counts. Zero-delay simulation has no glitches; routing capacitance and fan-out are
 not modelled. Use the proxy to rank strategies against each other, never as an absolute power figure.
 
-This package re-exports the names the CLI, ``pezo.boards.flow.comparison`` and the tests use; the rest lives
+This package re-exports the names the CLI, ``pezo.boards.flow.comparison_rows`` and the tests use; the rest lives
 in its modules (``toggles``, ``nets``, ``proxy``, ``saif``) and in ``pezo.sim.activity``.
 """
 
