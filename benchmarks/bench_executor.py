@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from pezo.executor import SERIAL, open_executor
-from pezo.golden.zo.sweeps import _run, jobs_for, run_sweep
+from pezo.golden.sweep.experiments import _run, jobs_for, run_sweep
 from pezo.golden.zo.trainer import TrainConfig
 
 SEEDS = (1, 2, 3, 4)

@@ -15,7 +15,7 @@ import pytest
 
 from pezo.executor import SERIAL, SchedulerUnreachable, check_address, open_executor
 from pezo.golden.methods.base import MethodConfig
-from pezo.golden.methods.sweep import _run, jobs_for, run_methods
+from pezo.golden.sweep.methods import _run, jobs_for, run_methods
 
 
 def _strip(results):

@@ -167,7 +167,7 @@ def cmd_train_method(args) -> int:
 
 def cmd_sweep_methods(args) -> int:
     # the sweep runner pulls statistics / random / decimal: ~10 ms every pezo start-up, so only here
-    from pezo.golden.methods.sweep import run_methods, write_outputs
+    from pezo.golden.sweep.methods import run_methods, write_outputs
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:

@@ -106,11 +106,11 @@ BAD_INPUTS = [
 
 def test_one_seed_has_no_spread():
     """A table over one seed shows the value alone, never "± 0.0"; two seeds show mean ± std."""
-    from pezo.golden.methods import sweep as methods_sweep
-    from pezo.golden.zo import sweeps
+    from pezo.golden.sweep import experiments as sweeps
+    from pezo.golden.sweep.stats import percent_cell
 
-    assert sweeps._pct(0.5, 0.0, 1) == "50.0" and sweeps._pct(0.5, 0.01, 2) == "50.0 ± 1.0"
-    assert methods_sweep._pct(0.5, 0.0, 1) == "50.0" and methods_sweep._pct(None, None, 1) == "-"
+    assert percent_cell(0.5, 0.0, 1) == "50.0" and percent_cell(0.5, 0.01, 2) == "50.0 ± 1.0"
+    assert percent_cell(None, None, 1) == "-"
     row = {"experiment": "fig3", "label": "n=4", "family": "pezo-otf", "shots": 16, "seeds": [1],
            "test_accuracy_mean": 0.5, "test_accuracy_std": 0.0, "train_loss_end_mean": 0.7, "train_loss_end_std": 0.0,
            "distinct_perturbations": None}
@@ -228,7 +228,7 @@ def test_power_saif_is_not_overwritten_without_force(tmp_path, capsys):
 
 
 def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
-    import pezo.golden.methods.sweep as sweep
+    import pezo.golden.sweep.methods as sweep
 
     def failing(base, methods, tasks, seeds, executor=None, progress=True):
         real = original(base, methods, tasks, seeds, executor=executor, progress=progress)
