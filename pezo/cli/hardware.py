@@ -119,7 +119,7 @@ def cmd_simulate(args) -> int:
 
     args.unit = args.unit or "generator"
     if args.unit == "host":
-        raise CLIError("--unit host is simulated by the test suite (tests/test_host.py); pezo simulate runs "
+        raise CLIError("--unit host is simulated by the test suite (tests/hw/test_host.py); pezo simulate runs "
                        "the generator, stream and scale benches")
     config = _config(args)
     bench = {"stream": "stream", "scale": "scale"}.get(args.unit) or strategy(config.strategy).bench

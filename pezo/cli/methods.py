@@ -5,7 +5,7 @@ to ``cmd_train_method`` / ``cmd_sweep_methods`` when they apply.
 
 ``pezo train --method mezo`` on a text task is the golden trainer (``golden.zo.trainer``) exactly, its
 JSON plus ``"method": "mezo"``; every other method, and any method on a vision task, runs
-``golden.methods.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
+``golden.methods.registry.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
 """
 
 from __future__ import annotations
