@@ -68,8 +68,8 @@ def format_markdown(rows: list[dict]) -> str:
              f"{ZCU102_CAPACITY['BRAM36']} BRAM36, {ZCU102_CAPACITY['DSP']} DSP).",
              "Yosys counts compare designs with each other; they are not Vivado utilisation "
              "(rows marked [vivado] are).", ""]
-    head = ("| design | LUT | LUT % | FF | FF % | BRAM (36Kb tiles) | BRAM % | DSP | CARRY4* | estimate LUT / FF / BRAM36 "
-            "| PeZO Table 6 LUT / FF / BRAM | activity / cycle | activity / value |")
+    head = ("| design | LUT | LUT % | FF | FF % | BRAM (36Kb tiles) | BRAM % | DSP | CARRY4* "
+            "| estimate LUT / FF / BRAM36 | PeZO Table 6 LUT / FF / BRAM | activity / cycle | activity / value |")
     for unit, title in SECTIONS:
         section = [r for r in rows if r["unit"] == unit]
         if not section:
@@ -81,7 +81,8 @@ def format_markdown(rows: list[dict]) -> str:
                                   for k in ("analytical_LUT", "analytical_FF", "analytical_BRAM36"))
             paper = " / ".join(_num(r[k]) for k in ("paper_LUT", "paper_FF", "paper_BRAM"))
             lines.append(f"| {name} | {r['LUT']} | {r['LUT_pct']:.3f} | {r['FF']} | {r['FF_pct']:.3f} | "
-                         f"{r['BRAM']} ({_num(float(r['BRAM36']), 1)}) | {r['BRAM_pct']:.2f} | {r['DSP']} | {r['CARRY']} | "
+                         f"{r['BRAM']} ({_num(float(r['BRAM36']), 1)}) | {r['BRAM_pct']:.2f} | {r['DSP']} | "
+                         f"{r['CARRY']} | "
                          f"{estimate if r['analytical_LUT'] is not None or r['analytical_BRAM36'] else '-'} | "
                          f"{paper if r['paper_LUT'] is not None else '-'} | {_num(r['activity'], 1)} | "
                          f"{_num(r['activity_per_value'], 1)} |")

@@ -18,9 +18,10 @@ row with its ``error`` and no accuracy.
 
 Every run is ``pezo.golden.zo.trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
 eps, trainable set for all) and its own family, options, k and seed; a split's frozen prefix is
-computed once per worker (jobs are grouped by split); the runs go through ``pezo.executor``. Outputs: ``sweep.json`` (every run's summary
-+ the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` / ``fig3.md`` / ``fig4.md`` (mean
-+- sample std over seeds) and ``fig3.png`` / ``fig4.png`` / ``table3.png``.
+computed once per worker (jobs are grouped by split); the runs go through ``pezo.executor``. Outputs:
+``sweep.json`` (every run's summary + the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` /
+``fig3.md`` / ``fig4.md`` (mean +- sample std over seeds, ``stats``) and ``fig3.png`` / ``fig4.png`` /
+``table3.png``.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def jobs_for(methods, tasks, seeds, layers: int) -> list[MethodJob]:
                 if method.startswith("elasticzo"):
                     depth = layers if task.startswith("digits") else 1
                     for split in ELASTIC_SPLITS:
-                        if split == "cls1" and depth < 3 or split == "cls2" and depth < 2:  # C = L-1 / L-2 must be a real split
+                        # C = L-1 / L-2 must be a real split
+                        if split == "cls1" and depth < 3 or split == "cls2" and depth < 2:
                             continue
                         out.append(MethodJob(task, method, split, seed))
                 else:
