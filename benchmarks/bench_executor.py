@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from pezo.executor import SERIAL, open_executor
-from pezo.golden.zo.sweeps import _run, jobs_for, run_sweep
+from pezo.golden.sweep.experiments import _run, jobs_for, run_sweep
 from pezo.golden.zo.trainer import TrainConfig
 
 SEEDS = (1, 2, 3, 4)

@@ -43,9 +43,6 @@ CLOCK_HZ = 125_000_000
 LED_PINS = ("AG14", "AF13", "AE13", "AJ14", "AJ15", "AH13", "AH14", "AL12")
 CLOCK_PINS = ("G21", "F21")
 RESET_PIN = "AM13"
-ZCU102_CAPACITY = {"LUT": 274_080, "FF": 548_160, "BRAM36": 912, "DSP": 2_520}
-"""xczu9eg resources (DS891, Zynq UltraScale+ MPSoC product table): 274 080 CLB LUTs, 548 160 CLB
-flip-flops, 912 block RAM tiles (36 Kb; 32.1 Mb), 2 520 DSP48E2 slices."""
 PIN_SOURCES = {
     "clk125": "alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc; ielecer/Xilinx_ZCU102_Evaluation_Kit "
               "runLed/runLed.srcs/constrs_1/new/runLed.xdc",

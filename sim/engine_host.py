@@ -5,7 +5,7 @@ read logits and weights) over a small adapter with ``set(port, int)``, ``get(por
 ``await tick()`` (inputs set before a clock edge, outputs read after it). ``zo_training`` is the host
 loop of the co-simulation: per step it loads a batch of real int8 embeddings, runs the +/-epsilon
 passes, compares both logit sets with ``golden.engine.zo_engine.ZOEngine`` run in lockstep, computes the update
-scale g with ``golden.int8_head.update_scale`` from the RTL's logits, and runs the update; at the end it
+scale g with ``golden.zo.int8_head.update_scale`` from the RTL's logits, and runs the update; at the end it
 reads back every weight and compares it with golden's. Mismatches are counted, not raised, so the
 caller can report ``match``.
 """

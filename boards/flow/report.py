@@ -1,15 +1,12 @@
-"""Resource reports for perturbation generators: one config -> LUT/FF/BRAM/DSP (+ budgets).
-
-Budgets (from the PeZO hardware target, Table 6: 32 URNGs = 32 LUT + 449 / 512 FF on ZCU102):
-bare on-the-fly array  FF <= n*b + ceil(log2 n) + 2,  LUT <= n + ceil(log2 n);
-rewind overhead        <= n*b LUT + n*b FF over the bare array.
+"""The one entry that builds resource reports: one design synthesised with Yosys (``report``: a perturbation
+generator or unit; ``engine_report``, ``net_engine_report``: the ZO engines; ``board_report``: the ZCU102
+trainer's engine top), cached by config and circuit source. Hand estimates and budgets: ``estimates``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -19,13 +16,16 @@ import pezo.golden.engine
 import pezo.golden.host
 import pezo.golden.rng
 import pezo.hw
-from pezo.boards.synth import TOOL, is_cached, synthesize
+from pezo.boards.flow.estimates import budget, engine_bram36_estimate, grng_lut_estimate, pool_bram18_minimum
+from pezo.boards.flow.synth import TOOL, is_cached, synthesize
+from pezo.golden import board_map
+from pezo.golden.board_map import BoardMap
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import leap_feedback
-from pezo.golden.rng.pool import bank_depth
+from pezo.golden.engine.network import NetConfig
 from pezo.golden.rng.scale import check_scalable, lut_statistics
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
+from pezo.hw.engine_top import EngineTop
 from pezo.hw.host import StreamHost
 from pezo.hw.rng.perturb import PerturbationStream
 from pezo.hw.rng.scale import ScaleLUT, rom_style
@@ -38,16 +38,8 @@ UNITS = ("generator", "stream", "scale", "host")
 """What ``report`` synthesizes: the strategy's generator alone, the whole perturbation stream unit
 (generator + rewind + scaling + sign + control, what the PE array consumes), the otf scale LUT, or the
 host (the stream behind the AXI4-Lite register file: the ZCU102 design's logic, without the PS)."""
-# RAMB18E2 aspect ratios (depth, width); a RAMB36E2 counts as two
-RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 CIRCUIT_SOURCES = (pezo.golden.config, pezo.golden.host, pezo.golden.rng, pezo.golden.engine, pezo.hw)
 """What the circuits are generated from (packages: every module below them); nothing else enters a cache key."""
-PEZO_TABLE6 = [  # PeZO Table 6, random-number generation part on ZCU102 (Vivado)
-    {"design": "MeZO: 1024 Gaussian RNGs (TreeGRNG)", "LUT": 133120, "FF": 69632, "BRAM": 0},
-    {"design": "PeZO pre-gen: 4096 x 12 bit pool", "LUT": 0, "FF": 16, "BRAM": 8},
-    {"design": "PeZO on-the-fly: 32 URNGs x 8 bit", "LUT": 32, "FF": 449, "BRAM": 0},
-    {"design": "PeZO on-the-fly: 32 URNGs x 14 bit", "LUT": 32, "FF": 512, "BRAM": 0},
-]
 
 
 def source_hash() -> str:
@@ -94,36 +86,6 @@ def generator_verilog(config: PerturbConfig, unit: str = "generator") -> tuple[s
     """Verilog text and top-module name of ``unit`` (default: the perturbation generator) for ``config``."""
     top = top_name(config, unit)
     return verilog.convert(unit_component(config, unit), name=top, emit_src=False), top
-
-
-def grng_lut_estimate() -> int:
-    """LUTs of one CLT generator by hand: 96 XORs + one LUT per adder output bit (6 x 8 + 3 x 9 + 10
-    + 11 for the tree, 12 for subtracting 1530)."""
-    return 96 + 6 * 8 + 3 * 9 + 10 + 11 + 12
-
-
-def pool_bram18_minimum(config: PerturbConfig) -> int:
-    """Fewest RAMB18 (a RAMB36 = 2) that hold the banked pool: per bank, depth ceil((N+lanes-1)/banks)
-    x pool_bits in the best RAMB18 aspect ratio, one RAMB18 per two read ports."""
-    depth = bank_depth(config)
-    per_bank = min(-(-depth // d) * -(-config.pool_bits // w) for d, w in RAMB18_SHAPES)
-    ports = config.lanes // config.banks
-    return config.banks * per_bank * -(-ports // 2)
-
-
-def lfsr_luts(bits: int, leap: int = 1) -> int:
-    """LUT6s of one LFSR's next state: per state bit an XOR of ``leap_feedback`` inputs, 0 for a wire, else
-    a tree of ceil((f - 1) / 5) LUT6 (1 for PeZO's array: one feedback LUT; 22 for b = k = 14)."""
-    return sum(-(-(len(row) - 1) // 5) for row in leap_feedback(bits, leap))
-
-
-def budget(config: PerturbConfig) -> dict:
-    """Resource budget of the bare array (n LUTs at leap 1, the physical limit; n * ``lfsr_luts`` with a
-    leap-forward LFSR), and of the rewind overhead."""
-    n, b = config.n_rngs, config.rng_bits
-    log_n = math.ceil(math.log2(n)) if n > 1 else 0
-    return {"bare": {"LUT": n * lfsr_luts(b, config.lfsr_leap) + log_n, "FF": n * b + log_n + 2},
-            "rewind_overhead": {"LUT": n * b, "FF": n * b}}
 
 
 def is_report_cached(config: PerturbConfig, unit: str = "generator") -> bool:
@@ -213,19 +175,6 @@ def engine_key(config) -> str:
     return json.dumps({"engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
 
 
-def engine_bram36_estimate(config) -> float:
-    """Fewest BRAM36 tiles by hand: weight memory (words of C int8) and activation memory (R x C int8 per
-    word), each ceil(width / 72) tiles of a 512 x 72 port while depth <= 512 (else 1K x 36 ...), plus the
-    pregen pool (``pool_bram18_minimum`` / 2); the logit memory (2 * tiles * outputs words) is LUT-RAM."""
-    def tiles(depth: int, width: int) -> int:
-        return min(-(-depth // d) * -(-width // w) for d, w in ((512, 72), (1024, 36), (2048, 18), (4096, 9)))
-    total = tiles(config.weight_words, 8 * config.cols) + tiles(config.tiles * config.words_per_output,
-                                                                8 * config.cols * config.rows)
-    if config.strategy == "pregen":
-        total += pool_bram18_minimum(config.perturb) / 2
-    return float(total)
-
-
 def engine_report(config, use_cache: bool = True) -> dict:
     """Synthesize ``hw.engine.zo_engine.ZOEngine(config)``; the keys of ``report`` (strategy ``engine-otf`` /
     ``engine-pregen``, unit ``engine``, LUT, FF, BRAM, DSP, ...) plus the array shape, the analytical
@@ -272,4 +221,32 @@ def net_engine_report(config, use_cache: bool = True) -> dict:
     else:
         out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.cols)
     out["tool"] = TOOL
+    return out
+
+
+# -- the ZCU102 trainer's engine top (network engine + AXI4-Lite registers + AXI4 burst slave) -----------
+BOARD_TOP = "pezo_engine_top"
+RESOURCE_KEYS = ("LUT", "FF", "BRAM", "DSP", "CARRY", "LUTRAM", "SRL")
+
+
+def board_report(config: NetConfig, use_cache: bool = True) -> dict:
+    """Synthesize the engine top of ``config`` (``pezo report --strategy engine-otf|engine-pregen --unit board``:
+    ``hw.engine_top.EngineTop``, the network engine plus the AXI4-Lite registers, the AXI4 burst slave and the
+    step log, ``synth_xilinx -family xcup``); integer LUT, FF, BRAM, DSP (the CLI contract) and the keys of
+    ``net_engine_report``; with the engine alone already synthesised (cached), also the AXI overhead (top - engine)."""
+    bmap = BoardMap(config)
+    map_source = hashlib.sha256(Path(board_map.__file__).read_bytes()).hexdigest()  # not in CIRCUIT_SOURCES
+    key = json.dumps({"engine_top": config.to_dict(), "source": source_hash(), "map": map_source}, sort_keys=True)
+    resources = _cached_synthesis(key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP,
+                                                                          emit_src=False), use_cache)
+    out = {"strategy": f"engine-{config.strategy}", "unit": "board", "design": "engine top (AXI4-Lite + AXI4 + engine)",
+           **resources, "net": config.name, "layers": [l.describe() for l in config.layers], "rows": config.rows,
+           "cols": config.cols, "batch": config.batch, "weights": config.weights, "engine": config.to_dict(),
+           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "cycle_bound": config.cycle_bound(),
+           "axi_addr_width": bmap.addr_width, "tool": TOOL}
+    engine_key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
+    if is_cached(engine_key, NET_ENGINE_TOP):  # the engine alone, when pezo report --net has synthesised it
+        engine = _cached_synthesis(engine_key, NET_ENGINE_TOP, lambda: "", True)
+        out["engine_only"] = {k: engine[k] for k in RESOURCE_KEYS if k in engine}
+        out["axi_overhead"] = {k: resources[k] - engine[k] for k in RESOURCE_KEYS if k in engine and k in resources}
     return out

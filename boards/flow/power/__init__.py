@@ -31,16 +31,16 @@ mux chains in front of flip-flops) are not in the VCD, so they are not counted (
 synthesised LUT/FF counts. Zero-delay simulation has no glitches; routing capacitance and fan-out are
 not modelled. Use the proxy to rank strategies against each other, never as an absolute power figure.
 
-This package re-exports the names the CLI, ``pezo.boards.comparison`` and the tests use; the rest lives
+This package re-exports the names the CLI, ``pezo.boards.flow.comparison_rows`` and the tests use; the rest lives
 in its modules (``toggles``, ``nets``, ``proxy``, ``saif``) and in ``pezo.sim.activity``.
 """
 
 import shutil  # noqa: F401 -- tests patch ``power.shutil.which`` (the shared module: it reaches pezo.sim.activity)
 
-from pezo.boards.power.nets import bit_class, classify_nets, netlist
-from pezo.boards.power.proxy import CLASSES, NOTE, W_CLK, match_activity, power_proxy
-from pezo.boards.power.saif import write_saif
-from pezo.boards.power.toggles import toggle_counts
+from pezo.boards.flow.power.nets import bit_class, classify_nets, netlist
+from pezo.boards.flow.power.proxy import CLASSES, NOTE, W_CLK, match_activity, power_proxy
+from pezo.boards.flow.power.saif import write_saif
+from pezo.boards.flow.power.toggles import toggle_counts
 from pezo.sim.activity import CLOCK_PERIOD_NS, IDLE_CYCLES, representative_stimulus, simulate_vcd
 
 __all__ = ["CLASSES", "CLOCK_PERIOD_NS", "IDLE_CYCLES", "NOTE", "W_CLK", "bit_class", "classify_nets",

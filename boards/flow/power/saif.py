@@ -44,7 +44,7 @@ def write_saif(activity: dict, path, duration_ps: int | None = None, instance_pa
 
     lines = ["(SAIFILE", '(SAIFVERSION "2.0")', '(DIRECTION "backward")', f'(DESIGN "{design}")',
              f'(DATE "{date or time.strftime("%a %b %d %H:%M:%S %Y")}")', '(VENDOR "pezo")',
-             '(PROGRAM_NAME "pezo boards.power (switching-activity proxy)")', f'(VERSION "{pezo_version}")',
+             '(PROGRAM_NAME "pezo boards.flow.power (switching-activity proxy)")', f'(VERSION "{pezo_version}")',
              "(DIVIDER / )", "(TIMESCALE 1 ps)", f"(DURATION {int(duration_ps)})"]
 
     def emit(node, depth):

@@ -17,9 +17,9 @@ function of (configuration, ``Setting``):
   accuracy, reported beside it, never optimised) as fractions; people read them as % (front.md, the progress
   bar, the ``*_pct`` columns of the CSVs, the plot).
 * ``lut``, ``ff``, ``bram``, ``dsp`` (minimised): Yosys ``synth_xilinx -family xcup`` of the whole
-  perturbation stream unit (``boards.report.report(config, unit="stream")``, cached by config and source),
+  perturbation stream unit (``boards.flow.report.report(config, unit="stream")``, cached by config and source),
   with d = the run's trained parameter count.
-* ``power`` (minimised): the switching-activity proxy per delivered value (``boards.power``; a relative
+* ``power`` (minimised): the switching-activity proxy per delivered value (``boards.flow.power``; a relative
   figure, not watts; an Icarus simulation, about as slow as the synthesis: not a default objective).
 * ``cycles`` (minimised): the network engine's cycle bound per ZO step for the task's net (digits-mlp or
   rt-head) on an R x C PE array, C = the stream's lanes and R = ``rows`` (drawn from the space only with
@@ -38,6 +38,11 @@ flight at the interrupt are marked failed and are not counted) and two runs may 
 The study's settings (task, steps, seed, objectives, space) are stored with it; a run with other settings
 is refused. Trials are asked in batches of the executor's workers and told as they finish; for a fixed
 number of workers the sampler (seeded) draws the same configurations again.
+
+**Why here** (``pezo.boards.flow``): a trial's objectives are the flow's own reports (``report``, the power
+proxy through ``comparison_rows.stream_activity``) beside a golden training run, so the explorer sits on top of
+the flow (the top layer of ``pezo.boards.flow``, beside ``comparison_table``) and below the CLI; it uses no
+board target, and a package of its own would add a layer for one module.
 """
 
 from __future__ import annotations
@@ -231,8 +236,8 @@ def evaluate(job: tuple) -> dict:
 def _evaluate(job: tuple) -> dict:
     import numpy as np
 
-    from pezo.boards.report import report
-    from pezo.boards.synth import SynthesisError
+    from pezo.boards.flow.report import report
+    from pezo.boards.flow.synth import SynthesisError
     from pezo.golden.methods.base import MethodConfig
     from pezo.golden.methods.registry import train_method
 
@@ -286,7 +291,7 @@ def _evaluate(job: tuple) -> dict:
             return _pruned(f"cycles: {exc}", attrs)
         values["cycles"] = attrs["cycles"] = int(net.cycle_bound())
     if "power" in setting.objectives:
-        from pezo.boards.comparison import stream_activity
+        from pezo.boards.flow.comparison_rows import stream_activity
 
         proxy = stream_activity(config)
         values["power"] = attrs["activity_per_value"] = float(proxy["activity_per_value_synth_scaled"])

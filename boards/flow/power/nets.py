@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pezo.boards.synth import SynthesisError, run_yosys
+from pezo.boards.flow.synth import SynthesisError, run_yosys
 
 BLOCK_STYLES = {"block", "bram", "ultra", "uram", "huge"}
 """``rom_style``/``ram_style`` values that put a memory in block RAM (``logic``, ``distributed``: fabric)."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import csv
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from pezo.executor import SERIAL
 from pezo.golden.methods.registry import train_method
+from pezo.golden.sweep.stats import mean_std, percent_cell
 
 ELASTIC_SPLITS = ("full-zo", "cls2", "cls1", "full-bp")
 SPLIT_LABELS = {"full-zo": "Full ZO", "cls2": "ZO-Feat-Cls2", "cls1": "ZO-Feat-Cls1", "full-bp": "Full BP"}
@@ -50,7 +50,8 @@ def jobs_for(methods, tasks, seeds, layers: int) -> list[MethodJob]:
                 if method.startswith("elasticzo"):
                     depth = layers if task.startswith("digits") else 1
                     for split in ELASTIC_SPLITS:
-                        if split == "cls1" and depth < 3 or split == "cls2" and depth < 2:  # C = L-1 / L-2 must be a real split
+                        # C = L-1 / L-2 must be a real split
+                        if split == "cls1" and depth < 3 or split == "cls2" and depth < 2:
                             continue
                         out.append(MethodJob(task, method, split, seed))
                 else:
@@ -75,13 +76,6 @@ def run_methods(base, methods, tasks, seeds, executor=None, progress: bool = Tru
     return (executor or SERIAL).map(_run, [(base, j) for j in todo], progress, "methods")
 
 
-def _mean_std(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
 def aggregate(results: list[dict]) -> list[dict]:
     groups: dict = {}
     for r in results:
@@ -95,24 +89,17 @@ def aggregate(results: list[dict]) -> list[dict]:
             row["error"] = errors[0]
             rows.append(row)
             continue
-        row["test_accuracy"], row["test_accuracy_std"] = _mean_std(r["test_accuracy"] for r in runs)
-        row["start_accuracy"], _ = _mean_std(r["start_accuracy"] for r in runs)
+        row["test_accuracy"], row["test_accuracy_std"] = mean_std(r["test_accuracy"] for r in runs)
+        row["start_accuracy"], _ = mean_std(r["start_accuracy"] for r in runs)
         row["forward_passes"] = runs[0]["forward_passes"]
         row["forward_equivalents"] = runs[0]["forward_equivalents"]
         row["steps"] = runs[0]["steps"]
         row["memory_bytes"] = runs[0]["memory_bytes"]["total"]
         row["memory_formula"] = runs[0]["memory_bytes"]["formula"]
-        row["seconds_per_step"], _ = _mean_std(r["seconds_per_step"] for r in runs)
-        row["sign_agreement"], _ = _mean_std(r["method_details"].get("sign_agreement") for r in runs)
+        row["seconds_per_step"], _ = mean_std(r["seconds_per_step"] for r in runs)
+        row["sign_agreement"], _ = mean_std(r["method_details"].get("sign_agreement") for r in runs)
         rows.append(row)
     return rows
-
-
-def _pct(mean, std, seeds: int = 2) -> str:
-    """``mean ± std`` in percent; one seed has no spread, so its cell is the value alone (never ``± 0.0``)."""
-    if mean is None:
-        return "-"
-    return f"{100 * mean:.1f}" if seeds < 2 else f"{100 * mean:.1f} ± {100 * std:.1f}"
 
 
 def markdown(rows: list[dict], base) -> str:
@@ -126,7 +113,8 @@ def markdown(rows: list[dict], base) -> str:
             lines.append(f"| {r['task']} | {r['label']} | error: {r['error']} | | | | | |")
             continue
         agree = "-" if r["sign_agreement"] is None else f"{100 * r['sign_agreement']:.1f}"
-        lines.append(f"| {r['task']} | {r['label']} | {_pct(r['test_accuracy'], r['test_accuracy_std'], len(r['seeds']))} | "
+        accuracy = percent_cell(r["test_accuracy"], r["test_accuracy_std"], len(r["seeds"]))
+        lines.append(f"| {r['task']} | {r['label']} | {accuracy} | "
                      f"{100 * r['start_accuracy']:.1f} | {r['forward_passes']:,} | {r['forward_equivalents']:,.0f} | "
                      f"{r['memory_bytes'] / 1024:.1f} | {agree} |")
     lines += ["", "Memory: " + "; ".join(sorted({f"{r['label'].split()[0]}: {r['memory_formula']}"

@@ -18,9 +18,10 @@ row with its ``error`` and no accuracy.
 
 Every run is ``pezo.golden.zo.trainer.train`` with the sweep's base ``TrainConfig`` (same steps, lr,
 eps, trainable set for all) and its own family, options, k and seed; a split's frozen prefix is
-computed once per worker (jobs are grouped by split); the runs go through ``pezo.executor``. Outputs: ``sweep.json`` (every run's summary
-+ the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` / ``fig3.md`` / ``fig4.md`` (mean
-+- sample std over seeds) and ``fig3.png`` / ``fig4.png`` / ``table3.png``.
+computed once per worker (jobs are grouped by split); the runs go through ``pezo.executor``. Outputs:
+``sweep.json`` (every run's summary + the aggregates), ``sweep.csv`` (one row per run), ``table3.md`` /
+``fig3.md`` / ``fig4.md`` (mean +- sample std over seeds, ``stats``) and ``fig3.png`` / ``fig4.png`` /
+``table3.png``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 from pezo.executor import SERIAL
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.rng.pool import gaussian_expected_norm
+from pezo.golden.sweep.stats import mean_std, percent_cell
 from pezo.golden.zo.families import FAMILIES
 from pezo.golden.zo.trainer import ZOTask, sampler_for, train
 
@@ -147,11 +149,6 @@ def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), e
 
 # -- aggregation and outputs ------------------------------------------------------------------------
 
-def _mean_std(values):
-    values = list(values)
-    mean = statistics.fmean(values)
-    return mean, (statistics.stdev(values) if len(values) > 1 else 0.0)
-
 
 def aggregate(results: list[dict]) -> list[dict]:
     """One row per (experiment, label, shots): mean/std over seeds of the accuracies and end loss."""
@@ -165,7 +162,7 @@ def aggregate(results: list[dict]) -> list[dict]:
                          "seeds": [r["seed"] for r in runs], "error": next(r["error"] for r in runs if "error" in r),
                          "options": runs[0]["sampler"].get("options", {})})
             continue
-        acc = _mean_std(r["test_accuracy"] for r in runs)
+        acc = mean_std(r["test_accuracy"] for r in runs)
         if runs[0]["family"] == PROBE:
             rows.append({"experiment": experiment, "label": label, "family": PROBE, "shots": shots,
                          "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
@@ -173,10 +170,10 @@ def aggregate(results: list[dict]) -> list[dict]:
                          "constant_accuracy_mean": statistics.fmean(r["constant_accuracy"] for r in runs),
                          "val_size": runs[0]["val_size"], "options": {}})
             continue
-        start = _mean_std(r["start_accuracy"] for r in runs)
-        final = _mean_std(r["final_test_accuracy"] for r in runs)
-        loss = _mean_std(r["train_loss_end"] for r in runs)
-        loss_start = _mean_std(r["train_loss_start"] for r in runs)
+        start = mean_std(r["start_accuracy"] for r in runs)
+        final = mean_std(r["final_test_accuracy"] for r in runs)
+        loss = mean_std(r["train_loss_end"] for r in runs)
+        loss_start = mean_std(r["train_loss_start"] for r in runs)
         row = {"experiment": experiment, "label": label, "family": runs[0]["family"], "shots": shots,
                "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
                "final_test_accuracy_mean": final[0], "final_test_accuracy_std": final[1],
@@ -190,11 +187,6 @@ def aggregate(results: list[dict]) -> list[dict]:
             row["norm_ratio_mean"] = statistics.fmean(r["norm_ratio"] for r in runs)
         rows.append(row)
     return rows
-
-
-def _pct(mean, std, seeds: int = 2) -> str:
-    """``mean ± std`` in percent; one seed has no spread, so its cell is the value alone (never ``± 0.0``)."""
-    return f"{100 * mean:.1f}" if seeds < 2 else f"{100 * mean:.1f} ± {100 * std:.1f}"
 
 
 def _spread(rows) -> str:
@@ -261,8 +253,8 @@ def table3_markdown(rows, base) -> str:
                 continue
             r, seeds = match[0], len(match[0]["seeds"])
             at_zero = f" ({r['best_step_zero']}@0)" if r["best_step_zero"] else ""
-            cells += [_pct(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
-                      _pct(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds)]
+            cells += [percent_cell(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
+                      percent_cell(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds)]
             starts.append(f"{100 * r['start_accuracy_mean']:.1f}")
             deltas.append("-" if family == "gaussian" or k not in mezo
                           else f"{100 * (r['final_test_accuracy_mean'] - mezo[k]):+.1f}")
@@ -277,8 +269,8 @@ def table3_markdown(rows, base) -> str:
         cells = []
         for k in shots:
             match = [r for r in probes if r["shots"] == k]
-            cells += ([_pct(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"], len(match[0]["seeds"])),
-                       "-"] if match else ["-", "-"])
+            cells += ([percent_cell(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"],
+                                    len(match[0]["seeds"])), "-"] if match else ["-", "-"])
         l2 = sorted({v for r in probes for v in r["l2"]})
         lines.append(f"| {PROBE} (L2 on val: {', '.join(f'{v:g}' for v in l2)}) | - | " + " | ".join(cells)
                      + " | - | - | - | - |")
@@ -296,7 +288,7 @@ def figure_markdown(rows, experiment: str) -> str:
             loss = f"{r['train_loss_end_mean']:.4f}" + ("" if seeds < 2 else f" ± {r['train_loss_end_std']:.4f}")
             distinct = r["distinct_perturbations"]
             lines.append(f"| {r['label']} | {r['family']} | {r['shots']} | "
-                         f"{_pct(r['test_accuracy_mean'], r['test_accuracy_std'], seeds)} | {loss} | "
+                         f"{percent_cell(r['test_accuracy_mean'], r['test_accuracy_std'], seeds)} | {loss} | "
                          f"{distinct if distinct is not None else '-'} |")
     return "\n".join(lines) + "\n"
 

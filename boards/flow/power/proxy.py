@@ -17,11 +17,11 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-from pezo.boards import report as boards_report  # called as boards_report.report: tests patch it there
-from pezo.boards import synth, tools
-from pezo.boards.power.nets import Netlist, bit_class, netlist
-from pezo.boards.power.saif import write_saif
-from pezo.boards.power.toggles import Activity, toggle_counts
+from pezo.boards.flow import report as boards_report  # called as boards_report.report: tests patch it there
+from pezo.boards.flow import synth, tools
+from pezo.boards.flow.power.nets import Netlist, bit_class, netlist
+from pezo.boards.flow.power.saif import write_saif
+from pezo.boards.flow.power.toggles import Activity, toggle_counts
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.sim import activity as sim_activity
@@ -119,7 +119,7 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
 
     Simulates ``representative_stimulus(config, steps)`` (use a small ``perturb_dim``, e.g. 4096),
     counts toggles per physical net bit and class (``classify_nets``), takes the synthesised primitive
-    counts from ``pezo.boards.report.report`` (or ``resources``: a dict with LUT, FF, BRAM, DSP, CARRY) and
+    counts from ``pezo.boards.flow.report.report`` (or ``resources``: a dict with LUT, FF, BRAM, DSP, CARRY) and
     returns (JSON-serialisable)::
 
         activity_proxy = W_LUT * LUT toggles/cycle + W_FF * FF toggles/cycle + W_CLK * synthesised FFs
@@ -143,8 +143,8 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
     (seconds), cached.
     ``saif``: also write the run's SAIF there, under ``saif_instance_path`` (bypasses the cache).
     Results are cached under ``cache_dir()/power`` by Verilog, stimulus, resources, tool versions and
-    the sources of ``pezo.boards.power``, ``pezo.sim.activity``, ``pezo.boards.synth`` and
-    ``pezo.boards.report``.
+    the sources of ``pezo.boards.flow.power``, ``pezo.sim.activity``, ``pezo.boards.flow.synth`` and
+    ``pezo.boards.flow.report``.
     """
     boards_report.check_unit(config, unit)
     if unit != "stream":

@@ -27,10 +27,9 @@ from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
-from pezo.boards import tools
-from pezo.boards.board_report import BOARD_TOP
-from pezo.boards.report import ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
-from pezo.boards.synth import SynthesisError, run_yosys
+from pezo.boards.flow import tools
+from pezo.boards.flow.report import BOARD_TOP, ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
+from pezo.boards.flow.synth import SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.golden.engine.network import NetConfig
@@ -126,7 +125,7 @@ def register_wrapper(verilog: str, top: str, clock: str = "clk") -> str:
 
 def _nextpnr(json_text: str, seed: int, design: str = "design") -> str:
     """Run nextpnr-ecp5 on a synthesised netlist; return its log. yowasp mounts its own /tmp, so the work
-    happens under ``cache_dir()/work`` with relative paths; the run goes through ``boards.tools``."""
+    happens under ``cache_dir()/work`` with relative paths; the run goes through ``boards.flow.tools``."""
     with tools.scratch("pnr-") as work:
         (work / "top.json").write_text(json_text)
         args = [*ECP5_DEVICE, "--json", "top.json", "--freq", str(TARGET_MHZ), "--timing-allow-fail",
@@ -276,7 +275,7 @@ def unit_verilog(config, unit: str) -> tuple[str, str, str]:
     """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
     ``EngineConfig`` or a ``NetConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
     circuit re-times that circuit only."""
-    if unit == "board":  # the ZCU102 trainer's engine top (boards.board_report)
+    if unit == "board":  # the ZCU102 trainer's engine top (boards.flow.report.board_report)
         text, top = amaranth_verilog.convert(EngineTop(config), name=BOARD_TOP, emit_src=False), BOARD_TOP
     elif unit == "engine" and isinstance(config, NetConfig):
         text, top = amaranth_verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), NET_ENGINE_TOP

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from pezo.boards import tools
+from pezo.boards.flow import tools
 from pezo.sim.runner import cache_dir
 
 YOSYS_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
@@ -68,7 +68,7 @@ def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-", de
     """Run Yosys ``script`` on ``verilog`` (as ``top.v``) in a scratch directory and return the text of the
     file ``output`` the script writes. It works in a ``tools.scratch`` directory (yowasp mounts its
     own /tmp, so relative paths under ``cache_dir()/work``); errors come from Yosys's ``-l`` log and name
-    ``design`` (default: the scratch prefix). The run goes through ``boards.tools`` (safe under concurrency,
+    ``design`` (default: the scratch prefix). The run goes through ``boards.flow.tools`` (safe under concurrency,
     retried once if killed by a signal)."""
     design = design or prefix.rstrip("-")
     with tools.scratch(prefix) as work:
