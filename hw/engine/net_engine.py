@@ -59,8 +59,8 @@ from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_BITS, G_FRAC_BITS, 
                                           WD_EVERY_BITS, WD_SHIFT_RANGE)
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes,
-                                     logit_read, requantize, saturate, tree_sum)
+from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, index_bits,
+                                     int8_lanes, logit_read, requantize, saturate, tree_sum, weight_write)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
@@ -73,16 +73,12 @@ STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
 
 
-def _bits(count: int) -> int:
-    return max(1, (count - 1).bit_length())
-
-
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
-    return data.StructLayout({"hidden": 1, "layer": _bits(len(cfg.layers)), "o": _bits(widest),
-                              "o_word": _bits(-(-widest // cfg.cols)), "o_lane": _bits(cfg.cols),
-                              "pas": 1, "tile": _bits(cfg.tiles)})
+    return data.StructLayout({"hidden": 1, "layer": index_bits(len(cfg.layers)), "o": index_bits(widest),
+                              "o_word": index_bits(-(-widest // cfg.cols)), "o_lane": index_bits(cfg.cols),
+                              "pas": 1, "tile": index_bits(cfg.tiles)})
 
 
 def _hidden_words(cfg: NetConfig) -> int:
@@ -173,18 +169,19 @@ class NetEngine(ConfigComponent):
                 "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
                 "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
                 "g_used": Out(signed(G_BITS)), "last_bank": Out(1),
-                "w_addr": In(unsigned(_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.cols)),
+                "w_addr": In(unsigned(index_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.cols)),
                 "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.cols)),
-                "x_example": In(unsigned(_bits(cfg.batch))), "x_word": In(unsigned(_bits(cfg.inputs // cfg.cols))),
+                "x_example": In(unsigned(index_bits(cfg.batch))),
+                "x_word": In(unsigned(index_bits(cfg.inputs // cfg.cols))),
                 "x_wdata": In(int8_lanes(cfg.cols)), "x_we": In(1),
-                "y_example": In(unsigned(_bits(cfg.batch))), "y_label": In(unsigned(_bits(cfg.outputs))),
+                "y_example": In(unsigned(index_bits(cfg.batch))), "y_label": In(unsigned(index_bits(cfg.outputs))),
                 "y_we": In(1), "push": In(1), "load_ready": Out(1), "load_bank": Out(1), "queued": Out(2),
-                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.batch))),
-                "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(index_bits(cfg.batch))),
+                "logit_output": In(unsigned(index_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
                 "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
             }
             if any(l.bias for l in cfg.layers):
-                members.update({"b_addr": In(unsigned(_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
+                members.update({"b_addr": In(unsigned(index_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
                                 "b_we": In(1)})
             return members
 
@@ -218,7 +215,7 @@ class NetEngine(ConfigComponent):
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
         m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0,
                                                     init=[])
-        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(_bits(O)), R), depth=2 * T,
+        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T,
                                                     init=[])
         m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O,
                                                     init=[])
@@ -477,9 +474,7 @@ class NetEngine(ConfigComponent):
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
-        host_write = self.w_we & ~self.busy
-        m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
-                     w_write.en.eq(valid3 | host_write)]
+        weight_write(m, w_write, self, valid3, addr3, new)
 
     def _elaborate_results(self, m, cfg, pe, mem, queue, ctl):
         """The array's results, ``NET_FORWARD_LATENCY`` cycles after a row's last word: a hidden layer's sums
