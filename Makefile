@@ -1,9 +1,11 @@
 # pezo: two commands do everything on a fresh machine.
 #   make run   - set up .venv, write the ZCU102 design (build/zcu102-engine), print the resource comparison
 #   make test  - set up .venv (+ Icarus when possible) and run the whole test suite
+#   make docs  - the documentation site (Sphinx, warnings are errors) into build/docs
 # Maintenance: make quick (no synthesis), make test-latest (the suite on the newest releases pyproject.toml admits,
-# in .venv-latest), make lock (scripts/constraints.txt from .venv-latest, after test-latest passed).
-.PHONY: run test quick test-latest lock setup clean
+# in .venv-latest, with the docs extra so make lock pins it too), make lock (scripts/constraints.txt from
+# .venv-latest, after test-latest passed).
+.PHONY: run test docs quick test-latest lock setup clean
 
 run:
 	@bash scripts/setup.sh
@@ -17,16 +19,21 @@ test:
 	@bash scripts/setup.sh --test
 	.venv/bin/python -m pytest -n 2 --dist loadfile
 
+docs:
+	@bash scripts/setup.sh --docs
+	.venv/bin/python -m sphinx -W --keep-going -q -b html docs build/docs
+	@echo "docs: build/docs/index.html"
+
 quick:
 	@bash scripts/setup.sh --test
 	.venv/bin/python -m pytest -n 2 --dist loadfile -m "not slow and not synth"
 
 test-latest:
-	@PEZO_UNPINNED=1 VENV=.venv-latest bash scripts/setup.sh --test
+	@PEZO_UNPINNED=1 VENV=.venv-latest bash scripts/setup.sh --test --docs
 	.venv-latest/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lock:
 	@bash scripts/lock.sh .venv-latest
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache docs/api

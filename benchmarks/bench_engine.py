@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pezo.boards.report import engine_report  # noqa: E402
+from pezo.boards.flow.report import engine_report  # noqa: E402
 from pezo.golden.engine.zo_engine import EngineConfig  # noqa: E402
 from pezo.golden.zo.int8_head import Int8TrainConfig  # noqa: E402
 from pezo.sim.amaranth_sim import run_engine_host  # noqa: E402

@@ -1,4 +1,4 @@
-"""Estimator checks behind the seed methods, written to benchmarks/results/methods/estimators.{json,md}.
+"""Estimator checks behind the seed methods: OUT/estimators.{json,md} (--out, default benchmarks/results/methods).
 
 * Poor Man's norm inflation E||g_hat||^2/||g||^2 = (Q+d-1)/Q and cosine ~ sqrt(Q/(Q+d-1)) for Rademacher
   (NumPy and XORShift32) and the PeZO families (``golden.zo_checks.rge_norm_inflation``);
@@ -6,7 +6,7 @@
 * ElasticZO-INT8: how often the integer-only CE sign (Eq. 12) equals the float CE sign over real
   (theta, z, batch) triples -- the weights of an ElasticZO-INT8 run on digits, every step logged.
 
-    .venv/bin/python benchmarks/bench_estimators.py [--quick]
+    .venv/bin/python benchmarks/bench_estimators.py [--quick] [--out benchmarks/results/methods]
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def main() -> None:
     from pezo.golden.methods.checks import rge_norm_inflation, sign_spsa_expectation
     from pezo.golden.methods.tasks import load
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="50 trials instead of 300 (a smoke run)")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default benchmarks/results/methods)")
     args = parser.parse_args()
     trials = 50 if args.quick else 300
     t0 = time.time()
@@ -63,8 +64,8 @@ def main() -> None:
                               "opposite": float(np.mean([f * i < 0 for f, i in log]))})
     result = {"inflation": inflation, "sign_spsa": signs, "int8_sign_agreement": agreement,
               "seconds": time.time() - t0, "command": "benchmarks/bench_estimators.py" + (" --quick" if args.quick else "")}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "estimators.json").write_text(json.dumps(result, indent=1, default=float))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "estimators.json").write_text(json.dumps(result, indent=1, default=float))
     lines = ["## Norm inflation and cosine of the forward-difference RGE (linear loss)", "",
              "| family | d | Q | E z^2 | inflation | (Q+d-1)/Q | inflation / (E z^2)^2 | cosine | sqrt(Q/(Q+d-1)) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -83,7 +84,7 @@ def main() -> None:
         lines.append(f"| {r['batch']} | {r['split']} | {r['steps']} | {100 * r['agreement']:.1f} % | "
                      f"{100 * r['agreement_nonzero_float']:.1f} % | {100 * r['integer_zero']:.1f} % | "
                      f"{100 * r['opposite']:.1f} % |")
-    (OUT / "estimators.md").write_text("\n".join(lines) + "\n")
+    (args.out / "estimators.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

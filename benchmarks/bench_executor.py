@@ -8,6 +8,8 @@ was ``golden.zo.sweeps.map_runs``, kept here for the comparison only).
    workers, start-up included and also separately), and the marginal cost per task.
 
     .venv/bin/python benchmarks/bench_executor.py [--json benchmarks/results/explore/executor.json]
+
+Prints one JSON object; ``--json FILE`` also writes it to FILE, creating its folder.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import multiprocessing as mp
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from pezo.executor import SERIAL, open_executor
-from pezo.golden.zo.sweeps import _run, jobs_for, run_sweep
+from pezo.golden.sweep.experiments import _run, jobs_for, run_sweep
 from pezo.golden.zo.trainer import TrainConfig
 
 SEEDS = (1, 2, 3, 4)
@@ -52,9 +55,18 @@ def _strip(results):
     return [{k: v for k, v in r.items() if "seconds" not in k} for r in results]
 
 
+def emit(out: dict, path: Path | None) -> None:
+    """Print ``out`` as indented JSON and, given a path, write it there too (creating its folder)."""
+    text = json.dumps(out, indent=1)
+    print(text)
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--json", default=None)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, default=None, help="also write the JSON object to this file")
     parser.add_argument("--throughput-only", action="store_true", help="part 1 only")
     args = parser.parse_args()
     out = {"seeds": list(SEEDS), "workers": 2, "cores": os.cpu_count()}
@@ -76,7 +88,7 @@ def main() -> None:
     out["identical"] = _strip(serial) == _strip(dask)
     out["load_average_1min"] = os.getloadavg()[0]
     if args.throughput_only:
-        print(json.dumps(out, indent=1))
+        emit(out, args.json)
         return
 
     short = base.replace(steps=SHORT_STEPS, eval_every=SHORT_STEPS)
@@ -97,11 +109,7 @@ def main() -> None:
     out["short_per_task_ratio_dask_over_pool"] = out["short_dask_per_task_s"] / out["short_pool_per_task_s"]
     out["short_total_ratio_dask_over_pool"] = out["short_dask_s"] / out["short_pool_s"]
     out["short_identical"] = _strip(old) == _strip(new) == _strip(SERIAL.map(_run, todo, progress=False))
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as handle:
-            handle.write(text + "\n")
+    emit(out, args.json)
 
 
 if __name__ == "__main__":

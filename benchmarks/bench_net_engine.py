@@ -32,7 +32,7 @@ COLUMNS = ("net", "loss", "strategy", "simulator", "overlap", "batch", "options"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=16, help="engine batch of the main rows (default 16)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/engine_net"))

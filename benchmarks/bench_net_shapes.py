@@ -57,7 +57,7 @@ def measure(net: str, rows: int, cols: int, batch: int, steps: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nets", nargs="+", default=["digits-mlp", "rt-mlp"])
     ap.add_argument("--macs", type=int, default=64)
     ap.add_argument("--batch", type=int, default=16)

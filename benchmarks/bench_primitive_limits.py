@@ -1,6 +1,6 @@
 """The fabric's limit for each primitive our designs end on, measured with the same flow as every design's
-Fmax (``boards.timing.fmax``: Yosys synth_ecp5, nextpnr-ecp5 on the LFE5UM-85F-6, median of
-``boards.timing.SEEDS``, every input from a register and every output into one):
+Fmax (``boards.flow.timing.fmax``: Yosys synth_ecp5, nextpnr-ecp5 on the LFE5UM-85F-6, median of
+``boards.flow.timing.SEEDS``, every input from a register and every output into one):
 
 * ``ff -> LUT4 -> ff``: one 4-input function between two flip-flops (the shortest logic path);
 * ``ff -> carry 16 -> ff``: a 16-bit adder (a CCU2C chain, what counters and address adders become);
@@ -25,7 +25,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.boards import timing
+from pezo.boards.flow import timing
 
 
 def _clock_port(m):

@@ -1,4 +1,4 @@
-"""Fmax (nextpnr-ecp5, ECP5-85 speed 6, median over boards.timing.SEEDS, every path register to register)
+"""Fmax (nextpnr-ecp5, ECP5-85 speed 6, median over boards.flow.timing.SEEDS, every path register to register)
 and UltraScale+ logic levels (Yosys xcup, ltp) of every design in the resource comparison.
 
     .venv/bin/python benchmarks/bench_timing.py [--out benchmarks/results/timing/NAME] [--no-cache]
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pezo.boards import timing
-from pezo.boards.comparison import comparison_designs
+from pezo.boards.flow import timing
+from pezo.boards.flow.comparison_rows import comparison_designs
 
 
 def main(argv=None) -> int:

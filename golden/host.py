@@ -4,23 +4,23 @@ The map is shared by the stream host (``hw.host.StreamHost``: the perturbation s
 AXI4-Lite register file, until the PE-array engine takes its place) and the future engine host.
 Byte offsets, 32-bit registers:
 
-======  ========  ====  =================================================================
-offset  name      kind  meaning
-======  ========  ====  =================================================================
-0x00    ID        r     0x50455A4F ("PEZO")
-0x04    VERSION   r     register-map version (1)
-0x08    STRATEGY  r     0 otf, 1 pregen, 2 gaussian
-0x0C    LANES     r     stream values per cycle
-0x10    CONTROL   cmd   bit 0 NEXT (next perturbation), bit 1 REWIND (back to its start),
-                        bit 2 RUN (consume COUNT vectors), bit 8 SIGN (with NEXT/REWIND: 1 = -eps)
-0x14    STATUS    r     bit 0 BUSY, bit 1 VALID (stream), bit 2 SIGN (current pass), bit 3 DONE
-0x18    COUNT     rw    vectors one RUN consumes
-0x1C    G         rw    projected gradient, signed Q16.16 (consumed by the engine; stored here)
-0x20    STEP      r     ZO steps begun (NEXT commands), wraps at 2^32
-0x24    CYCLES    r     clock cycles the last RUN was busy (COUNT plus otf alignment or pipeline refill)
-0x28    SUM       r     signed sum (mod 2^32) of every value consumed since the last NEXT/REWIND
-0x40+4i RESULT_i  r     lane i of the last consumed vector, sign-extended (the engine: logit i)
-======  ========  ====  =================================================================
+=======  ========  ====  =================================================================
+offset   name      kind  meaning
+=======  ========  ====  =================================================================
+0x00     ID        r     0x50455A4F ("PEZO")
+0x04     VERSION   r     register-map version (1)
+0x08     STRATEGY  r     0 otf, 1 pregen, 2 gaussian
+0x0C     LANES     r     stream values per cycle
+0x10     CONTROL   cmd   bit 0 NEXT (next perturbation), bit 1 REWIND (back to its start),
+                         bit 2 RUN (consume COUNT vectors), bit 8 SIGN (with NEXT/REWIND: 1 = -eps)
+0x14     STATUS    r     bit 0 BUSY, bit 1 VALID (stream), bit 2 SIGN (current pass), bit 3 DONE
+0x18     COUNT     rw    vectors one RUN consumes
+0x1C     G         rw    projected gradient, signed Q16.16 (consumed by the engine; stored here)
+0x20     STEP      r     ZO steps begun (NEXT commands), wraps at 2^32
+0x24     CYCLES    r     clock cycles the last RUN was busy (COUNT plus otf alignment or pipeline refill)
+0x28     SUM       r     signed sum (mod 2^32) of every value consumed since the last NEXT/REWIND
+0x40+4i  RESULT_i  r     lane i of the last consumed vector, sign-extended (the engine: logit i)
+=======  ========  ====  =================================================================
 
 Semantics: a CONTROL write acts on the stream in the cycle after the write handshake (priority
 NEXT > REWIND, as the stream's); NEXT and REWIND clear SUM and DONE; RUN (alone or with NEXT/REWIND)

@@ -2,9 +2,9 @@
 
 ``STRATEGIES`` (in the order of ``golden.config.STRATEGIES``: otf, pregen, gaussian) maps a strategy's
 name to its ``Strategy``: the generator component and its Verilog top name (``pezo verilog``,
-``boards.report``), the cocotb / Amaranth bench of ``sim.benches``, the generator as the stream unit
+``boards.flow.report``), the cocotb / Amaranth bench of ``sim.benches``, the generator as the stream unit
 instantiates it (``hw.rng.perturb``), the config fields that apply to it, and its names in tables
-(``boards.comparison``). Behaviour that differs per strategy (budgets, the otf scale LUT and alignment)
+(``boards.flow.comparison_rows``). Behaviour that differs per strategy (budgets, the otf scale LUT and alignment)
 stays with the code it belongs to; this module only removes the name-to-thing maps.
 """
 
@@ -41,7 +41,7 @@ class Strategy:
                      the stream's aligning controller, at rotation pointer 0).
     always_rewindable -- the bare generator rewinds whatever ``config.rewind`` says (the pool's start
                      register), so ``rewind`` does not name a variant.
-    design_name   -- ``config -> str``: the short design name of ``boards.comparison`` (``otf 32 x 14``).
+    design_name   -- ``config -> str``: the short design name of ``boards.flow.comparison_rows`` (``otf 32 x 14``).
     """
 
     name: str

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extras.
+# Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extra, with --docs the
+# docs extra (both may be given).
 # Every package version comes from scripts/constraints.txt (the set the suite last passed with; regenerate it
 # with `make lock`); PEZO_UNPINNED=1 with a VENV=DIR of its own resolves the newest releases pyproject.toml's
 # ranges admit instead (`make test-latest`). Re-running is cheap: packages are reinstalled only when
@@ -8,8 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 venv=${VENV:-.venv}
+groups=()
+for arg in "$@"; do
+  case "$arg" in
+    --test) groups+=(test) ;;
+    --docs) groups+=(docs) ;;
+    *) echo "setup: unknown option $arg (use --test and/or --docs)" >&2; exit 2 ;;
+  esac
+done
 extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+[ ${#groups[@]} -gt 0 ] && extras="[$(IFS=,; echo "${groups[*]}")]"
 constraints=(-c scripts/constraints.txt)
 versions="pinned by scripts/constraints.txt"
 pinning=""

@@ -1,6 +1,6 @@
 """Switching-activity runs: a unit's RTL under Icarus Verilog with a generated testbench, dumped as a VCD.
 
-The simulation half of the activity power proxy (``pezo.boards.power`` counts the VCD's toggles, classes
+The simulation half of the activity power proxy (``pezo.boards.flow.power`` counts the VCD's toggles, classes
 the nets and weighs them; this module only builds and runs the simulator, like the rest of ``pezo.sim``):
 
 1. ``representative_stimulus``: the inputs of a MeZO use of the stream (per ZO step: ``next`` +eps and
@@ -8,7 +8,7 @@ the nets and weighs them; this module only builds and runs the simulator, like t
    update replay), computed with the golden cycle model so the consumed counts are exact.
 2. ``simulate_vcd``: Icarus Verilog runs the Amaranth-generated RTL under a generated testbench
    (``pezo_power_tb``, 10 ns clock, 4 reset cycles) and dumps a VCD of the unit, with the window marker
-   ``pezo_power_tb.measure`` that ``pezo.boards.power.toggle_counts`` counts inside.
+   ``pezo_power_tb.measure`` that ``pezo.boards.flow.power.toggle_counts`` counts inside.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def simulate_vcd(verilog: str, top: str, stimulus: list[dict], workdir, *, clock
     ``dut``, holds ``reset`` for ``reset_cycles`` rising edges, then on each falling edge applies the
     next stimulus vector (read by ``$readmemh``; stable at the rising edge) and runs exactly
     ``len(stimulus)`` cycles. The VCD holds every net of ``dut`` and the window marker
-    ``pezo_power_tb.measure`` (high from reset release to the end: ``pezo.boards.power.toggle_counts``
+    ``pezo_power_tb.measure`` (high from reset release to the end: ``pezo.boards.flow.power.toggle_counts``
     counts only then).
     """
     # the Icarus half of ``pezo.sim.runner.available_simulators``, without its Verilator set-up

@@ -14,14 +14,8 @@ def check_against_golden(bench_name: str, config, cycles: int, stim_seed: int = 
     assert every output bit golden names equals golden each cycle. Returns the number of cycles checked."""
     bench = make_bench(bench_name, config, cycles, stim_seed)
     dut = bench.component()
-    top = Module()
-    top.submodules.dut = dut
-    top.domains.sync = domain = ClockDomain("sync")
 
     async def testbench(ctx):
-        ctx.set(domain.rst, 1)
-        await ctx.tick()  # one edge in reset with all inputs low, like the cocotb reset
-        ctx.set(domain.rst, 0)
         for cycle in range(cycles):
             for name, expected in bench.expected().items():
                 if expected is None:
@@ -35,16 +29,13 @@ def check_against_golden(bench_name: str, config, cycles: int, stim_seed: int = 
             bench.step(inputs)
             await ctx.tick()
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     bench.check_coverage(cycles)
     return cycles
 
 
 class AmaranthIO:
-    """``sim.engine_host``'s adapter over an Amaranth testbench context: ports by name, ints in and out."""
+    """The hosts' adapter (``sim.host_driver``) over an Amaranth testbench context: ports by name, ints in and out."""
 
     def __init__(self, ctx, dut):
         self.ctx, self.dut = ctx, dut
@@ -72,19 +63,30 @@ def run_engine_host(config, host):
 def run_host(dut, host):
     """Run ``await host(io)`` against the component ``dut`` on Amaranth's simulator (after one edge in
     reset) and return its result."""
-    top = Module()
-    top.submodules.dut = dut
-    top.domains.sync = domain = ClockDomain("sync")
     result = {}
 
     async def testbench(ctx):
+        result["value"] = await host(AmaranthIO(ctx, dut))
+
+    simulate(dut, testbench)
+    return result["value"]
+
+
+def simulate(dut, testbench):
+    """The clock and reset wrapper of every Amaranth-simulator run: ``dut`` in a ``sync`` domain (10 ns
+    clock); ``await testbench(ctx)`` runs after one clock edge in reset with all inputs low (like the cocotb
+    benches' reset, ``sim.scoreboard.start_and_reset``)."""
+    top = Module()
+    top.submodules.dut = dut
+    top.domains.sync = domain = ClockDomain("sync")
+
+    async def bench(ctx):
         ctx.set(domain.rst, 1)
         await ctx.tick()
         ctx.set(domain.rst, 0)
-        result["value"] = await host(AmaranthIO(ctx, dut))
+        await testbench(ctx)
 
     sim = Simulator(top)
     sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
+    sim.add_testbench(bench)
     sim.run()
-    return result["value"]

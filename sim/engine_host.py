@@ -5,7 +5,7 @@ read logits and weights) over a small adapter with ``set(port, int)``, ``get(por
 ``await tick()`` (inputs set before a clock edge, outputs read after it). ``zo_training`` is the host
 loop of the co-simulation: per step it loads a batch of real int8 embeddings, runs the +/-epsilon
 passes, compares both logit sets with ``golden.engine.zo_engine.ZOEngine`` run in lockstep, computes the update
-scale g with ``golden.int8_head.update_scale`` from the RTL's logits, and runs the update; at the end it
+scale g with ``golden.zo.int8_head.update_scale`` from the RTL's logits, and runs the update; at the end it
 reads back every weight and compares it with golden's. Mismatches are counted, not raised, so the
 caller can report ``match``.
 """
@@ -14,44 +14,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.engine.zo_engine import G_BITS, EngineConfig, ZOEngine
+from pezo.golden.engine.zo_engine import ZOEngine
 from pezo.golden.engine.int8 import requantize
 from pezo.golden.zo.int8_head import Int8TrainConfig, update_scale
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
-from pezo.sim.benches import pack, unpack
+from pezo.sim.benches import pack
+from pezo.sim.host_driver import HostDriver, to_signed
 
-MAX_OP_CYCLES = 1 << 20
-
-
-def to_signed(value: int, bits: int) -> int:
-    return unpack(value, bits, 1, signed=True)[0]
+MAX_OP_CYCLES = HostDriver.max_op_cycles
 
 
-class EngineDriver:
+class EngineDriver(HostDriver):
     """Host operations on a ``hw.engine.zo_engine.ZOEngine`` behind ``io`` (set / get / tick)."""
 
-    def __init__(self, io, config: EngineConfig):
-        self.io, self.config = io, config
-
-    async def load_weights(self, weights) -> None:
-        cfg, io = self.config, self.io
-        words = np.asarray(weights).reshape(cfg.weight_words, cfg.array.cols)
-        io.set("w_we", 1)
-        for addr, word in enumerate(words):
-            io.set("w_addr", addr)
-            io.set("w_wdata", pack(word, 8))
-            await io.tick()
-        io.set("w_we", 0)
-
     async def read_weights(self) -> np.ndarray:
-        cfg, io = self.config, self.io
-        out = []
-        for addr in range(cfg.weight_words):
-            io.set("w_addr", addr)
-            await io.tick()
-            out.append(unpack(io.get("w_rdata"), 8, cfg.array.cols, signed=True))
-        return np.array(out, dtype=np.int64).reshape(cfg.outputs, cfg.inputs)
+        """The weights [outputs, inputs]."""
+        return (await self.read_weight_words()).reshape(self.config.outputs, self.config.inputs)
 
     async def load_batch(self, x) -> None:
         cfg, io = self.config, self.io
@@ -68,22 +47,7 @@ class EngineDriver:
     async def run(self, op: int, g: int = 0) -> int:
         """Start ``op`` and wait for ``done``; return the engine's ``cycles`` (checked against the
         host's own count of busy cycles)."""
-        io = self.io
-        io.set("op", op)
-        io.set("g", g & ((1 << G_BITS) - 1))
-        io.set("start", 1)
-        await io.tick()
-        io.set("start", 0)
-        waited = 0
-        while not io.get("done"):
-            await io.tick()
-            waited += 1
-            if waited > MAX_OP_CYCLES:
-                raise AssertionError(f"engine op {op} never finished (done stayed 0 for {MAX_OP_CYCLES} cycles)")
-        cycles = io.get("cycles")
-        if cycles != waited:
-            raise AssertionError(f"engine counted {cycles} busy cycles, the host saw {waited}")
-        return cycles
+        return await self.run_op(op, g)
 
     async def read_logits(self, passes=(0, 1), shift: int | None = None) -> np.ndarray:
         """int32 logits [len(passes), batch, outputs] (with ``shift``: the requantised int8 ones)."""

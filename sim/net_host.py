@@ -21,20 +21,19 @@ from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip
 from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
 from pezo.hw.engine.net_engine import LOGIT_READ_LATENCY, OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
-from pezo.sim.benches import pack, unpack
+from pezo.sim.benches import pack
+from pezo.sim.host_driver import HostDriver, to_signed
 
 MAX_WAIT_CYCLES = 1 << 22
 
 
-def to_signed(value: int, bits: int) -> int:
-    return unpack(value, bits, 1, signed=True)[0]
-
-
-class NetDriver:
+class NetDriver(HostDriver):
     """Host operations on a ``hw.engine.net_engine.NetEngine`` behind ``io`` (module docstring)."""
 
+    max_op_cycles = MAX_WAIT_CYCLES
+
     def __init__(self, io, config: NetConfig):
-        self.io, self.config = io, config
+        super().__init__(io, config)
         self.batches: deque = deque()  # (x, labels) still to load
         self.load_items: list = []  # the batch being loaded: ("x", example, word, data) / ("y", example, label)
         self.pushes = 0
@@ -44,24 +43,9 @@ class NetDriver:
         self.ticks = 0
 
     # -- idle-time operations ---------------------------------------------------------------------
-    async def load_weights(self, flat) -> None:
-        cfg, io = self.config, self.io
-        words = np.asarray(flat).reshape(cfg.weight_words, cfg.array.cols)
-        io.set("w_we", 1)
-        for addr, word in enumerate(words):
-            io.set("w_addr", addr)
-            io.set("w_wdata", pack(word, 8))
-            await self.tick()
-        io.set("w_we", 0)
-
     async def read_weights(self) -> np.ndarray:
-        cfg, io = self.config, self.io
-        out = []
-        for addr in range(cfg.weight_words):
-            io.set("w_addr", addr)
-            await self.tick()
-            out.append(unpack(io.get("w_rdata"), 8, cfg.array.cols, signed=True))
-        return np.array(out, dtype=np.int64).ravel()
+        """The weights in global order (flat)."""
+        return (await self.read_weight_words()).ravel()
 
     async def load_biases(self, biases) -> None:
         io, index = self.io, 0
@@ -146,29 +130,10 @@ class NetDriver:
 
     async def run(self, op: int, steps: int = 1, g: int = 0, loss: LossConfig | None = None) -> int:
         """Start ``op``; service the host every cycle until ``done``. Returns the engine's busy cycles."""
-        io, loss = self.io, loss or LossConfig()
-        io.set("op", op)
-        io.set("steps", steps)
-        io.set("g", g & ((1 << G_BITS) - 1))
-        io.set("g_mode", G_MODE_CODES[loss.mode])
-        io.set("margin", loss.margin)
-        io.set("g_lr", loss.g_lr)
-        io.set("g_shift", loss.g_shift)
-        io.set("wd_shift", loss.wd_shift)
-        io.set("wd_every", loss.wd_every)
-        io.set("start", 1)
-        await self.tick()
-        io.set("start", 0)
-        waited = 0
-        while not io.get("done"):
-            await self.tick()
-            waited += 1
-            if waited > MAX_WAIT_CYCLES:
-                raise AssertionError(f"engine op {op} never finished ({MAX_WAIT_CYCLES} cycles)")
-        cycles = io.get("cycles")
-        if cycles != waited:
-            raise AssertionError(f"engine counted {cycles} busy cycles, the host saw {waited}")
-        return cycles
+        loss = loss or LossConfig()
+        return await self.run_op(op, g, steps=steps, g_mode=G_MODE_CODES[loss.mode], margin=loss.margin,
+                                 g_lr=loss.g_lr, g_shift=loss.g_shift, wd_shift=loss.wd_shift,
+                                 wd_every=loss.wd_every)
 
     async def drain_reads(self) -> None:
         while self.reads or any(r is not None for r in self.inflight):

@@ -3,9 +3,10 @@ keeps the batch queue filled while the engine trains, reads every step's logits,
 logit, loss, g and the final weights with golden.
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON), ``PEZO_OVERLAP``
-(1: load while computing), ``PEZO_HOST_G`` (host mode: the trainer's g, ``runner.run_net_engine``), ``PEZO_ENGINE_DATA`` (npz: xs [steps, batch, inputs] int8, labels [steps,
-batch], weights (global order), optional biases_<layer>), ``PEZO_RESULT``. The result JSON is written
-before the test fails on a mismatch, so the caller can report ``match``.
+(1: load while computing), ``PEZO_HOST_G`` (host mode: the trainer's g, ``runner.run_net_engine``),
+``PEZO_ENGINE_DATA`` (npz: xs [steps, batch, inputs] int8, labels [steps, batch], weights (global order),
+optional biases_<layer>), ``PEZO_RESULT``. The result JSON is written before the test fails on a mismatch, so
+the caller can report ``match``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 
 from pezo.executor import SERIAL, SchedulerUnreachable, check_address, open_executor
 from pezo.golden.methods.base import MethodConfig
-from pezo.golden.methods.sweep import _run, jobs_for, run_methods
+from pezo.golden.sweep.methods import _run, jobs_for, run_methods
 
 
 def _strip(results):
@@ -113,7 +113,7 @@ def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path):
 @pytest.mark.synth
 def test_report_table_rows_on_a_local_cluster_equal_the_serial_rows():
     """pezo report's designs are tasks too: the rows (in design order) do not depend on the executor."""
-    from pezo.boards.comparison import Design, comparison_rows
+    from pezo.boards.flow.comparison_rows import Design, comparison_rows
     from pezo.golden.config import PerturbConfig
 
     designs = [Design(PerturbConfig(n_rngs=7, rng_bits=5)), Design(PerturbConfig(strategy="gaussian", lanes=1)),
@@ -127,7 +127,7 @@ def test_report_table_rows_on_a_local_cluster_equal_the_serial_rows():
 def test_report_table_starts_the_longest_designs_first_and_keeps_the_rows_in_order(monkeypatch):
     """Cold ``make run``: the trainer tops and the streams with activity go first, so the small generators fill the
     two workers at the end; the rows still come in design order."""
-    from pezo.boards import comparison
+    from pezo.boards.flow import comparison_rows as comparison
 
     started = []
     monkeypatch.setattr(comparison, "_design_rows", lambda job: started.append(job[0].name) or [job[0].name])

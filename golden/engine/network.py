@@ -47,13 +47,13 @@ from typing import ClassVar
 import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
-from pezo.golden.engine.int8 import (ACC_BITS, ACT_MAX, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8,
-                                     round_shift, saturate)
+from pezo.golden.engine.int8 import (ACC_BITS, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8, round_shift,
+                                     saturate)
 from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.zo_engine import (ENGINE_STREAM, EngineFlatConfig, FORWARD_LATENCY, UPDATE_LATENCY,
-                                          WD_EVERY_RANGE, ArrayConfig, check_engine_stream, check_engine_strategy,
-                                          check_nested, check_wd_shift, engine_stream, perturbed_weights,
-                                          updated_weights)
+                                          WD_EVERY_RANGE, ArrayConfig, check_batch, check_engine_stream,
+                                          check_engine_strategy, check_nested, check_wd_shift, engine_stream,
+                                          perturbed_weights, updated_weights)
 from pezo.golden.rng.perturb import PerturbationStream
 
 MAX_LAYERS = 8
@@ -323,13 +323,6 @@ class NetEngine:
             out.append(b.astype(np.int64))
         self.biases = out
 
-    def _check_batch(self, x) -> np.ndarray:
-        x = check_int8("x", x, ACT_MIN, ACT_MAX)
-        want = (self.config.array.batch, self.config.inputs)
-        if x.shape != want:
-            raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
-        return x
-
     # -- operations ---------------------------------------------------------------------------
     def next_perturbation(self) -> np.ndarray:
         self.stream.step(next=True, sign=False)
@@ -342,7 +335,7 @@ class NetEngine:
 
     def forward_zo(self, x) -> tuple[np.ndarray, np.ndarray]:
         """The +epsilon and -epsilon logits [batch, outputs] of a new perturbation."""
-        x = self._check_batch(x)
+        x = check_batch(self.config, x)
         p = self.next_perturbation()
         return (self._logits(x, perturbed_weights(self.flat, p)),
                 self._logits(x, perturbed_weights(self.flat, -p)))
@@ -382,4 +375,4 @@ class NetEngine:
 
     def infer(self, x) -> np.ndarray:
         """Plain inference of the stored weights: logits [batch, outputs]."""
-        return self._logits(self._check_batch(x), self.flat)
+        return self._logits(check_batch(self.config, x), self.flat)

@@ -256,6 +256,16 @@ def updated_weights(w, p, g: int, wd_shift: int = 0) -> np.ndarray:
     return saturate(w - step - weight_decay(w, wd_shift), WEIGHT_MIN, WEIGHT_MAX)
 
 
+def check_batch(config, x) -> np.ndarray:
+    """``x`` as int64 if it is one int8 batch [``config.array.batch``, ``config.inputs``], else a ValueError (both
+    engines' models)."""
+    x = check_int8("x", x)
+    want = (config.array.batch, config.inputs)
+    if x.shape != want:
+        raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
+    return x
+
+
 class ZOEngine:
     """Operation-level model of ``hw.engine.zo_engine.ZOEngine``: weights, stream and the three operations.
 
@@ -282,13 +292,6 @@ class ZOEngine:
             raise ValueError(f"weights must have shape {self.weights.shape}, got {w.shape}")
         self.weights = w.copy()
 
-    def _check_batch(self, x) -> np.ndarray:
-        x = check_int8("x", x)
-        want = (self.config.array.batch, self.config.inputs)
-        if x.shape != want:
-            raise ValueError(f"x must have shape {want} (batch, inputs), got {x.shape}")
-        return x
-
     def next_perturbation(self) -> np.ndarray:
         """NEXT: the step's perturbation p (weight LSBs, +epsilon), shaped like the weights."""
         self.stream.step(next=True, sign=False)
@@ -298,7 +301,7 @@ class ZOEngine:
 
     def forward_zo(self, x) -> tuple[np.ndarray, np.ndarray]:
         """The +epsilon and -epsilon logits [batch, outputs] (int64) of a new perturbation."""
-        x = self._check_batch(x)
+        x = check_batch(self.config, x)
         p = self.next_perturbation()
         return (matmul(x, perturbed_weights(self.weights, p)),
                 matmul(x, perturbed_weights(self.weights, -p)))
@@ -312,4 +315,4 @@ class ZOEngine:
 
     def infer(self, x) -> np.ndarray:
         """Plain inference: logits [batch, outputs] of the stored weights."""
-        return matmul(self._check_batch(x), self.weights)
+        return matmul(check_batch(self.config, x), self.weights)

@@ -130,7 +130,7 @@ def xorshift32_jump(state: int, steps: int) -> int:
 
 
 def xorshift32(seed: int, count: int, skip: int = 0) -> np.ndarray:
-    """uint32 outputs ``skip + 1 .. skip + count`` after ``seed`` (``skip=0``: the first ``count``).
+    """uint32 outputs ``skip + 1..skip + count`` after ``seed`` (``skip=0``: the first ``count``).
 
     Equal bit for bit to ``xorshift32_reference(seed, skip + count)[skip:]``; vectorised over about
     sqrt(count) lanes whose start states come from the GF(2) jump matrix (module docstring).
@@ -159,7 +159,7 @@ def xorshift32(seed: int, count: int, skip: int = 0) -> np.ndarray:
 
 
 def rademacher(seed: int, count: int, skip: int = 0) -> np.ndarray:
-    """int8 Rademacher values of outputs ``skip + 1 .. skip + count``: LSB 1 -> -1, LSB 0 -> +1."""
+    """int8 Rademacher values of outputs ``skip + 1..skip + count``: LSB 1 -> -1, LSB 0 -> +1."""
     bits = (xorshift32(seed, count, skip) & np.uint32(1)).astype(np.int8)
     return 1 - 2 * bits
 

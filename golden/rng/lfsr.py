@@ -1,7 +1,7 @@
 """Maximal-length Fibonacci LFSRs for widths 3..32, and the state -> signed value map.
 
 Form (the contract shared with ``hw.rng.urng``)
--------------------------------------------
+-----------------------------------------------
 A b-bit state ``s`` holds bits s[b-1] .. s[0]. With the primitive polynomial
 ``x^b + sum(x^k for k in LFSR_TAPS[b]) + 1`` the next state is::
 

@@ -7,18 +7,18 @@ mirror of the +epsilon pass). ``R(x, a) = x * 2^a`` for a >= 0,
 else ``floor((x + 2^(-a-1)) / 2^-a)`` (round half up). The shift a puts the source in units of
 ``2^-STREAM_FRAC_BITS`` and applies epsilon = 2^-eps_shift:
 
-=========  ===============================  =========================================
-strategy   source x (real value)            a
-=========  ===============================  =========================================
-otf        LFSR lane v, v / 2^(b-1)          k + 12 + 1 - b - eps_shift, k from the scale LUT
-pregen     pool value q, q / 2^(pool_bits-2) 12 + 2 - pool_bits - eps_shift
-gaussian   CLT output z, z / 2^8             12 - 8 - eps_shift
-=========  ===============================  =========================================
+=========  ==================================  =========================================
+strategy   source x (real value)               a
+=========  ==================================  =========================================
+otf        LFSR lane v, v / 2^(b-1)            k + 12 + 1 - b - eps_shift, k from the scale LUT
+pregen     pool value q, q / 2^(pool_bits-2)   12 + 2 - pool_bits - eps_shift
+gaussian   CLT output z, z / 2^8               12 - 8 - eps_shift
+=========  ==================================  =========================================
 
 So a value means ``+-epsilon * z`` in output LSBs with epsilon = 2^(12 - eps_shift) LSB. No value
 overflows 16 bits, so nothing saturates: otf |v| < 2^(b-1) and a <= 16 - b (k <= 3) give < 2^15;
 pregen |q| < 2^(pool_bits-1), a <= 14 - pool_bits give < 2^13; gaussian 1530 * 2^4 < 2^15; rounding
-right shifts only shrink magnitudes (``tests/test_perturb.py`` checks the extremes).
+right shifts only shrink magnitudes (``tests/hw/test_perturb.py`` checks the extremes).
 
 Commands (inputs of a clock edge, priority ``next`` > ``rewind`` > ``en``): ``en`` is the consumer's
 demand: the vector on the port is consumed on an edge where ``valid`` and ``en`` are high, and a

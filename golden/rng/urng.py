@@ -1,14 +1,14 @@
 """The URNG array: n maximal-length LFSRs with PeZO's shift rotation, cycle by cycle.
 
 Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
-------------------------------------------------------
+-----------------------------------------------------------
 * All n LFSRs use the same polynomial (``pezo.golden.rng.lfsr``), so they run along one m-sequence at n
   phases (``rng_phases``): a jittered grid. With spacing ``S = floor((2^b-1)/n)``, slot j = 1..n-1 is
   ``j*S + U[0, S//2]``; RNG 0 sits at offset 0 (the master seed itself) and slots 1..n-1 are dealt
   to RNGs 1..n-1 by a Fisher-Yates shuffle; all draws come from SplitMix64(seed). Any two RNGs stay
   at least S/2 steps apart. Grid phases in index order would make a rotation almost a time shift
   (a lane of a 32 x 14 array then repeats its own value 511 cycles later in 31 of 32 cycles); exact
-  multiples of S, even shuffled, leave 1/n of such repeats. ``tests/test_golden_urng.py`` checks both.
+  multiples of S, even shuffled, leave 1/n of such repeats. ``tests/golden/test_urng.py`` checks both.
 * Positions: at cycle t, position p holds RNG ``(p + t) mod n``; ``pointer = t mod n`` names the RNG in
   position 0. After each enabled cycle every RNG steps once (``lfsr_leap`` = k LFSR steps: a
   leap-forward LFSR; k = 1 is PeZO's array) and the RNG in position 0 moves to the end

@@ -266,7 +266,7 @@ TUNED_WD = {
     "rt-mlp": TUNED["rt-mlp"].replace(wd_shift=6, wd_every=2, average_last=8),
 }
 """``TUNED`` plus the update's integer weight decay, per net where it was screened
-(``benchmarks/screen_rt_mlp.py``, pregen stream, chosen on validation only;
+(``experiments/screen_rt_mlp.py``, pregen stream, chosen on validation only;
 ``benchmarks/results/engine_net/screen``). rt-mlp: ``w -= round_shift(w, 6)`` on every second step
 (the engine's WD_EVERY register), and the reported model is the host's mean of the last 8 of
 the 16 validation checkpoints (``average_last``: the second half of the run, where the training loss
@@ -288,7 +288,7 @@ probe as the starting head (no decay) 74.0. Round-half-up decay has a dead zone:
 against the +-1 random walk of sign-SPSA (without it the mean |w - w0| after 4 000 steps is ~33 LSB,
 the size of the calibrated first layer's weights). The label-free PCA start of the hidden layer
 (``hidden_init="pca"``: its fixed features carry a probe of 71.5 / 72.7 / 74.1 % test against 62.9 /
-63.7 / 62.1 % for the normal start, seeds 1-3; ``benchmarks/probe_hidden_features.py``) does not help ZO: the validation average of the last 8
+63.7 / 62.1 % for the normal start, seeds 1-3; ``experiments/probe_hidden_features.py``) does not help ZO: the validation average of the last 8
 checkpoints is 74.2 / 68.9 without decay, 71.7 / 66.8 with this decay (it erodes the directions), 75.4 /
 69.5 with wd_shift 7, 72.5 / 69.9 with margin 8192, all below the 76.4 / 69.9 of ``TUNED_WD``."""
 

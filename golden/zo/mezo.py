@@ -23,7 +23,7 @@ Contract
   drift.
 * Replay: ``replay`` applies the recorded (index, projected gradient) pairs -- and in ``inplace`` mode
   the same three perturbations -- through the same code path, so it rebuilds the trained weights bit
-  for bit from the starting weights (``tests/test_golden_mezo.py``).
+  for bit from the starting weights (``tests/golden/test_mezo.py``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ Host weight and bias ports work while idle. No perturbed weight is ever written 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
@@ -57,8 +59,8 @@ from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_BITS, G_FRAC_BITS, 
                                           WD_EVERY_BITS, WD_SHIFT_RANGE)
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes, logit_read,
-                                     requantize, saturate, tree_sum)
+from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, index_bits,
+                                     int8_lanes, logit_read, requantize, saturate, tree_sum, weight_write)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
@@ -71,16 +73,84 @@ STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
 
 
-def _bits(count: int) -> int:
-    return max(1, (count - 1).bit_length())
-
-
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
-    return data.StructLayout({"hidden": 1, "layer": _bits(len(cfg.layers)), "o": _bits(widest),
-                              "o_word": _bits(-(-widest // cfg.array.cols)), "o_lane": _bits(cfg.array.cols),
-                              "pas": 1, "tile": _bits(cfg.array.tiles)})
+    return data.StructLayout({"hidden": 1, "layer": index_bits(len(cfg.layers)), "o": index_bits(widest),
+                              "o_word": index_bits(-(-widest // cfg.array.cols)), "o_lane": index_bits(cfg.array.cols),
+                              "pas": 1, "tile": index_bits(cfg.array.tiles)})
+
+
+def _hidden_words(cfg: NetConfig) -> int:
+    """Words of one hidden buffer (the widest hidden layer's outputs, C per word; at least 1)."""
+    return max(1, -(-cfg.hidden_width // cfg.array.cols))
+
+
+@dataclass
+class _Ports:
+    """The memory ports of ``NetEngine._elaborate_blocks`` (``h_*``: the hidden buffer, None for one layer)."""
+    w_read: object
+    w_write: object
+    x_read: object
+    x_write: object
+    y_read: object
+    y_write: object
+    l_read: object
+    l_write: object
+    h_read: object
+    h_write: object
+
+
+@dataclass
+class _Queue:
+    """The batch queue's banks (``rp``: head, ``wp``: being loaded), its ``release`` input (driven by the
+    controller) and ``batch_ready`` (the head bank holds a batch)."""
+    rp: Signal
+    wp: Signal
+    release: Signal
+    batch_ready: object
+
+
+@dataclass
+class _Control:
+    """What the controller (S0) shares: the operands sampled with ``start``, the decay decision, the walk
+    position of the word issued this cycle, the strobes, and the signals later stages drive for it
+    (``loss``, ``g_formed``)."""
+    g: Signal
+    mode: Signal
+    margin: Signal
+    g_lr: Signal
+    g_shift: Signal
+    wd_shift: Signal
+    decay_on: Signal
+    updating: Signal
+    sign: Signal
+    tile: Signal
+    layer: Signal
+    word: Signal
+    j: Signal
+    o: Signal
+    o_word: Signal
+    o_lane: Signal
+    parity: Signal
+    perturbing: object
+    issue: Signal
+    wanting: Signal
+    row_done: Signal
+    last_layer: Signal
+    loss: list
+    clear_loss: Signal
+    g_formed: Signal
+
+
+@dataclass
+class _Stage1:
+    """The S1 registers the update reads (``p``, ``valid1``, ``update1``, ``addr1``) and the S2 weight word."""
+    p: Signal
+    valid1: Signal
+    update1: Signal
+    addr1: Signal
+    w2: Signal
 
 
 class NetEngine(ConfigComponent):
@@ -99,27 +169,44 @@ class NetEngine(ConfigComponent):
                 "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
                 "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
                 "g_used": Out(signed(G_BITS)), "last_bank": Out(1),
-                "w_addr": In(unsigned(_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_addr": In(unsigned(index_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
                 "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
-                "x_example": In(unsigned(_bits(cfg.array.batch))), "x_word": In(unsigned(_bits(cfg.inputs // cfg.array.cols))),
+                "x_example": In(unsigned(index_bits(cfg.array.batch))),
+                "x_word": In(unsigned(index_bits(cfg.inputs // cfg.array.cols))),
                 "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
-                "y_example": In(unsigned(_bits(cfg.array.batch))), "y_label": In(unsigned(_bits(cfg.outputs))),
+                "y_example": In(unsigned(index_bits(cfg.array.batch))), "y_label": In(unsigned(index_bits(cfg.outputs))),
                 "y_we": In(1), "push": In(1), "load_ready": Out(1), "load_bank": Out(1), "queued": Out(2),
-                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.array.batch))),
-                "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(index_bits(cfg.array.batch))),
+                "logit_output": In(unsigned(index_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
                 "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
             }
             if any(l.bias for l in cfg.layers):
-                members.update({"b_addr": In(unsigned(_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
+                members.update({"b_addr": In(unsigned(index_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
                                 "b_we": In(1)})
             return members
 
     def elaborate(self, platform):
+        """The stages below, in datapath order, on one Module (the order keeps the Verilog unchanged)."""
         m = Module()
         cfg = self.config
+        stream, pe, mem = self._elaborate_blocks(m, cfg)
+        queue = self._elaborate_batch_queue(m)
+        ctl = self._elaborate_controller(m, cfg, stream, queue)
+        self._elaborate_reads(m, cfg, stream, mem, queue, ctl)
+        s1 = self._elaborate_issue_pipeline(m, cfg, stream, pe, mem, ctl)
+        self._elaborate_update(m, cfg, mem, ctl, s1)
+        self._elaborate_results(m, cfg, pe, mem, queue, ctl)
+        self._elaborate_g(m, ctl)
+        self._elaborate_host_ports(m, cfg, mem, queue)
+        return m
+
+    def _elaborate_blocks(self, m, cfg):
+        """The perturbation stream, the ``PEArray`` and the memories (weights, two input banks, two label
+        banks, four logit banks, the ping-pong hidden buffer when ``L > 1``). Returns the stream, the array
+        and the memory ports (``_Ports``); later stages drive every port."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
         J0 = cfg.inputs // C
-        hidden_words = max(1, -(-cfg.hidden_width // C))
+        hidden_words = _hidden_words(cfg)
         has_bias = any(l.bias for l in cfg.layers)
         tag_shape = tag_layout(cfg)
 
@@ -128,7 +215,7 @@ class NetEngine(ConfigComponent):
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
         m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0,
                                                     init=[])
-        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(_bits(O)), R), depth=2 * T,
+        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T,
                                                     init=[])
         m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O,
                                                     init=[])
@@ -136,12 +223,17 @@ class NetEngine(ConfigComponent):
         x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
+        h_read = h_write = None
         if L > 1:
             m.submodules.hidden_mem = hidden_mem = Memory(shape=data.ArrayLayout(signed(8), R * C),
                                                           depth=2 * hidden_words, init=[])
             h_read, h_write = hidden_mem.read_port(), hidden_mem.write_port(granularity=1)
+        return stream, pe, _Ports(w_read, w_write, x_read, x_write, y_read, y_write, l_read, l_write, h_read, h_write)
 
-        # -- batch queue ---------------------------------------------------------------------------
+    def _elaborate_batch_queue(self, m):
+        """The two-bank batch queue: ``push`` (host) fills bank ``write_bank`` in the next cycle, ``release``
+        (driven by the controller) frees bank ``read_bank`` in the next cycle. Drives ``load_ready``,
+        ``load_bank``, ``queued``; returns ``_Queue`` (``batch_ready``: the head bank holds a batch, this cycle)."""
         full = Signal(2)  # bank b holds a batch
         rp, wp = Signal(name="read_bank"), Signal(name="write_bank")
         release = Signal()
@@ -156,8 +248,19 @@ class NetEngine(ConfigComponent):
         m.d.comb += [self.load_ready.eq(~full.bit_select(wp, 1)), self.load_bank.eq(wp),
                      self.queued.eq(full[0] + full[1])]
         batch_ready = full.bit_select(rp, 1)
+        return _Queue(rp, wp, release, batch_ready)
 
-        # -- controller (issue stage S0) -------------------------------------------------------------
+    def _elaborate_controller(self, m, cfg, stream, queue):
+        """The issue stage S0: the FSM of the operations (module docstring), the operands sampled with
+        ``start``, the walk over tiles, layers, outputs and words, the decay counter, and the strobes
+        (stream commands, ``en``, ``issue``, the queue's ``release``, ``clear_loss``) as plain expressions
+        of its registers. Reads ``queue.batch_ready``, ``stream.valid``, the losses and ``g_formed`` (both
+        created here, driven by ``_elaborate_results`` / ``_elaborate_g``). Drives ``busy``, ``done``,
+        ``cycles``, ``wait_cycles``, ``step_done``, ``steps_done``, ``g_used``, ``last_bank``, ``loss_plus``,
+        ``loss_minus``. Returns ``_Control``: the walk position of the word issued in this cycle."""
+        T, L, C = cfg.array.tiles, len(cfg.layers), cfg.array.cols
+        hidden_words = _hidden_words(cfg)
+        batch_ready, release = queue.batch_ready, queue.release
         op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2)
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
         wd_shift, wd_every = Signal.like(self.wd_shift), Signal.like(self.wd_every)
@@ -172,7 +275,9 @@ class NetEngine(ConfigComponent):
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
         word = Signal(range(max(cfg.weight_words, 2)))
-        j, o = Signal(range(max(l.inputs // C for l in cfg.layers) + 1)), Signal(range(max(l.outputs for l in cfg.layers) + 1))
+        # Amaranth's tracer cannot name these two (the generator inside the call): ``$signal`` in the Verilog
+        j, o = (Signal(range(max(l.inputs // C for l in cfg.layers) + 1)),
+                Signal(range(max(l.outputs for l in cfg.layers) + 1)))
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
@@ -290,28 +395,44 @@ class NetEngine(ConfigComponent):
                      issue.eq(running & (~perturbing | stream.valid)),
                      release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
                      clear_loss.eq(fsm.ongoing("BATCH") & batch_ready)]
+        return _Control(g, mode, margin, g_lr, g_shift, wd_shift, decay_on, updating, sign, tile, layer, word, j, o,
+                        o_word, o_lane, parity, perturbing, issue, wanting, row_done, last_layer, loss, clear_loss,
+                        g_formed)
 
-        # -- reads: the weight word at the issue; the activations (layer 0 from the batch bank, later
-        # layers from the hidden buffer) one cycle later, so they meet the registered weights at S2 ------
-        m.d.comb += [stream.en.eq(wanting), w_read.addr.eq(Mux(self.busy, word, self.w_addr))]
+    def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
+        """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
+        ``en``; the activation word one cycle later (address registered: layer 0 from the batch bank at the
+        head of the queue, later layers from the hidden buffer), so it meets the registered weights at S2."""
+        T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.inputs // cfg.array.cols
+        x_read, h_read = mem.x_read, mem.h_read
+        m.d.comb += [stream.en.eq(ctl.wanting), mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))]
         x_addr = Signal.like(x_read.addr)
-        m.d.sync += x_addr.eq((rp * T + tile) * J0 + j)
+        m.d.sync += x_addr.eq((queue.rp * T + ctl.tile) * J0 + ctl.j)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
-            m.d.sync += h_addr.eq(~layer[0] * hidden_words + j)
+            m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + ctl.j)
             m.d.comb += h_read.addr.eq(h_addr)
 
+    def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
+        """S1: registers the issued word's perturbation ``p`` (0 in plain inference), flags and tag; the weight
+        word leaves the memory (also ``w_rdata``). S2: registers the weight word, ``p`` and the flags, and
+        drives the array's inputs with ``sat(w + p)`` and the activation word (and the bias, ``_bias``).
+        Returns ``_Stage1``: the S1 registers and the S2 weight word ``w2`` the update reads."""
+        C, L = cfg.array.cols, len(cfg.layers)
+        tag_shape = tag_layout(cfg)
+        w_read, x_read, h_read = mem.w_read, mem.x_read, mem.h_read
+        word, layer, o = ctl.word, ctl.layer, ctl.o
         # -- S1: the weight word, the captured perturbation and the word's tag ---------------------------
         p = Signal(data.ArrayLayout(signed(STREAM_BITS), C))
         valid1, update1, first1, last1, layer0_1 = Signal(), Signal(), Signal(), Signal(), Signal()
         tag0, tag1 = Signal(tag_shape), Signal(tag_shape)
         addr1 = Signal.like(word)
-        m.d.comb += [tag0.hidden.eq(~last_layer), tag0.layer.eq(layer), tag0.o.eq(o), tag0.o_word.eq(o_word),
-                     tag0.o_lane.eq(o_lane), tag0.pas.eq(sign), tag0.tile.eq(tile)]
-        m.d.sync += [valid1.eq(issue), update1.eq(updating), first1.eq(j == 0), last1.eq(row_done),
+        m.d.comb += [tag0.hidden.eq(~ctl.last_layer), tag0.layer.eq(layer), tag0.o.eq(o), tag0.o_word.eq(ctl.o_word),
+                     tag0.o_lane.eq(ctl.o_lane), tag0.pas.eq(ctl.sign), tag0.tile.eq(ctl.tile)]
+        m.d.sync += [valid1.eq(ctl.issue), update1.eq(ctl.updating), first1.eq(ctl.j == 0), last1.eq(ctl.row_done),
                      layer0_1.eq(layer == 0), tag1.eq(tag0), addr1.eq(word),
-                     p.eq(Mux(perturbing, stream.lanes.as_value(), 0))]
+                     p.eq(Mux(ctl.perturbing, stream.lanes.as_value(), 0))]
         m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
@@ -325,33 +446,45 @@ class NetEngine(ConfigComponent):
                      pe.tag.eq(tag2.as_value()), pe.acts.eq(acts)]
         for c in range(C):
             m.d.comb += pe.weights[c].eq(saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX))
-        if has_bias:
+        if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o)
+        return _Stage1(p, valid1, update1, addr1, w2)
 
-        # -- update: S1 g * p, S2 round and the decay of the old word in ``w2``, S3 saturating subtract +
-        # write back. Weight decay (``wd_shift`` 1..7; 0 = off; on the updates ``decay_on`` picks): d = round_shift(w, s) =
-        # ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a
-        # fixed shift), subtracted with the step in the same saturating subtract.
+    def _elaborate_update(self, m, cfg, mem, ctl, s1):
+        """The update of an update pass: S1 ``g * p``, S2 round and the decay of the old word in ``w2``, S3
+        saturating subtract, written back in the same cycle (the host's ``w_*`` writes while idle).
+        Weight decay (``wd_shift`` 1..7; 0 = off; on the updates ``decay_on`` picks): d = round_shift(w, s) =
+        ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a fixed
+        shift), subtracted with the step in the same saturating subtract."""
+        C = cfg.array.cols
+        word, w2, p, wd_shift = ctl.word, s1.w2, s1.p, ctl.wd_shift
+        w_write = mem.w_write
         product_bits = G_BITS + STREAM_BITS
         products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
         steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
         decays = [Signal(signed(8), name=f"decay_{c}") for c in range(C)]
         old3 = Signal(int8_lanes(C))
         valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1),
+        m.d.sync += [valid2.eq(s1.valid1 & s1.update1), addr2.eq(s1.addr1),
                      valid3.eq(valid2), addr3.eq(addr2), old3.eq(w2)]
         wd_minus_1 = (wd_shift - 1)[:wd_shift.shape().width]
         for c in range(C):
-            m.d.sync += [products[c].eq(g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
-                         decays[c].eq(Mux((wd_shift == 0) | ~decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
+            m.d.sync += [products[c].eq(ctl.g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
+                         decays[c].eq(Mux((wd_shift == 0) | ~ctl.decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
-        host_write = self.w_we & ~self.busy
-        m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
-                     w_write.en.eq(valid3 | host_write)]
+        weight_write(m, w_write, self, valid3, addr3, new)
 
-        # -- array results: hidden layers -> requantise -> hidden buffer; last layer -> logits + loss -----
+    def _elaborate_results(self, m, cfg, pe, mem, queue, ctl):
+        """The array's results, ``NET_FORWARD_LATENCY`` cycles after a row's last word: a hidden layer's sums
+        requantised into a register, written one cycle later to its lane of the hidden buffer; the last
+        layer's sums into logit bank ``parity`` (this cycle) and the loss unit (``_loss_unit``: drives
+        ``ctl.loss`` ``LOSS_LATENCY`` cycles after the last logit)."""
+        R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
+        hidden_words = _hidden_words(cfg)
+        tag_shape = tag_layout(cfg)
+        h_write, l_write = mem.h_write, mem.l_write
         out_tag = Signal(tag_shape)
         m.d.comb += out_tag.eq(pe.out_tag)
         if L > 1:
@@ -371,20 +504,28 @@ class NetEngine(ConfigComponent):
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
             m.d.comb += h_write.en.eq(Mux(h_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
-        m.d.comb += logit_base.eq(((parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
+        m.d.comb += logit_base.eq(((ctl.parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
         m.d.comb += [l_write.addr.eq(logit_base), l_write.data.eq(pe.sums),
                      l_write.en.eq(pe.out_valid & ~out_tag.hidden)]
-        self._loss_unit(m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss)
+        self._loss_unit(m, cfg, pe, out_tag, mem.y_read, queue.rp, ctl.margin, ctl.loss, ctl.clear_loss)
 
-        # g from the two losses, ``G_LATENCY`` registers behind them (read in FORWARD_DRAIN's last cycle)
+    def _elaborate_g(self, m, ctl):
+        """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
+        sign or scaled; 0 in host mode), read by the controller in FORWARD_DRAIN's last cycle."""
+        loss, g_shift, g_lr, mode = ctl.loss, ctl.g_shift, ctl.g_lr, ctl.mode
         diff, half = Signal(signed(LOSS_BITS + 1)), Signal(unsigned(LOSS_BITS))
         m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
         scaled, sign_g = Signal(signed(LOSS_BITS + 2)), Signal(signed(G_BITS))
         m.d.sync += [scaled.eq((diff + half) >> g_shift), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
-        m.d.comb += g_formed.eq(Mux(mode == G_MODE_CODES["sign"], sign_g,
-                                    Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0)))
+        m.d.comb += ctl.g_formed.eq(Mux(mode == G_MODE_CODES["sign"], sign_g,
+                                        Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0)))
 
-        # -- host ports: batch writes into the free bank, logit reads ---------------------------------
+    def _elaborate_host_ports(self, m, cfg, mem, queue):
+        """The host's batch writes (``x_*``, ``y_*``) into bank ``write_bank`` while ``load_ready`` (written at
+        the clock edge), and its logit reads (``logit_*``: ``logit`` / ``logit_q`` ``LOGIT_READ_LATENCY``
+        cycles after the address)."""
+        R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.inputs // cfg.array.cols
+        wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
         m.d.comb += [x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
                      x_write.data.eq(self.x_wdata.as_value().replicate(R))]
         m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
@@ -395,7 +536,6 @@ class NetEngine(ConfigComponent):
         m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
                                    + self.logit_output)
         logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
-        return m
 
     def _bias(self, m, cfg, pe, layer, o):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
@@ -428,7 +568,8 @@ class NetEngine(ConfigComponent):
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         for r in range(R):
             z, is_label = z1[r], t1.o == y_read.data[r]
-            label_logit, best = Signal(signed(ACC_BITS), name=f"label_logit_{r}"), Signal(signed(ACC_BITS), name=f"best_other_{r}")
+            label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
+            best = Signal(signed(ACC_BITS), name=f"best_other_{r}")
             with m.If(v1 & is_label):
                 m.d.sync += label_logit.eq(z)
             with m.If(v1 & ~is_label & (first | (z > best))):

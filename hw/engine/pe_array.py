@@ -31,6 +31,11 @@ PE_LATENCY = 4
 """Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
 
 
+def index_bits(count: int) -> int:
+    """Bits of an index into ``count`` items (at least 1): the engines' address and index ports."""
+    return max(1, (count - 1).bit_length())
+
+
 def int8_lanes(count: int) -> data.ArrayLayout:
     return data.ArrayLayout(signed(8), count)
 
@@ -103,6 +108,14 @@ def logit_read(m, row_data, row, shift, logit, logit_q):
         m.d.sync += reg.eq(delayed)
         delayed = reg
     m.d.comb += logit.eq(delayed)
+
+
+def weight_write(m, port, engine, valid, addr, word):
+    """The weight memory's write port: the update's ``word`` to ``addr`` while ``valid``, else the host's
+    ``engine.w_*`` write while ``engine`` is idle (``w_we``)."""
+    host_write = engine.w_we & ~engine.busy
+    m.d.comb += [port.addr.eq(Mux(valid, addr, engine.w_addr)), port.data.eq(Mux(valid, word, engine.w_wdata)),
+                 port.en.eq(valid | host_write)]
 
 
 @dataclass(frozen=True)

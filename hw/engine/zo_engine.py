@@ -38,16 +38,12 @@ from pezo.golden.engine.zo_engine import G_BITS, G_FRAC_BITS, UPDATE_LATENCY, FO
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, int8_lanes,
-                                     logit_read, saturate, tag_bits)
+from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, index_bits,
+                                     int8_lanes, logit_read, saturate, tag_bits, weight_write)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
 assert FORWARD_LATENCY == 1 + PE_LATENCY, "golden.engine.zo_engine.FORWARD_LATENCY must match the pipeline"
-
-
-def _bits(count: int) -> int:
-    return max(1, (count - 1).bit_length())
 
 
 class ZOEngine(ConfigComponent):
@@ -60,12 +56,13 @@ class ZOEngine(ConfigComponent):
             return {
                 "start": In(1), "op": In(2), "g": In(signed(G_BITS)),
                 "busy": Out(1), "done": Out(1), "cycles": Out(32),
-                "w_addr": In(unsigned(_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_addr": In(unsigned(index_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
                 "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
-                "x_example": In(unsigned(_bits(cfg.array.batch))), "x_word": In(unsigned(_bits(cfg.words_per_output))),
+                "x_example": In(unsigned(index_bits(cfg.array.batch))),
+                "x_word": In(unsigned(index_bits(cfg.words_per_output))),
                 "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
-                "logit_pass": In(1), "logit_example": In(unsigned(_bits(cfg.array.batch))),
-                "logit_output": In(unsigned(_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit_pass": In(1), "logit_example": In(unsigned(index_bits(cfg.array.batch))),
+                "logit_output": In(unsigned(index_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
                 "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
             }
 
@@ -169,9 +166,7 @@ class ZOEngine(ConfigComponent):
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c], WEIGHT_MIN, WEIGHT_MAX))
-        host_write = self.w_we & ~self.busy
-        m.d.comb += [w_write.addr.eq(Mux(valid3, addr3, self.w_addr)), w_write.data.eq(Mux(valid3, new, self.w_wdata)),
-                     w_write.en.eq(valid3 | host_write)]
+        weight_write(m, w_write, self, valid3, addr3, new)
 
         # -- activations (host writes) and logits (array writes, host reads) ----------------------
         m.d.comb += [x_write.addr.eq((self.x_example // R) * J + self.x_word),

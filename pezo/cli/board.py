@@ -172,9 +172,9 @@ def engine_build_config(args):
 
 def run_vivado(vivado: str, out: Path) -> dict:
     """Run ``build_top.sh`` (Vivado at ``vivado``) in the committed build directory ``out``; its files join pezo's
-    manifest (``--force`` may replace them later); the run's utilisation (``boards.vivado.read_vivado_run``).
+    manifest (``--force`` may replace them later); the run's utilisation (``boards.flow.vivado.read_vivado_run``).
     RuntimeError when Vivado fails."""
-    from pezo.boards.vivado import read_vivado_run
+    from pezo.boards.flow.vivado import read_vivado_run
     from pezo.cli.output import record_output
 
     print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
@@ -221,7 +221,7 @@ def cmd_report_board(args, strategy: str) -> int:
     """``pezo report --strategy engine-S --unit board [--net N]``: Yosys resources of the engine top of the
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
-    from pezo.boards.board_report import RESOURCE_KEYS, board_report
+    from pezo.boards.flow.report import RESOURCE_KEYS, board_report
     from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.nets import net_config

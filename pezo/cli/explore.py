@@ -1,4 +1,4 @@
-"""``pezo explore``: the design-space explorer of ``pezo.boards.explore`` (Optuna study on SQLite, trials on the
+"""``pezo explore``: the design-space explorer of ``pezo.boards.flow.explore`` (Optuna study on SQLite, trials on the
 executor of ``--jobs`` / ``--scheduler``), its Pareto front as md / CSV / JSON and a PNG in ``--out``.
 
 Every input is checked before anything is written or started (one ``pezo: error:`` line naming the option;
@@ -131,7 +131,7 @@ def _storage(args, out: Path) -> Storage:
 
 def _check(args):
     """Every option, before any work: (setting, space, Storage, out)."""
-    from pezo.boards.explore import DEFAULT_SPACE, SAMPLERS, Setting, SpaceError, check_objectives, load_space
+    from pezo.boards.flow.explore import DEFAULT_SPACE, SAMPLERS, Setting, SpaceError, check_objectives, load_space
     from pezo.golden.methods.base import MethodConfig
     from pezo.golden.methods.tasks import all_tasks
 
@@ -207,7 +207,7 @@ def _keep_finished_trials(study_file: Path, out: Path, what: dict) -> None:
 
 def cmd_explore(args) -> int:
     """Run (or resume) the study to ``--trials`` finished trials; write and print its Pareto front."""
-    from pezo.boards.explore import StudyMismatch, default_study_name, open_study, run_study, write_outputs
+    from pezo.boards.flow.explore import StudyMismatch, default_study_name, open_study, run_study, write_outputs
 
     setting, space, storage, out = _check(args)
     name = args.study or default_study_name(setting, space)
@@ -225,7 +225,7 @@ def cmd_explore(args) -> int:
             study = open_study(url, name, setting, space, args.sampler)
         except StudyMismatch as exc:
             raise CLIError(f"--study: {exc}") from None
-        from pezo.boards.explore import finished
+        from pezo.boards.flow.explore import finished
 
         before = finished(study)
         bar = None
@@ -268,7 +268,7 @@ def cmd_explore(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    from pezo.boards.explore import DEFAULT_OBJECTIVES, OBJECTIVES, SAMPLERS, SPACE_KEYS
+    from pezo.boards.flow.explore import DEFAULT_OBJECTIVES, OBJECTIVES, SAMPLERS, SPACE_KEYS
 
     p = sub.add_parser("explore", help="design-space explorer: accuracy x LUT/FF/BRAM x power x cycles of "
                        "perturbation configurations, a Pareto front (Optuna on SQLite, trials on Dask)",

@@ -25,7 +25,7 @@ def _given(args) -> list[str]:
 def _config(args, unit: str | None = None) -> PerturbConfig:
     """The config of the generator options (defaults filled in), checked against the unit and for options
     that do not apply to the strategy (one error line naming the field)."""
-    from pezo.boards.report import check_unit
+    from pezo.boards.flow.report import check_unit
 
     fields = {f: getattr(args, f) for f in GENERATOR_FIELDS if getattr(args, f, None) is not None}
     strategy = fields.get("strategy", "otf")
@@ -81,7 +81,7 @@ def _add_generator_args(p: argparse.ArgumentParser, unit: bool = True, engine: b
 
 
 def _design_name(config: PerturbConfig, unit: str) -> str:
-    from pezo.boards.comparison import Design
+    from pezo.boards.flow.comparison_rows import Design
 
     return Design(config, unit).name
 

@@ -1,6 +1,6 @@
 """The hardware commands: ``pezo build``, ``report`` (``cli.report``), ``power``, ``verilog`` and ``simulate``.
 
-``pezo.boards.*`` (except ``boards.vivado``), ``pezo.sim.*`` and ``pezo.hw.*`` import Amaranth (about
+``pezo.boards.*`` (except ``boards.flow.vivado``), ``pezo.sim.*`` and ``pezo.hw.*`` import Amaranth (about
 0.1 s each time a process starts), and tqdm takes 20 ms: they are imported inside the commands that use
 them, so ``pezo --help`` and the training commands do not pay for them.
 """
@@ -23,7 +23,7 @@ from pezo.cli.report import add_report_parser
 DEFAULT_BUILD_OUT = Path("build")
 
 def cmd_verilog(args) -> int:
-    from pezo.boards.report import generator_verilog
+    from pezo.boards.flow.report import generator_verilog
 
     args.unit = args.unit or "generator"
     config = _config(args)
@@ -119,7 +119,7 @@ def cmd_simulate(args) -> int:
 
     args.unit = args.unit or "generator"
     if args.unit == "host":
-        raise CLIError("--unit host is simulated by the test suite (tests/test_host.py); pezo simulate runs "
+        raise CLIError("--unit host is simulated by the test suite (tests/hw/test_host.py); pezo simulate runs "
                        "the generator, stream and scale benches")
     config = _config(args)
     bench = {"stream": "stream", "scale": "scale"}.get(args.unit) or strategy(config.strategy).bench
@@ -156,8 +156,8 @@ testbench instance that ``pezo build --saif``'s ``read_saif -strip_path pezo_pow
 
 def cmd_power(args) -> int:
     """The stream unit's switching-activity proxy (relative, not watts) and optionally its SAIF."""
-    from pezo.boards.comparison import ACTIVITY_DIM
-    from pezo.boards.power import NOTE, power_proxy
+    from pezo.boards.flow.comparison_rows import ACTIVITY_DIM
+    from pezo.boards.flow.power import NOTE, power_proxy
 
     if args.rewind:
         raise CLIError("--rewind does not apply to pezo power: the perturbation stream always rewinds")

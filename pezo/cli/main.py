@@ -84,8 +84,8 @@ def main(argv=None) -> int:
         return 130
     except Exception as exc:  # tool failures: one line, not a traceback
         quiet_unbuilt_designs()
-        # boards.synth (Amaranth) and lm.minilm (SciPy) cost 0.1-0.2 s to import: only when something failed
-        from pezo.boards.synth import SynthesisError
+        # boards.flow.synth (Amaranth) and lm.minilm (SciPy) cost 0.1-0.2 s to import: only when something failed
+        from pezo.boards.flow.synth import SynthesisError
         from pezo.golden.lm.minilm import ModelPackageMissing
 
         if isinstance(exc, (ModelPackageMissing, TaskDataMissing)):

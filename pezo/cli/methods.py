@@ -5,7 +5,7 @@ to ``cmd_train_method`` / ``cmd_sweep_methods`` when they apply.
 
 ``pezo train --method mezo`` on a text task is the golden trainer (``golden.zo.trainer``) exactly, its
 JSON plus ``"method": "mezo"``; every other method, and any method on a vision task, runs
-``golden.methods.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
+``golden.methods.registry.train_method`` (the same JSON keys plus ``method``, ``split``, ``memory_bytes``, ...).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def cmd_train_method(args) -> int:
 
 def cmd_sweep_methods(args) -> int:
     # the sweep runner pulls statistics / random / decimal: ~10 ms every pezo start-up, so only here
-    from pezo.golden.methods.sweep import run_methods, write_outputs
+    from pezo.golden.sweep.methods import run_methods, write_outputs
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:

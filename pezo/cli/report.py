@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pezo.boards.vivado import VivadoReportError
+from pezo.boards.flow.vivado import VivadoReportError
 from pezo.cli.args import CLIError, option_error
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
@@ -23,7 +23,7 @@ from pezo.golden.engine.zo_engine import EngineConfig
 
 
 def cmd_report(args) -> int:
-    from pezo.boards.report import ENGINE_STRATEGIES, is_report_cached, report
+    from pezo.boards.flow.report import ENGINE_STRATEGIES, is_report_cached, report
 
     if args.net and args.strategy not in ENGINE_STRATEGIES:
         raise CLIError(f"--net applies to --strategy {' or '.join(ENGINE_STRATEGIES)} only (the network engine)")
@@ -85,7 +85,7 @@ ENGINE_REPORT_FIELDS = {"seed": "seed", "eps_shift": "eps_shift", "rng_bits": "r
 
 def _report_engine(args) -> int:
     """Resources of the ZO engine (PE array + stream + controller) at its default size."""
-    from pezo.boards.report import ENGINE_STRATEGIES, engine_report
+    from pezo.boards.flow.report import ENGINE_STRATEGIES, engine_report
 
     strategy = ENGINE_STRATEGIES[args.strategy]
     other = [f for f in _given(args) if f != "strategy" and f not in ENGINE_REPORT_FIELDS]
@@ -129,7 +129,7 @@ def _report_engine(args) -> int:
 
 
 def _report_net_engine(config, args) -> int:
-    from pezo.boards.report import net_engine_report
+    from pezo.boards.flow.report import net_engine_report
 
     result = net_engine_report(config, use_cache=not args.no_cache)
     result.update(timing_keys(config, "engine", result["LUT"], args))
@@ -151,8 +151,8 @@ def _report_table(args) -> int:
     """Every strategy at its defaults: the Table-6-shaped comparison (+ JSON list, CSV, PNG, --out DIR)."""
     from tqdm import tqdm
 
-    from pezo.boards.comparison import (comparison_designs, comparison_rows, format_table, plot_resources,
-                                        vivado_row, write_csv, write_tables)
+    from pezo.boards.flow.comparison_rows import comparison_designs, comparison_rows, vivado_row
+    from pezo.boards.flow.comparison_table import format_table, plot_resources, write_csv, write_tables
 
     if args.timing_path:
         raise CLIError("--timing-path prints one design's critical path: give the design (--strategy, --unit, ...)")

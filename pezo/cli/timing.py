@@ -7,8 +7,8 @@ import sys
 
 
 def timing_keys(config, unit: str, luts: int, args) -> dict:
-    """The timing keys of one design (``boards.timing.unit_timing``; None each with --no-timing)."""
-    from pezo.boards.timing import TIMING_KEYS, is_timing_cached, unit_timing, unit_verilog
+    """The timing keys of one design (``boards.flow.timing.unit_timing``; None each with --no-timing)."""
+    from pezo.boards.flow.timing import TIMING_KEYS, is_timing_cached, unit_timing, unit_verilog
 
     if args.no_timing:
         return {k: None for k in TIMING_KEYS}

@@ -128,7 +128,7 @@ SWEEP_EXPERIMENTS_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max
 def cmd_sweep(args) -> int:
     """PeZO's Table 3 / Fig. 3 / Fig. 4 at small scale: runs, JSON, CSV, markdown and PNGs in --out."""
     # the sweep runner pulls statistics / random / decimal: ~10 ms every pezo start-up, so only here
-    from pezo.golden.zo.sweeps import EXPERIMENTS, run_sweep, write_outputs
+    from pezo.golden.sweep.experiments import EXPERIMENTS, run_sweep, write_outputs
 
     _warnings_to_stderr()
     _check_sweep_mode(args)

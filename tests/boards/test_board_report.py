@@ -1,10 +1,10 @@
-"""Yosys resources of the engine top (``boards.board_report``, ``pezo report --unit board``)."""
+"""Yosys resources of the engine top (``boards.flow.report.board_report``, ``pezo report --unit board``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pezo.boards.board_report import board_report
+from pezo.boards.flow.report import board_report
 from pezo.golden.engine.nets import net_config
 
 

@@ -1,4 +1,4 @@
-"""pezo.boards.explore and ``pezo explore``: the space and objective checks, pruning instead of crashing, the gcd
+"""pezo.boards.flow.explore and ``pezo explore``: the space and objective checks, pruning instead of crashing, the gcd
 traps kept, resume after an interrupt without repeating a finished trial, and the command end to end."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-import pezo.boards.explore as explore
-from pezo.boards.explore import (DEFAULT_SPACE, Setting, SpaceError, check_objectives, check_space, evaluate,
+import pezo.boards.flow.explore as explore
+from pezo.boards.flow.explore import (DEFAULT_SPACE, Setting, SpaceError, check_objectives, check_space, evaluate,
                                  open_study, run_study, trial_rows)
 from pezo.cli.main import main
 from pezo.executor import SERIAL
@@ -69,7 +69,7 @@ def _fake_report(config, unit="stream"):
 
 
 def test_gcd_traps_are_kept_and_marked(monkeypatch):
-    import pezo.boards.report as report
+    import pezo.boards.flow.report as report
 
     monkeypatch.setattr(report, "report", _fake_report)
     setting = Setting(steps=20)
@@ -191,8 +191,8 @@ def test_sigint_stops_explore_and_the_rerun_resumes(tmp_path):
 def test_cycles_and_power_objectives(monkeypatch):
     """cycles: the engine's cycle bound with C = the stream's lanes (a gaussian trial is pruned: no engine);
     power: the activity proxy per delivered value (faked here: the plumbing, not the simulation)."""
-    import pezo.boards.comparison as comparison
-    import pezo.boards.report as report
+    import pezo.boards.flow.comparison_rows as comparison
+    import pezo.boards.flow.report as report
     from pezo.golden.engine.nets import net_config
 
     monkeypatch.setattr(report, "report", _fake_report)

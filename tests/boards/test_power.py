@@ -1,11 +1,11 @@
-"""boards.power: the switching-activity proxy (toggle counting, net classes, SAIF, per-strategy runs)."""
+"""boards.flow.power: the switching-activity proxy (toggle counting, net classes, SAIF, per-strategy runs)."""
 
 import re
 
 import pytest
 
-from pezo.boards import power
-from pezo.boards.power import toggle_counts, write_saif
+from pezo.boards.flow import power
+from pezo.boards.flow.power import toggle_counts, write_saif
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import PerturbationStream, stream_lanes
 
@@ -230,7 +230,7 @@ def private_cache(monkeypatch, tmp_path):
 @pytest.mark.parametrize("name", list(SMALL))
 def test_stream_run_per_strategy(name, require_simulator, tmp_path, private_cache):
     require_simulator("icarus")
-    from pezo.boards.report import generator_verilog
+    from pezo.boards.flow.report import generator_verilog
 
     config = SMALL[name]
     verilog, top = generator_verilog(config, "stream")
@@ -286,7 +286,7 @@ def test_stream_run_per_strategy(name, require_simulator, tmp_path, private_cach
 @pytest.mark.rtl
 def test_power_proxy_deterministic_and_cached(require_simulator, private_cache, monkeypatch):
     require_simulator("icarus")
-    from pezo.boards import report as boards_report
+    from pezo.boards.flow import report as boards_report
 
     calls = []
 

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.boards.report import report
-from pezo.boards.synth import summarize
+from pezo.boards.flow.report import report
+from pezo.boards.flow.synth import summarize
 
 PEZO_SIZES = [(32, 14), (32, 8), (31, 8)]
 
@@ -74,7 +74,7 @@ POOL_CASES = {
 @pytest.mark.synth
 @pytest.mark.parametrize("name", POOL_CASES)
 def test_pool_is_block_ram_at_the_analytical_minimum(name):
-    from pezo.boards.report import pool_bram18_minimum
+    from pezo.boards.flow.estimates import pool_bram18_minimum
     config = POOL_CASES[name]
     r = report(config)
     assert r["RAMB18"] + 2 * r["RAMB36"] == pool_bram18_minimum(config), r["cells"]
@@ -83,7 +83,7 @@ def test_pool_is_block_ram_at_the_analytical_minimum(name):
 
 
 def test_pool_bram_minimum_formula():
-    from pezo.boards.report import pool_bram18_minimum
+    from pezo.boards.flow.estimates import pool_bram18_minimum
     assert pool_bram18_minimum(PerturbConfig()) == 8  # PeZO: 4096 x 12 over 8 BRAMs
     assert pool_bram18_minimum(PerturbConfig(lanes=16, banks=8)) == 8  # two read ports per RAMB18
     assert pool_bram18_minimum(PerturbConfig(lanes=32, banks=8)) == 16
@@ -100,7 +100,7 @@ def test_gaussian_array_scales_linearly_to_32_generators():
     assert one["FF"] == 127 and many["FF"] == 32 * 127  # the LFSR bits, nothing else
     assert many["LUT"] == pytest.approx(32 * one["LUT"], rel=0.02)
     assert many["extrapolated_1024"]["LUT"] == pytest.approx(1024 * one["LUT"], rel=0.02)
-    from pezo.boards.report import grng_lut_estimate
+    from pezo.boards.flow.estimates import grng_lut_estimate
     assert grng_lut_estimate() <= one["LUT"] <= 1.3 * grng_lut_estimate()  # 96 XOR + the adder tree
     assert many["BRAM"] == many["DSP"] == 0
 
@@ -119,7 +119,7 @@ def test_stream_units_keep_their_sources_intact():
     otf = report(PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64), unit="stream")
     assert otf["FF"] >= 2 * 32 * 14 and otf["BRAM"] >= 1  # array + shadow, and the scale LUT in BRAM
     pool = report(PerturbConfig(strategy="pregen"), unit="stream")
-    from pezo.boards.report import pool_bram18_minimum
+    from pezo.boards.flow.estimates import pool_bram18_minimum
     assert pool["RAMB18"] + 2 * pool["RAMB36"] == pool_bram18_minimum(PerturbConfig(strategy="pregen"))
     assert pool["LUTRAM"] == 0
 
@@ -134,7 +134,7 @@ def test_resources_have_not_drifted_from_the_committed_baseline():
     After an intended change: `pezo report --json --no-activity > tests/baseline/resources.json`."""
     import json
 
-    from pezo.boards.comparison import comparison_designs, comparison_rows
+    from pezo.boards.flow.comparison_rows import comparison_designs, comparison_rows
 
     baseline = json.loads(BASELINE.read_text())
     rows = {r["design"]: r for r in comparison_rows(comparison_designs())}

@@ -1,4 +1,4 @@
-"""boards.timing: ports of generated Verilog, the register-to-register wrapper, nextpnr-ecp5 Fmax, xcup logic
+"""boards.flow.timing: ports of generated Verilog, the register-to-register wrapper, nextpnr-ecp5 Fmax, xcup logic
 levels and the Vivado report_timing_summary parser (on a real public report)."""
 
 import re
@@ -12,7 +12,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.boards import timing
+from pezo.boards.flow import timing
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "vivado" / "xczu3eg_lpm_timing_summary_place.rpt"
 
@@ -139,7 +139,8 @@ def test_report_of_one_design_gains_the_timing_keys(capsys):
 
 @pytest.mark.synth
 def test_comparison_rows_carry_timing_and_the_timing_table():
-    from pezo.boards.comparison import Design, comparison_rows, format_table
+    from pezo.boards.flow.comparison_rows import Design, comparison_rows
+    from pezo.boards.flow.comparison_table import format_table
     from pezo.golden.config import PerturbConfig
     designs = [Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
     timed, = comparison_rows(designs, timing=True)

@@ -1,4 +1,4 @@
-"""boards.tools: YoWASP tool runs that concurrency cannot crash.
+"""boards.flow.tools: YoWASP tool runs that concurrency cannot crash.
 
 The failure (a fresh ``make run`` died with ``Yosys failed (exit -7)``): yowasp-runtime rewrites its compiled-module
 cache file in place while another process has it mapped. ``test_in_place_rewrite_kills_a_running_yosys`` reproduces
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pezo.boards import synth, tools
+from pezo.boards.flow import synth, tools
 from pezo.sim.runner import cache_dir
 
 # a 32 x 32 multiplier through synth + abc: 5-15 s of Yosys, long enough to rewrite the cache under it

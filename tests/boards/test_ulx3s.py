@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from pezo.boards import tools, ulx3s
+from pezo.boards import ulx3s
+from pezo.boards.flow import tools
 from pezo.cli.main import main
 
 

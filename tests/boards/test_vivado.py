@@ -1,4 +1,4 @@
-"""boards.vivado: Vivado report_utilization parsing and run-directory lookup, on real public reports.
+"""boards.flow.vivado: Vivado report_utilization parsing and run-directory lookup, on real public reports.
 
 Expected numbers were read off the fixtures by eye (tests/fixtures/vivado/SOURCES.md names their origin).
 """
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pezo.boards.vivado import VivadoReportError, find_utilization_report, parse_utilization, read_vivado_run
+from pezo.boards.flow.vivado import VivadoReportError, find_utilization_report, parse_utilization, read_vivado_run
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "vivado"
 ZU9EG = FIXTURES / "xczu9eg_fios2048_postroute.rpt"

@@ -106,11 +106,11 @@ BAD_INPUTS = [
 
 def test_one_seed_has_no_spread():
     """A table over one seed shows the value alone, never "± 0.0"; two seeds show mean ± std."""
-    from pezo.golden.methods import sweep as methods_sweep
-    from pezo.golden.zo import sweeps
+    from pezo.golden.sweep import experiments as sweeps
+    from pezo.golden.sweep.stats import percent_cell
 
-    assert sweeps._pct(0.5, 0.0, 1) == "50.0" and sweeps._pct(0.5, 0.01, 2) == "50.0 ± 1.0"
-    assert methods_sweep._pct(0.5, 0.0, 1) == "50.0" and methods_sweep._pct(None, None, 1) == "-"
+    assert percent_cell(0.5, 0.0, 1) == "50.0" and percent_cell(0.5, 0.01, 2) == "50.0 ± 1.0"
+    assert percent_cell(None, None, 1) == "-"
     row = {"experiment": "fig3", "label": "n=4", "family": "pezo-otf", "shots": 16, "seeds": [1],
            "test_accuracy_mean": 0.5, "test_accuracy_std": 0.0, "train_loss_end_mean": 0.7, "train_loss_end_std": 0.0,
            "distinct_perturbations": None}
@@ -228,7 +228,7 @@ def test_power_saif_is_not_overwritten_without_force(tmp_path, capsys):
 
 
 def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
-    import pezo.golden.methods.sweep as sweep
+    import pezo.golden.sweep.methods as sweep
 
     def failing(base, methods, tasks, seeds, executor=None, progress=True):
         real = original(base, methods, tasks, seeds, executor=executor, progress=progress)
@@ -286,7 +286,8 @@ def test_help_texts(command, needles, capsys):
 
 def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
     """make run's last lines: a few rows, the full tables' path and the next commands (not five wide tables)."""
-    import pezo.boards.comparison as comparison
+    import pezo.boards.flow.comparison_rows as comparison
+    import pezo.boards.flow.comparison_table as comparison_table
 
     rows = [dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
             for d, u, s, p in [("otf 32 x 14", "generator", "otf", 32), ("otf 32 x 8", "generator", "otf", 32),
@@ -294,7 +295,7 @@ def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
                                ("otf 32 x 14 stream", "stream", "otf", None),
                                ("ZO engine 8x8 INT8 + otf stream", "engine", "engine-otf", None)]]
     monkeypatch.setattr(comparison, "comparison_rows", lambda designs, **kw: rows)
-    monkeypatch.setattr(comparison, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
+    monkeypatch.setattr(comparison_table, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
     code, out, _ = run(["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out",
                         str(tmp_path / "my report")], capsys)
     lines = out.splitlines()
@@ -318,7 +319,7 @@ def test_build_hint_quotes_paths_and_names_the_pezo_that_runs(tmp_path, capsys, 
 def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from pezo.boards.comparison import plot_resources
+    from pezo.boards.flow.comparison_table import plot_resources
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from pezo.boards import explore
+from pezo.boards.flow import explore
 from pezo.golden.config import MAX_RNGS, RNG_BITS_RANGE
 
 from pezo.cli.main import main
@@ -200,7 +200,7 @@ def test_accuracy_is_shown_in_percent_everywhere_a_person_reads_it(tmp_path, mon
 
 def test_the_objective_is_validation_accuracy_and_test_is_reported_beside_it(monkeypatch):
     """evaluate optimises the run's best validation accuracy (held-out split), never its test accuracy."""
-    from pezo.boards import report
+    from pezo.boards.flow import report
     from pezo.golden.methods import registry
 
     runs = []

@@ -52,7 +52,7 @@ FORCE_COMMANDS = [
 @pytest.mark.parametrize("argv", FORCE_COMMANDS, ids=[" ".join(a[:3]) for a in FORCE_COMMANDS])
 def test_force_never_deletes_a_git_repository(argv, tmp_path, capsys, monkeypatch):
     """The repro: pezo verilog --out DIR --force on a git checkout deleted .git and main.py."""
-    from pezo.boards import explore
+    from pezo.boards.flow import explore
 
     monkeypatch.setattr(explore, "evaluate", lambda job: pytest.fail("a trial ran"))
     monkeypatch.chdir(tmp_path)
@@ -263,7 +263,7 @@ def test_the_options_still_work_where_they_apply():
 
 def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
     """pezo report --out DIR --no-cache read the cache anyway: each design's job now carries use_cache."""
-    from pezo.boards import comparison
+    from pezo.boards.flow import comparison_rows as comparison
 
     jobs = []
     monkeypatch.setattr(comparison, "_design_rows", lambda job: jobs.append(job) or [])
@@ -276,8 +276,8 @@ def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
 
 
 def test_no_cache_reaches_synthesis_place_and_route_and_activity(monkeypatch):
-    from pezo.boards import comparison
-    from pezo.boards.timing import TIMING_KEYS
+    from pezo.boards.flow import comparison_rows as comparison
+    from pezo.boards.flow.timing import TIMING_KEYS
 
     seen = []
 

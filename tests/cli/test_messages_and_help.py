@@ -270,8 +270,8 @@ def test_resources_figure_writes_zero_and_not_reported_apart_from_values(tmp_pat
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from pezo.boards.comparison import plot_resources
-    from pezo.boards.report import PEZO_TABLE6
+    from pezo.boards.flow.comparison_table import plot_resources
+    from pezo.boards.flow.comparison_rows import PEZO_TABLE6
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
@@ -309,7 +309,7 @@ def test_build_writes_no_placeholder_debug_verilog(design, tmp_path, capsys):
 
 
 def test_report_json_prints_its_progress_note_on_stderr(capsys, monkeypatch):
-    import pezo.boards.report as report
+    import pezo.boards.flow.report as report
 
     monkeypatch.setattr(report, "is_report_cached", lambda config, unit: False)
     monkeypatch.setattr(report, "report", lambda config, use_cache=True, unit="generator": {"LUT": 33, "FF": 453})

@@ -1,4 +1,4 @@
-"""golden.data: the offline Rotten Tomatoes and BBC News tasks and their few-shot splits."""
+"""golden.lm.data: the offline Rotten Tomatoes and BBC News tasks and their few-shot splits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The perturbation-family samplers (``golden.families``): the interface contract, the moments, equality
-with the hardware stream's order (``golden.perturb.PerturbationStream``), PeZO's Eq. 3-5 norm
+"""The perturbation-family samplers (``golden.zo.families``): the interface contract, the moments, equality
+with the hardware stream's order (``golden.rng.perturb.PerturbationStream``), PeZO's Eq. 3-5 norm
 matching, and the parameter policy."""
 
 import json

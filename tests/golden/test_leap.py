@@ -138,7 +138,7 @@ def test_leap_feedback_is_the_flat_k_step_map(bits, leap):
 
 def test_report_budget_counts_the_leap_xors():
     """The otf budget: one LUT per LFSR at leap 1 (PeZO's physical limit), the flat XOR trees beyond."""
-    from pezo.boards.report import budget, lfsr_luts
+    from pezo.boards.flow.estimates import budget, lfsr_luts
 
     assert lfsr_luts(14, 1) == lfsr_luts(8, 1) == 1
     assert lfsr_luts(14, 5) == 5 and lfsr_luts(8, 8) == 8 and lfsr_luts(14, 14) == 22

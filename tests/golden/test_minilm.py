@@ -1,4 +1,4 @@
-"""golden.minilm against a transformers reference (tests/fixtures/minilm), and its read-order contract."""
+"""golden.lm.minilm against a transformers reference (tests/fixtures/minilm), and its read-order contract."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""golden.niti: the ElasticZO-INT8 / NITI integer primitives on hand-worked cases, corners and float references."""
+"""golden.methods.niti: the ElasticZO-INT8 / NITI integer primitives on hand-worked cases, corners and float
+references."""
 
 from decimal import Decimal, getcontext
 

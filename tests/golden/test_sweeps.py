@@ -1,6 +1,6 @@
-"""The Table 3 analogue's aggregation and table (``golden.zo.sweeps``) on synthetic runs: no model needed."""
+"""The Table 3 analogue's aggregation and table (``golden.sweep.experiments``) on synthetic runs: no model needed."""
 
-from pezo.golden.zo import sweeps
+from pezo.golden.sweep import experiments as sweeps
 from pezo.golden.zo.trainer import TrainConfig
 
 

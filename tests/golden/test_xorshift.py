@@ -1,4 +1,4 @@
-"""XORShift32 (13, 17, 5) and its Rademacher sampler (``golden.xorshift``): the Poor Man's paper's
+"""XORShift32 (13, 17, 5) and its Rademacher sampler (``golden.methods.xorshift``): the Poor Man's paper's
 Appendix C test vectors, the vectorised generator against the plain loop, the GF(2) jump-ahead, and
 the Sampler contract."""
 

@@ -1,4 +1,4 @@
-"""Monte Carlo checks of ZO estimator geometry (``golden.zo_checks``) against the digests' numbers:
+"""Monte Carlo checks of ZO estimator geometry (``golden.methods.checks``) against the digests' numbers:
 Poor Man's Eq. 8 norm inflation (Q + d - 1)/Q and cosine sqrt(Q/(Q + d - 1)) (digest-poormans.md
 sections 6.1 and 17.2), and Stepping Forward's sign-SPSA expectation sqrt(2/pi) (digest-steppingforward.md
 sections 1.3 and 4.2). Seeds are fixed, so every test is deterministic; the tolerances are several

@@ -160,7 +160,7 @@ def test_engine_commands_reject_bad_input_with_one_line(argv, message, capsys):
 @pytest.mark.synth
 @pytest.mark.slow
 def test_engine_synthesises_to_one_dsp_per_mac_and_the_estimated_brams():
-    from pezo.boards.report import engine_report
+    from pezo.boards.flow.report import engine_report
 
     r = engine_report(EngineConfig().replace(strategy="pregen"))
     assert r["DSP"] == r["analytical_DSP"] == 64 + 8

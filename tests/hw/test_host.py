@@ -2,13 +2,12 @@
 with cocotbext-axi's AxiLiteMaster on Icarus and Verilator (every read and response vs golden)."""
 
 import pytest
-from amaranth.hdl import ClockDomain, Module
-from amaranth.sim import Simulator
 
 from pezo.golden.config import PerturbConfig
 from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, RESP_OKAY,
                          RESP_SLVERR, RESULT_BASE, STATUS_DONE, Register, StreamHost, addr_width, register_map)
 from pezo.golden.rng.perturb import PerturbationStream
+from pezo.sim.amaranth_sim import simulate
 from pezo.sim.runner import SIMULATORS, run_host
 
 
@@ -105,9 +104,6 @@ def test_amaranth_sim_host_matches_golden(strategy):
     config = SMALL[strategy]
     dut = HWHost(config)
     model = StreamHost(config)
-    top = Module()
-    top.submodules.dut = dut
-    top.domains.sync = ClockDomain("sync")
     checked = []
 
     async def testbench(ctx):
@@ -138,10 +134,7 @@ def test_amaranth_sim_host_matches_golden(strategy):
                 for addr in [SUM, STEP] + [RESULT_BASE + 4 * i for i in range(model.lanes)]:
                     await read(addr)
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     assert len(checked) == 6 + 6 * (2 + model.lanes)
 
 

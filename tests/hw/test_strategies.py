@@ -4,8 +4,8 @@ stream unit, the benches and the reports."""
 import pytest
 from amaranth.lib import wiring
 
-from pezo.boards.comparison import Design
-from pezo.boards.report import ENGINE_STRATEGIES, top_name, unit_component
+from pezo.boards.flow.comparison_rows import Design
+from pezo.boards.flow.report import ENGINE_STRATEGIES, top_name, unit_component
 from pezo.golden import config as golden_config
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES as GOLDEN_ENGINE_STRATEGIES
