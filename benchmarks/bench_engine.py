@@ -28,8 +28,23 @@ from pezo.golden.zo.int8_head import Int8TrainConfig  # noqa: E402
 from pezo.sim.amaranth_sim import run_engine_host  # noqa: E402
 from pezo.sim.engine_host import zo_training  # noqa: E402
 
-COLUMNS = ("shape", "strategy", "rows", "cols", "macs", "cycles_per_step", "cycle_bound", "cycle_ratio",
-           "mac_utilisation", "LUT", "FF", "BRAM36", "DSP", "analytical_DSP", "analytical_BRAM36")
+COLUMNS = (
+    "shape",
+    "strategy",
+    "rows",
+    "cols",
+    "macs",
+    "cycles_per_step",
+    "cycle_bound",
+    "cycle_ratio",
+    "mac_utilisation",
+    "LUT",
+    "FF",
+    "BRAM36",
+    "DSP",
+    "analytical_DSP",
+    "analytical_BRAM36",
+)
 
 
 def measure(cfg: EngineConfig, steps: int = 2) -> dict:
@@ -41,16 +56,23 @@ def measure(cfg: EngineConfig, steps: int = 2) -> dict:
         raise AssertionError(f"{cfg}: RTL differs from golden: {result['mismatches']}")
     r = engine_report(cfg)
     cycles = result["cycles_per_step"]
-    return {"shape": f"{cfg.array.rows}x{cfg.array.cols}", "strategy": cfg.stream.strategy, "rows": cfg.array.rows,
-            "cols": cfg.array.cols,
-            "macs": cfg.array.macs, "cycles_per_step": cycles, "cycle_bound": cfg.cycle_bound(),
-            "cycle_ratio": round(cycles / cfg.cycle_bound(), 4),
-            "mac_utilisation": round(cfg.useful_mac_cycles() / cycles, 4),
-            **{k: r[k] for k in ("LUT", "FF", "BRAM36", "DSP", "analytical_DSP", "analytical_BRAM36")}}
+    return {
+        "shape": f"{cfg.array.rows}x{cfg.array.cols}",
+        "strategy": cfg.stream.strategy,
+        "rows": cfg.array.rows,
+        "cols": cfg.array.cols,
+        "macs": cfg.array.macs,
+        "cycles_per_step": cycles,
+        "cycle_bound": cfg.cycle_bound(),
+        "cycle_ratio": round(cycles / cfg.cycle_bound(), 4),
+        "mac_utilisation": round(cfg.useful_mac_cycles() / cycles, 4),
+        **{k: r[k] for k in ("LUT", "FF", "BRAM36", "DSP", "analytical_DSP", "analytical_BRAM36")},
+    }
 
 
 def plot(rows, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -89,9 +111,11 @@ def main(argv=None) -> int:
         writer.writerows(rows)
     lines = ["| shape | MACs | cycles/step | bound | ratio | MAC util. | LUT | FF | BRAM36 | DSP |", "|" + "---|" * 10]
     for r in rows:
-        lines.append(f"| {r['shape']} | {r['macs']} | {r['cycles_per_step']:.0f} | {r['cycle_bound']} | "
-                     f"{r['cycle_ratio']:.3f} | {100 * r['mac_utilisation']:.1f}% | {r['LUT']} | {r['FF']} | "
-                     f"{r['BRAM36']:g} | {r['DSP']} |")
+        lines.append(
+            f"| {r['shape']} | {r['macs']} | {r['cycles_per_step']:.0f} | {r['cycle_bound']} | "
+            f"{r['cycle_ratio']:.3f} | {100 * r['mac_utilisation']:.1f}% | {r['LUT']} | {r['FF']} | "
+            f"{r['BRAM36']:g} | {r['DSP']} |"
+        )
     (args.out / "shapes.md").write_text("\n".join(lines) + "\n")
     plot(rows, args.out / "shapes.png")
     print("\n".join(lines))

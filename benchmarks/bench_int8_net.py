@@ -21,8 +21,8 @@ Per net and seed (``pezo.golden.zo.int8_net``):
 
 Every method gets the same number of steps (two forward passes each) and the same batch. Each run's
 summary is cached in ``--out/runs/`` (``--force`` re-runs; ``--cached-only`` runs nothing and tabulates the
-cached runs, naming the missing ones; a mean row says over how many seeds). Writes ``accuracy.{md,json,csv}`` (one row per
-run, means per net and method), ``curves-<net>.png`` (validation accuracy against forward passes, mean
+cached runs, naming the missing ones; a mean row says over how many seeds). Writes ``accuracy.{md,json,csv}`` (one row
+per run, means per net and method), ``curves-<net>.png`` (validation accuracy against forward passes, mean
 over seeds with the min-max band) and ``speed.{md,json}`` (seconds per step, INT8 engine vs float MeZO).
 """
 
@@ -39,26 +39,47 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pezo.golden.engine.nets import NETS  # noqa: E402
 from pezo.golden.methods.base import MethodConfig  # noqa: E402
 from pezo.golden.methods.nets import init_mlp  # noqa: E402
 from pezo.golden.methods.registry import train_method  # noqa: E402
 from pezo.golden.methods.tasks import Task, digits_split  # noqa: E402
-from pezo.golden.engine.nets import NETS  # noqa: E402
-from pezo.golden.zo.float_reference import (FLOAT_TUNED, FloatMeZOConfig, float_mlp_backprop,  # noqa: E402
-                                            train_float_mezo)
+from pezo.golden.zo.float_reference import (
+    FLOAT_TUNED,
+    FloatMeZOConfig,
+    float_mlp_backprop,  # noqa: E402
+    train_float_mezo,
+)
 from pezo.golden.zo.int8_net import TUNED, TUNED_WD, NetTrainConfig, train_int8_net  # noqa: E402
-from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
 from pezo.golden.zo.net_data import digits_split as net_digits_split  # noqa: E402
+from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
 
 METHODS = ("int8", "int8-wd", "int8-pregen", "int8-host", "float-mezo", "elasticzo-int8")
-LABELS = {"int8": "INT8 engine, on-chip loss (otf)", "int8-wd": "INT8 engine, on-chip loss + weight decay (otf)",
-          "int8-pregen": "INT8 engine, on-chip loss (pregen)",
-          "int8-host": "INT8 engine, host CE g (otf)", "float-mezo": "golden float MeZO (float32)",
-          "elasticzo-int8": "ElasticZO-INT8 Full ZO"}
+LABELS = {
+    "int8": "INT8 engine, on-chip loss (otf)",
+    "int8-wd": "INT8 engine, on-chip loss + weight decay (otf)",
+    "int8-pregen": "INT8 engine, on-chip loss (pregen)",
+    "int8-host": "INT8 engine, host CE g (otf)",
+    "float-mezo": "golden float MeZO (float32)",
+    "elasticzo-int8": "ElasticZO-INT8 Full ZO",
+}
 SPOT_CHECK = {"int8-pregen", "int8-host"}  # seed 1 only
-COLUMNS = ("net", "method", "seed", "steps", "batch", "forward_passes", "start_accuracy", "test_accuracy",
-           "final_test_accuracy", "best_step", "best_val_accuracy", "float_probe_test_accuracy",
-           "float_mlp_backprop_test_accuracy", "seconds_per_step")
+COLUMNS = (
+    "net",
+    "method",
+    "seed",
+    "steps",
+    "batch",
+    "forward_passes",
+    "start_accuracy",
+    "test_accuracy",
+    "final_test_accuracy",
+    "best_step",
+    "best_val_accuracy",
+    "float_probe_test_accuracy",
+    "float_mlp_backprop_test_accuracy",
+    "seconds_per_step",
+)
 
 
 def int8_config(net: str, method: str, seed: int, steps: int | None) -> NetTrainConfig:
@@ -76,17 +97,44 @@ def elasticzo_run(net: str, seed: int, steps: int, batch: int, eval_every: int) 
     """ElasticZO-INT8 Full ZO (``golden.methods``) on the net's MLP shape and data."""
     if net == "digits-mlp":
         assert all(np.array_equal(a, b) for a, b in zip(digits_split(seed), net_digits_split(seed)))
-        config = MethodConfig(method="elasticzo-int8", task="digits", seed=seed, steps=steps, batch_size=batch,
-                              split="full-zo", hidden=(32, 32), eval_every=eval_every)
+        config = MethodConfig(
+            method="elasticzo-int8",
+            task="digits",
+            seed=seed,
+            steps=steps,
+            batch_size=batch,
+            split="full-zo",
+            hidden=(32, 32),
+            eval_every=eval_every,
+        )
         return train_method(config)
     base = TUNED[net].replace(seed=seed)
     data = load_data(base)
     sizes = (384, 64, 2) if net == "rt-mlp" else (384, 2)
     fx = {n: data.float_x[n].astype(np.float32) for n in ("train", "val", "test")}
-    task = Task("rotten_tomatoes", sizes, fx["train"], data.y["train"], fx["val"], data.y["val"], fx["test"],
-                data.y["test"], start=init_mlp(sizes, seed), info={"data": "int8_net rt data (float embeddings)"})
-    config = MethodConfig(method="elasticzo-int8", task="rotten_tomatoes", seed=seed, steps=steps, batch_size=batch,
-                          split="full-zo", hidden=sizes[1:-1], shots=base.shots, eval_every=eval_every)
+    task = Task(
+        "rotten_tomatoes",
+        sizes,
+        fx["train"],
+        data.y["train"],
+        fx["val"],
+        data.y["val"],
+        fx["test"],
+        data.y["test"],
+        start=init_mlp(sizes, seed),
+        info={"data": "int8_net rt data (float embeddings)"},
+    )
+    config = MethodConfig(
+        method="elasticzo-int8",
+        task="rotten_tomatoes",
+        seed=seed,
+        steps=steps,
+        batch_size=batch,
+        split="full-zo",
+        hidden=sizes[1:-1],
+        shots=base.shots,
+        eval_every=eval_every,
+    )
     return train_method(config, task=task)
 
 
@@ -116,8 +164,15 @@ def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: b
         r = train_int8_net(int8_config(net, method, seed, steps))
     elif method == "float-mezo":
         fcfg = FLOAT_TUNED[net]
-        fcfg = FloatMeZOConfig(**{**fcfg.to_dict(), "seed": seed, "steps": cfg.steps, "batch": cfg.array.batch,
-                                  "eval_every": cfg.eval_every})
+        fcfg = FloatMeZOConfig(
+            **{
+                **fcfg.to_dict(),
+                "seed": seed,
+                "steps": cfg.steps,
+                "batch": cfg.array.batch,
+                "eval_every": cfg.eval_every,
+            }
+        )
         r = train_float_mezo(fcfg)
     else:
         r = elasticzo_run(net, seed, cfg.steps, cfg.array.batch, cfg.eval_every)
@@ -125,7 +180,9 @@ def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: b
         r["batch"] = cfg.array.batch
     r.setdefault("batch", cfg.array.batch)
     if net != "digits-mlp":
-        r.setdefault("float_probe_test_accuracy", float_probe(load_data(cfg.replace(seed=seed)))["float_probe_test_accuracy"])
+        r.setdefault(
+            "float_probe_test_accuracy", float_probe(load_data(cfg.replace(seed=seed)))["float_probe_test_accuracy"]
+        )
     r["wall_seconds"] = time.perf_counter() - t0
     r["method_name"] = method
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,8 +193,14 @@ def run(net: str, method: str, seed: int, steps: int | None, out: Path, force: b
 def row(net: str, method: str, r: dict) -> dict:
     out = {k: r.get(k) for k in COLUMNS}
     out.update(net=net, method=method, batch=r.get("batch"))
-    for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "best_val_accuracy",
-              "float_probe_test_accuracy", "float_mlp_backprop_test_accuracy"):
+    for k in (
+        "start_accuracy",
+        "test_accuracy",
+        "final_test_accuracy",
+        "best_val_accuracy",
+        "float_probe_test_accuracy",
+        "float_mlp_backprop_test_accuracy",
+    ):
         if out[k] is not None:
             out[k] = round(float(out[k]), 4)
     if out["seconds_per_step"] is not None:
@@ -147,6 +210,7 @@ def row(net: str, method: str, r: dict) -> dict:
 
 def plot(net: str, runs: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -155,16 +219,22 @@ def plot(net: str, runs: dict, path: Path) -> None:
         if not rs:
             continue
         xs = [c["forward_passes"] for c in rs[0]["curve"]]
-        ys = np.array([[c["val_accuracy"] for c in r["curve"]][:len(xs)] for r in rs if len(r["curve"]) >= len(xs)])
-        line, = ax.plot(xs, ys.mean(axis=0), label=f"{LABELS[method]} ({len(ys)} seed{'s' * (len(ys) > 1)})")
+        ys = np.array([[c["val_accuracy"] for c in r["curve"]][: len(xs)] for r in rs if len(r["curve"]) >= len(xs)])
+        (line,) = ax.plot(xs, ys.mean(axis=0), label=f"{LABELS[method]} ({len(ys)} seed{'s' * (len(ys) > 1)})")
         if len(ys) > 1:
             ax.fill_between(xs, ys.min(axis=0), ys.max(axis=0), color=line.get_color(), alpha=0.15)
-    probe = [r.get("float_probe_test_accuracy") for rs in runs.values() for r in rs if r.get("float_probe_test_accuracy")]
+    probe = [
+        r.get("float_probe_test_accuracy") for rs in runs.values() for r in rs if r.get("float_probe_test_accuracy")
+    ]
     probe = [p for p in probe if p is not None]
     if probe:
         ax.axhline(float(np.mean(probe)), color="k", ls=":", label="float linear probe (test, mean)")
-    bp = [r["float_mlp_backprop_test_accuracy"] for rs in runs.values() for r in rs
-          if r.get("float_mlp_backprop_test_accuracy") is not None]
+    bp = [
+        r["float_mlp_backprop_test_accuracy"]
+        for rs in runs.values()
+        for r in rs
+        if r.get("float_mlp_backprop_test_accuracy") is not None
+    ]
     if bp:
         ax.axhline(float(np.mean(bp)), color="0.4", ls="--", label="same MLP by backprop, float (test, mean)")
     ax.set_xlabel("forward passes (2 per ZO step)")
@@ -183,8 +253,14 @@ def write_table(rows: list[dict], out: Path) -> None:
         for method in dict.fromkeys(r["method"] for r in rows if r["net"] == net):
             rs = [r for r in rows if r["net"] == net and r["method"] == method]
             m = {"net": net, "method": method, "seed": "mean", "runs": len(rs)}
-            for k in ("start_accuracy", "test_accuracy", "final_test_accuracy", "float_probe_test_accuracy",
-                      "float_mlp_backprop_test_accuracy", "seconds_per_step"):
+            for k in (
+                "start_accuracy",
+                "test_accuracy",
+                "final_test_accuracy",
+                "float_probe_test_accuracy",
+                "float_mlp_backprop_test_accuracy",
+                "seconds_per_step",
+            ):
                 vals = [r[k] for r in rs if r[k] is not None]
                 m[k] = round(float(np.mean(vals)), 6 if k == "seconds_per_step" else 4) if vals else None
             m["test_accuracy_min"] = min(r["test_accuracy"] for r in rs)
@@ -194,73 +270,105 @@ def write_table(rows: list[dict], out: Path) -> None:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    lines = ["| net | method | seed | steps | batch | forward passes | start | test (best val) | final test | "
-             "float probe | test - probe (points) | same MLP by backprop | test - backprop (points) | s/step |",
-             "|" + "---|" * 14]
+    lines = [
+        "| net | method | seed | steps | batch | forward passes | start | test (best val) | final test | "
+        "float probe | test - probe (points) | same MLP by backprop | test - backprop (points) | s/step |",
+        "|" + "---|" * 14,
+    ]
 
     def fmt(x, pct=True):
         return "" if x is None else (f"{100 * x:.1f}" if pct else f"{x}")
 
     for r in rows + means:
-        gap = (f"{100 * (r['test_accuracy'] - r['float_probe_test_accuracy']):+.1f}"
-               if r.get("float_probe_test_accuracy") is not None else "")
+        gap = (
+            f"{100 * (r['test_accuracy'] - r['float_probe_test_accuracy']):+.1f}"
+            if r.get("float_probe_test_accuracy") is not None
+            else ""
+        )
         bp = r.get("float_mlp_backprop_test_accuracy")
         bp_gap = f"{100 * (r['test_accuracy'] - bp):+.1f}" if bp is not None else ""
         seed = f"mean ({r['runs']})" if r["seed"] == "mean" else r["seed"]
-        lines.append(f"| {r['net']} | {r['method']} | {seed} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
-                     f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
-                     f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | {fmt(bp)} | "
-                     f"{bp_gap} | {r['seconds_per_step']:.4f} |")
+        lines.append(
+            f"| {r['net']} | {r['method']} | {seed} | {r.get('steps', '') or ''} | {r.get('batch', '') or ''} | "
+            f"{r.get('forward_passes', '') or ''} | {fmt(r['start_accuracy'])} | {fmt(r['test_accuracy'])} | "
+            f"{fmt(r['final_test_accuracy'])} | {fmt(r['float_probe_test_accuracy'])} | {gap} | {fmt(bp)} | "
+            f"{bp_gap} | {r['seconds_per_step']:.4f} |"
+        )
     (out / "accuracy.md").write_text(header(rows) + "\n".join(lines) + "\n")
 
 
 def header(rows: list[dict]) -> str:
     """What produced the table: the command and every method's hyperparameters."""
     nets = list(dict.fromkeys(r["net"] for r in rows))
-    text = ["# INT8 whole-network ZO: accuracy (issue 15)", "",
-            "`.venv/bin/python benchmarks/bench_int8_net.py` (runs cached in `runs/`). Accuracies in %; test = at the",
-            "best-validation checkpoint (int8-wd: see below); final = after the last step; every method gets the same steps (2 forward",
-            "passes each) and batch; s/step = training step only (2 shared cores). Two references on the same",
-            "shots, neither a ZO method: the float linear probe (L2 on validation) and the same MLP shape trained",
-            "by backprop (`float_mlp_backprop`: float, biases, Adam, L2 and init chosen on validation) -- how far",
-            "exact gradients take the shape.", ""]
+    text = [
+        "# INT8 whole-network ZO: accuracy (issue 15)",
+        "",
+        "`.venv/bin/python benchmarks/bench_int8_net.py` (runs cached in `runs/`). Accuracies in %; test = at the",
+        "best-validation checkpoint (int8-wd: see below); final = after the last step; every method gets the same "
+        "steps (2 forward",
+        "passes each) and batch; s/step = training step only (2 shared cores). Two references on the same",
+        "shots, neither a ZO method: the float linear probe (L2 on validation) and the same MLP shape trained",
+        "by backprop (`float_mlp_backprop`: float, biases, Adam, L2 and init chosen on validation) -- how far",
+        "exact gradients take the shape.",
+        "",
+    ]
     for net in nets:
         c = TUNED[net]
         f = FLOAT_TUNED[net]
-        text.append(f"* **{net}** -- int8: on-chip hinge loss, g_mode {c.g_mode}, g_lr 2^{c.g_lr.bit_length() - 1}, "
-                    f"margin {c.margin}, eps_shift {c.eps_shift}, batch {c.batch}, {c.steps} steps, "
-                    f"shifts {'/'.join(str(l.shift) for l in c.net_config.layers[:-1])}, {c.rows}x{c.cols} array, "
-                    f"init_std {c.init_std:g}, last layer from {c.last_init}"
-                    f"{f', k = {c.shots}' if net != 'digits-mlp' else ''}; int8-host: lr {c.lr:g}; "
-                    f"float-mezo: lr {f.lr:g}, eps {f.eps:g}; elasticzo-int8: the methods' defaults "
-                    "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo."
-                    + (f" int8-wd: int8 with {', '.join(f'{k} {v}' for k, v in TUNED_WD[net].to_dict().items() if v != c.to_dict()[k])}"
-                       " (the update's integer weight decay w -= round_shift(w, wd_shift) on every wd_every-th step"
-                       + ("; its test is of the host's mean of the weights at the last "
-                          f"{TUNED_WD[net].average_last} validation checkpoints, not of the best-validation checkpoint, "
-                          "at the same steps: no extra forward pass" if TUNED_WD[net].average_last else "")
-                       + "; chosen on validation, `screen/`)." if net in TUNED_WD else ""))
+        text.append(
+            f"* **{net}** -- int8: on-chip hinge loss, g_mode {c.g_mode}, g_lr 2^{c.g_lr.bit_length() - 1}, "
+            f"margin {c.margin}, eps_shift {c.eps_shift}, batch {c.batch}, {c.steps} steps, "
+            f"shifts {'/'.join(str(l.shift) for l in c.net_config.layers[:-1])}, {c.rows}x{c.cols} array, "
+            f"init_std {c.init_std:g}, last layer from {c.last_init}"
+            f"{f', k = {c.shots}' if net != 'digits-mlp' else ''}; int8-host: lr {c.lr:g}; "
+            f"float-mezo: lr {f.lr:g}, eps {f.eps:g}; elasticzo-int8: the methods' defaults "
+            "(lr 1, eps 1, r_max 15, p_zero 0.33/0.5/0.9, b_ZO 1, float-CE sign), split full-zo."
+            + (
+                f" int8-wd: int8 with "
+                f"{', '.join(f'{k} {v}' for k, v in TUNED_WD[net].to_dict().items() if v != c.to_dict()[k])}"
+                " (the update's integer weight decay w -= round_shift(w, wd_shift) on every wd_every-th step"
+                + (
+                    "; its test is of the host's mean of the weights at the last "
+                    f"{TUNED_WD[net].average_last} validation checkpoints, not of the best-validation checkpoint, "
+                    "at the same steps: no extra forward pass"
+                    if TUNED_WD[net].average_last
+                    else ""
+                )
+                + "; chosen on validation, `screen/`)."
+                if net in TUNED_WD
+                else ""
+            )
+        )
     return "\n".join(text) + "\n\n"
 
 
 def write_speed(rows: list[dict], out: Path) -> None:
     speed = []
     for net in dict.fromkeys(r["net"] for r in rows):
-        sps = {m: [r["seconds_per_step"] for r in rows if r["net"] == net and r["method"] == m]
-               for m in ("int8", "int8-pregen", "float-mezo", "elasticzo-int8")}
+        sps = {
+            m: [r["seconds_per_step"] for r in rows if r["net"] == net and r["method"] == m]
+            for m in ("int8", "int8-pregen", "float-mezo", "elasticzo-int8")
+        }
         entry = {"net": net, **{f"{m}_s_per_step": round(float(np.mean(v)), 6) for m, v in sps.items() if v}}
         if sps["int8"] and sps["float-mezo"]:
             entry["int8_over_float_mezo"] = round(float(np.mean(sps["int8"]) / np.mean(sps["float-mezo"])), 2)
         speed.append(entry)
     (out / "speed.json").write_text(json.dumps(speed, indent=1))
-    lines = ["| net | INT8 engine otf (s/step) | INT8 engine pregen | float MeZO (float32) | ElasticZO-INT8 | "
-             "INT8 otf / float MeZO |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| net | INT8 engine otf (s/step) | INT8 engine pregen | float MeZO (float32) | ElasticZO-INT8 | "
+        "INT8 otf / float MeZO |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in speed:
-        lines.append(f"| {e['net']} | {e.get('int8_s_per_step', '')} | {e.get('int8-pregen_s_per_step', '')} | "
-                     f"{e.get('float-mezo_s_per_step', '')} | {e.get('elasticzo-int8_s_per_step', '')} | "
-                     f"{e.get('int8_over_float_mezo', '')} |")
-    (out / "speed.md").write_text("Seconds per training step (mean over the runs; evaluation excluded; one shared "
-                                  "core).\n\n" + "\n".join(lines) + "\n")
+        lines.append(
+            f"| {e['net']} | {e.get('int8_s_per_step', '')} | {e.get('int8-pregen_s_per_step', '')} | "
+            f"{e.get('float-mezo_s_per_step', '')} | {e.get('elasticzo-int8_s_per_step', '')} | "
+            f"{e.get('int8_over_float_mezo', '')} |"
+        )
+    (out / "speed.md").write_text(
+        "Seconds per training step (mean over the runs; evaluation excluded; one shared "
+        "core).\n\n" + "\n".join(lines) + "\n"
+    )
 
 
 def main(argv=None) -> int:
@@ -297,8 +405,11 @@ def main(argv=None) -> int:
                 ref = backprop_reference(net, seed, args.out)
                 if ref is not None:
                     r = {**r, **ref}
-                print(f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "
-                      f"{r['seconds_per_step'] * 1e3:.2f} ms/step", flush=True)
+                print(
+                    f"{net} {method} seed {seed}: test {r['test_accuracy']:.3f} (start {r['start_accuracy']:.3f}) "
+                    f"{r['seconds_per_step'] * 1e3:.2f} ms/step",
+                    flush=True,
+                )
                 runs[method].append(r)
                 rows.append(row(net, method, r))
         plot(net, runs, args.out / f"curves-{net}.png")

@@ -48,12 +48,21 @@ def measure(net: str, rows: int, cols: int, batch: int, steps: int) -> dict:
     w = rng.integers(-40, 41, cfg.weights)
     started = time.perf_counter()
     r = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, LossConfig(margin=1000), xs, ys, w))
-    return {"net": net, "rows": rows, "cols": cols, "batch": batch, "match": r["match"],
-            "busy_cycles_per_step": r["busy_cycles_per_step"], "cycle_bound": cfg.cycle_bound(),
-            "busy_cycle_ratio": round(r["busy_cycles_per_step"] / cfg.cycle_bound(), 4),
-            "mac_utilisation": round(cfg.useful_mac_cycles() / r["busy_cycles_per_step"], 4),
-            "update_cycles": cfg.weight_words, "tiles": cfg.array.tiles, "layer_utilisation": cfg.layer_utilisation(),
-            "sim_seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "net": net,
+        "rows": rows,
+        "cols": cols,
+        "batch": batch,
+        "match": r["match"],
+        "busy_cycles_per_step": r["busy_cycles_per_step"],
+        "cycle_bound": cfg.cycle_bound(),
+        "busy_cycle_ratio": round(r["busy_cycles_per_step"] / cfg.cycle_bound(), 4),
+        "mac_utilisation": round(cfg.useful_mac_cycles() / r["busy_cycles_per_step"], 4),
+        "update_cycles": cfg.weight_words,
+        "tiles": cfg.array.tiles,
+        "layer_utilisation": cfg.layer_utilisation(),
+        "sim_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main() -> int:
@@ -71,12 +80,16 @@ def main() -> int:
             print(json.dumps({k: v for k, v in rows[-1].items() if k != "layer_utilisation"}), file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "shapes.json").write_text(json.dumps(rows, indent=2) + "\n")
-    lines = ["| net | R x C | tiles | whole-step cycles (busy) | bound | ratio | MAC utilisation | update cycles |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| net | R x C | tiles | whole-step cycles (busy) | bound | ratio | MAC utilisation | update cycles |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['net']} | {r['rows']} x {r['cols']} | {r['tiles']} | {r['busy_cycles_per_step']:.1f} | "
-                     f"{r['cycle_bound']} | {r['busy_cycle_ratio']:.3f} | {100 * r['mac_utilisation']:.1f} % | "
-                     f"{r['update_cycles']} |")
+        lines.append(
+            f"| {r['net']} | {r['rows']} x {r['cols']} | {r['tiles']} | {r['busy_cycles_per_step']:.1f} | "
+            f"{r['cycle_bound']} | {r['busy_cycle_ratio']:.3f} | {100 * r['mac_utilisation']:.1f} % | "
+            f"{r['update_cycles']} |"
+        )
     (args.out / "shapes.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all(r["match"] for r in rows) else 1

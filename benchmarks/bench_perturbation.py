@@ -30,8 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pezo.golden.zo.families import FAMILIES, make_sampler  # noqa: E402
 
 HIDDEN, FFN = 384, 1536
-TENSORS = ([HIDDEN * HIDDEN, HIDDEN] * 4 + [HIDDEN, HIDDEN] + [FFN * HIDDEN, FFN, HIDDEN * FFN, HIDDEN]
-           + [HIDDEN, HIDDEN] + [HIDDEN * HIDDEN, HIDDEN, HIDDEN * 2, 2])
+TENSORS = (
+    [HIDDEN * HIDDEN, HIDDEN] * 4
+    + [HIDDEN, HIDDEN]
+    + [FFN * HIDDEN, FFN, HIDDEN * FFN, HIDDEN]
+    + [HIDDEN, HIDDEN]
+    + [HIDDEN * HIDDEN, HIDDEN, HIDDEN * 2, 2]
+)
 """MiniLM last layer + classification head, in parameter order (1 923 074 values)."""
 DEFAULT_DIM = 1_771_776
 
@@ -75,8 +80,13 @@ def measure(family: str, dim: int, repeats: int, sizes: list[int]) -> dict:
         start = time.perf_counter()
         generate(sampler, r + 1, sizes)
         best = min(best, time.perf_counter() - start)
-    return {"family": family, "options": sampler.options(), "setup_s": setup, "best_s": best,
-            "values_per_s": dim / best}
+    return {
+        "family": family,
+        "options": sampler.options(),
+        "setup_s": setup,
+        "best_s": best,
+        "values_per_s": dim / best,
+    }
 
 
 def main(argv=None) -> int:
@@ -93,8 +103,15 @@ def main(argv=None) -> int:
     base = next((r["values_per_s"] for r in rows if r["family"] == "gaussian"), None)
     for row in rows:
         row["ratio_to_gaussian"] = row["values_per_s"] / base if base else None
-    result = {"dim": args.dim, "segments": len(sizes), "repeats": args.repeats, "numpy": np.__version__,
-              "python": platform.python_version(), "machine": platform.machine(), "results": rows}
+    result = {
+        "dim": args.dim,
+        "segments": len(sizes),
+        "repeats": args.repeats,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "results": rows,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -104,8 +121,10 @@ def main(argv=None) -> int:
     for row in rows:
         opts = ", ".join(f"{k}={v}" for k, v in row["options"].items()) or "-"
         ratio = f"{row['ratio_to_gaussian']:.1f}" if row["ratio_to_gaussian"] else "-"
-        print(f"| {row['family']} | {opts} | {row['setup_s']:.2f} | {row['best_s'] * 1e3:.2f} | "
-              f"{row['values_per_s'] / 1e6:.0f} M | {ratio} |")
+        print(
+            f"| {row['family']} | {opts} | {row['setup_s']:.2f} | {row['best_s'] * 1e3:.2f} | "
+            f"{row['values_per_s'] / 1e6:.0f} M | {ratio} |"
+        )
     return 0
 
 

@@ -14,7 +14,6 @@ So a design's Fmax can be set against the primitive its critical path runs throu
 Writes NAME.json and NAME.md. Cached like every timing run.
 """
 
-
 import argparse
 import json
 from pathlib import Path
@@ -58,6 +57,7 @@ class Add16(wiring.Component):
 
 class EbrRead(wiring.Component):
     """512 x 36 memory: one synchronous read port, one write port; the data goes straight to the output."""
+
     raddr: In(9)
     waddr: In(9)
     wdata: In(36)
@@ -68,8 +68,13 @@ class EbrRead(wiring.Component):
         m = Module()
         m.submodules.mem = mem = Memory(shape=unsigned(36), depth=512, init=[])
         r, w = mem.read_port(), mem.write_port()
-        m.d.comb += [r.addr.eq(self.raddr), self.rdata.eq(r.data), w.addr.eq(self.waddr), w.data.eq(self.wdata),
-                     w.en.eq(self.we)]
+        m.d.comb += [
+            r.addr.eq(self.raddr),
+            self.rdata.eq(r.data),
+            w.addr.eq(self.waddr),
+            w.data.eq(self.wdata),
+            w.en.eq(self.we),
+        ]
         return m
 
 
@@ -85,8 +90,12 @@ class Mult18(wiring.Component):
         return m
 
 
-PRIMITIVES = {"ff -> LUT4 -> ff": Lut4, "ff -> carry 16 -> ff": Add16, "ff -> EBR (no output register) -> ff": EbrRead,
-              "ff -> MULT18X18D (no registers) -> ff": Mult18}
+PRIMITIVES = {
+    "ff -> LUT4 -> ff": Lut4,
+    "ff -> carry 16 -> ff": Add16,
+    "ff -> EBR (no output register) -> ff": EbrRead,
+    "ff -> MULT18X18D (no registers) -> ff": Mult18,
+}
 
 
 def main(argv=None) -> int:
@@ -98,17 +107,32 @@ def main(argv=None) -> int:
         top = "prim_" + component.__name__.lower()
         text = verilog.convert(component(), name=top, emit_src=False)
         t = timing.fmax(text, top)
-        rows.append({"primitive": name, "fmax_mhz": t["fmax_mhz"], "fmax_per_seed": t["fmax_per_seed"],
-                     "fmax_source": t["fmax_source"], "target": t["target"], "critical_path": t["critical_path"]})
+        rows.append(
+            {
+                "primitive": name,
+                "fmax_mhz": t["fmax_mhz"],
+                "fmax_per_seed": t["fmax_per_seed"],
+                "fmax_source": t["fmax_source"],
+                "target": t["target"],
+                "critical_path": t["critical_path"],
+            }
+        )
         print(f"{name:42s} {t['fmax_mhz']:7.1f} MHz", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
-    lines = [f"Primitive limits on {rows[0]['target']} (nextpnr-ecp5, median of seeds "
-             f"{', '.join(rows[0]['fmax_per_seed'])}; `.venv/bin/python benchmarks/bench_primitive_limits.py`)", "",
-             "| path | Fmax MHz | per seed |", "|---|---|---|"]
+    lines = [
+        f"Primitive limits on {rows[0]['target']} (nextpnr-ecp5, median of seeds "
+        f"{', '.join(rows[0]['fmax_per_seed'])}; `.venv/bin/python benchmarks/bench_primitive_limits.py`)",
+        "",
+        "| path | Fmax MHz | per seed |",
+        "|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['primitive']} | {r['fmax_mhz']:.1f} | "
-                     + " / ".join(f"{v:.0f}" for v in r["fmax_per_seed"].values()) + " |")
+        lines.append(
+            f"| {r['primitive']} | {r['fmax_mhz']:.1f} | "
+            + " / ".join(f"{v:.0f}" for v in r["fmax_per_seed"].values())
+            + " |"
+        )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return 0
 

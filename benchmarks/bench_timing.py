@@ -30,16 +30,21 @@ def main(argv=None) -> int:
     start = time.time()
     for design in tqdm(comparison_designs(), desc="place and route", unit="design"):
         t = timing.unit_timing(design.config, design.unit, use_cache=not args.no_cache)
-        rows.append({"design": design.name, "strategy": design.config.to_dict().get("strategy", ""),
-                     "unit": design.unit, **t})
+        rows.append(
+            {"design": design.name, "strategy": design.config.to_dict().get("strategy", ""), "unit": design.unit, **t}
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
-    lines = ["| design | unit | Fmax MHz (ECP5-85 -6, median) | per seed | logic levels (xcup) | critical path |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| design | unit | Fmax MHz (ECP5-85 -6, median) | per seed | logic levels (xcup) | critical path |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         seeds = " / ".join(f"{v:.0f}" for v in r["fmax_per_seed"].values())
-        lines.append(f"| {r['design']} | {r['unit']} | {r['fmax_mhz']:.1f} | {seeds} | {r['logic_levels']} | "
-                     f"`{r['critical_path_ends']}` |")
+        lines.append(
+            f"| {r['design']} | {r['unit']} | {r['fmax_mhz']:.1f} | {seeds} | {r['logic_levels']} | "
+            f"`{r['critical_path_ends']}` |"
+        )
     table = "\n".join(lines) + "\n"
     args.out.with_suffix(".md").write_text(table)
     print(table)

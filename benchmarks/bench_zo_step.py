@@ -83,20 +83,28 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa", help="torch attention implementation")
     parser.add_argument("--max-length", type=int, default=64, help="tokeniser truncation (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="batch permutation seed (default 0)")
-    parser.add_argument("--mode", choices=("inplace", "stream"), default="inplace",
-                        help="NumPy MeZO mode (default inplace = MeZO's trick; torch is always inplace)")
+    parser.add_argument(
+        "--mode",
+        choices=("inplace", "stream"),
+        default="inplace",
+        help="NumPy MeZO mode (default inplace = MeZO's trick; torch is always inplace)",
+    )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eps", type=float, default=1e-3)
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--memory", action="store_true", help="also measure peak memory, ZO vs inference")
-    parser.add_argument("--memory-trainable", nargs="+", choices=TRAINABLE, default=None,
-                        help="trainable sets for --memory (default: --trainable, last1, all)")
+    parser.add_argument(
+        "--memory-trainable",
+        nargs="+",
+        choices=TRAINABLE,
+        default=None,
+        help="trainable sets for --memory (default: --trainable, last1, all)",
+    )
     parser.add_argument("--memory-steps", type=int, default=2, help="MeZO steps per memory worker (default 2)")
     parser.add_argument("--profile", action="store_true", help="cProfile the NumPy steps")
     parser.add_argument("--profile-top", type=int, default=25)
-    parser.add_argument("--_worker", choices=("inference", "zo", "zo-owned"), default=None,
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--_worker", choices=("inference", "zo", "zo-owned"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--_trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.batch < 1 or args.steps < 1 or args.threads < 1 or args.memory_steps < 1:
@@ -145,6 +153,7 @@ def openblas_threads() -> int | None:
 
 # -- the NumPy side (golden code) ------------------------------------------------------------------
 
+
 class NumpyWorkload:
     """Model, batch, frozen prefix, head, trainable names and the trainer-style loss function."""
 
@@ -159,7 +168,7 @@ class NumpyWorkload:
         self.args = args
         model = self.model = MiniLM() if own_weights else load_minilm()
         data = load_task("rotten_tomatoes")
-        order = np.random.default_rng(args.seed).permutation(len(data))[:args.batch]
+        order = np.random.default_rng(args.seed).permutation(len(data))[: args.batch]
         self.texts = [data.texts[i] for i in order]
         self.labels = data.labels[order]
         self.tokens = model.tokenize(self.texts, max_length=args.max_length)
@@ -182,7 +191,9 @@ class NumpyWorkload:
             for name in names:
                 model.params[name] = model.params[name].copy()
         self.params = dict(model.params)
-        if copy_trainable and not own_weights:  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
+        if (
+            copy_trainable and not own_weights
+        ):  # the shared model is read-only: trainable tensors get their own copy (ZOTask)
             for name in names:
                 self.params[name] = model.params[name].copy()
         # prototype head on this batch (golden.zo.trainer's "prototype" init)
@@ -242,8 +253,13 @@ def setup_numpy(args) -> tuple[dict, NumpyWorkload, dict]:
     setup = time.perf_counter() - t0
     loss0 = work.loss(work.params)
     opt = work.optimiser()
-    info = {"numpy_loss_unperturbed": loss0, "numpy_setup_seconds": setup, "trainable_params": opt.layout.dim,
-            "tokens_shape": list(work.tokens.ids.shape), "sampler": repr(opt.sampler)}
+    info = {
+        "numpy_loss_unperturbed": loss0,
+        "numpy_setup_seconds": setup,
+        "trainable_params": opt.layout.dim,
+        "tokens_shape": list(work.tokens.ids.shape),
+        "sampler": repr(opt.sampler),
+    }
     calls = {
         "forward": lambda: work.loss(work.params),
         "step": lambda i: opt.step(i, work.loss),
@@ -272,6 +288,7 @@ def profile_numpy(args, work: NumpyWorkload, top: int) -> str:
 
 # -- the PyTorch side --------------------------------------------------------------------------------
 
+
 def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
     """The PyTorch side on the same batch / prefix / head: info and the callables to time."""
     import torch
@@ -283,14 +300,16 @@ def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    model = BertModel.from_pretrained(str(model_dir()), attn_implementation=args.attn, add_pooling_layer=False,
-                                      dtype=torch.float32)
+    model = BertModel.from_pretrained(
+        str(model_dir()), attn_implementation=args.attn, add_pooling_layer=False, dtype=torch.float32
+    )
     model.eval()
     setup = time.perf_counter() - t0
     # the same weights? (the golden names are BertModel's parameter names)
     tparams = dict(model.named_parameters())
-    weight_diff = max(float(np.max(np.abs(tparams[n].detach().numpy() - work.model.params[n])))
-                      for n in work.model.params)
+    weight_diff = max(
+        float(np.max(np.abs(tparams[n].detach().numpy() - work.model.params[n]))) for n in work.model.params
+    )
     ids = torch.from_numpy(work.tokens.ids)
     mask = torch.from_numpy(work.mask)
     ext_mask = ((1.0 - mask) * torch.finfo(torch.float32).min)[:, None, None, :]
@@ -298,7 +317,7 @@ def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
     head_w = torch.from_numpy(work.head0[0].copy())  # the untrained head (NumPy's steps moved work.params)
     head_b = torch.from_numpy(work.head0[1].copy())
     prefix = None if work.prefix is None else torch.from_numpy(work.prefix.copy())
-    layers = list(model.encoder.layer)[work.first:]
+    layers = list(model.encoder.layer)[work.first :]
     named = []  # trainable tensors in forward order (= golden order)
     if work.prefix is None:
         named += list(model.embeddings.named_parameters(prefix="embeddings"))
@@ -357,10 +376,16 @@ def setup_torch(args, work: NumpyWorkload) -> tuple[dict, dict]:
         for _, p in named:
             torch.normal(mean=0, std=1, size=p.data.size(), dtype=p.data.dtype)
 
-    info = {"torch_loss_unperturbed": loss0, "torch_loss_hf_forward": loss_hf, "torch_setup_seconds": setup,
-            "torch_weight_max_abs_diff": weight_diff, "torch_version": torch.__version__,
-            "transformers_version": transformers.__version__, "torch_threads": torch.get_num_threads(),
-            "attn_implementation": model.config._attn_implementation}
+    info = {
+        "torch_loss_unperturbed": loss0,
+        "torch_loss_hf_forward": loss_hf,
+        "torch_setup_seconds": setup,
+        "torch_weight_max_abs_diff": weight_diff,
+        "torch_version": torch.__version__,
+        "transformers_version": transformers.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "attn_implementation": model.config._attn_implementation,
+    }
     calls = {"forward": loss_fn, "step": lambda i: step(int(rng.integers(1_000_000_000))), "z": gen}
     return info, calls
 
@@ -377,7 +402,7 @@ def time_sides(sides: dict, steps: int) -> dict:
                 t0 = time.perf_counter()
                 calls[kind]()
                 times[name][kind].append(time.perf_counter() - t0)
-    for name, calls in sides.items():
+    for calls in sides.values():
         calls["step"](0)  # warm-up
     for i in range(1, steps + 1):
         for name, calls in sides.items():
@@ -396,6 +421,7 @@ def time_sides(sides: dict, steps: int) -> dict:
 
 # -- memory: fresh subprocesses ----------------------------------------------------------------------
 
+
 def memory_worker(args) -> dict:
     """Run inside a fresh process: inference or ZO on the NumPy side; report the peaks."""
     zo = args._worker in ("zo", "zo-owned")
@@ -410,9 +436,13 @@ def memory_worker(args) -> dict:
         for _ in range(2 * args.memory_steps):
             work.loss(work.params)
     run_hwm = vm_hwm_mb()
-    out = {"mode": args._worker, "trainable": args.trainable,
-           "vm_hwm_mb": max(setup_hwm, run_hwm) if setup_hwm and run_hwm else None,
-           "setup_hwm_mb": setup_hwm, "run_hwm_mb": run_hwm if reset else None}
+    out = {
+        "mode": args._worker,
+        "trainable": args.trainable,
+        "vm_hwm_mb": max(setup_hwm, run_hwm) if setup_hwm and run_hwm else None,
+        "setup_hwm_mb": setup_hwm,
+        "run_hwm_mb": run_hwm if reset else None,
+    }
     if args._trace:
         import tracemalloc
 
@@ -446,11 +476,34 @@ def reset_hwm() -> bool:
 
 
 def run_worker(args, trainable: str, mode: str, trace: bool) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", mode, "--trainable", trainable,
-           "--batch", str(args.batch), "--family", args.family, "--threads", str(args.threads),
-           "--max-length", str(args.max_length), "--seed", str(args.seed), "--lr", repr(args.lr),
-           "--eps", repr(args.eps), "--weight-decay", repr(args.weight_decay),
-           "--memory-steps", str(args.memory_steps), "--mode", args.mode]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_worker",
+        mode,
+        "--trainable",
+        trainable,
+        "--batch",
+        str(args.batch),
+        "--family",
+        args.family,
+        "--threads",
+        str(args.threads),
+        "--max-length",
+        str(args.max_length),
+        "--seed",
+        str(args.seed),
+        "--lr",
+        repr(args.lr),
+        "--eps",
+        repr(args.eps),
+        "--weight-decay",
+        repr(args.weight_decay),
+        "--memory-steps",
+        str(args.memory_steps),
+        "--mode",
+        args.mode,
+    ]
     if trace:
         cmd.append("--_trace")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -467,37 +520,61 @@ def bench_memory(args) -> list[dict]:
         inf_t = run_worker(args, trainable, "inference", True)
         zo_t = run_worker(args, trainable, "zo", True)
         key = "vm_hwm_mb"
-        rows.append({
-            "trainable": trainable, "memory_steps": args.memory_steps, "rss_source": "VmHWM",
-            "peak_rss_inference_mb": inf[key], "peak_rss_zo_mb": zo[key],
-            "zo_over_inference": zo[key] / inf[key],
-            "peak_rss_zo_owned_mb": owned[key], "zo_owned_over_inference": owned[key] / inf[key],
-            "setup_rss_inference_mb": inf["setup_hwm_mb"], "setup_rss_zo_mb": zo["setup_hwm_mb"],
-            "setup_rss_zo_owned_mb": owned["setup_hwm_mb"],
-            "run_rss_inference_mb": inf["run_hwm_mb"], "run_rss_zo_mb": zo["run_hwm_mb"],
-            "run_rss_zo_owned_mb": owned["run_hwm_mb"],
-            "tracemalloc_peak_inference_mb": inf_t["tracemalloc_peak_mb"],
-            "tracemalloc_peak_zo_mb": zo_t["tracemalloc_peak_mb"],
-            "tracemalloc_zo_over_inference": zo_t["tracemalloc_peak_mb"] / inf_t["tracemalloc_peak_mb"],
-        })
+        rows.append(
+            {
+                "trainable": trainable,
+                "memory_steps": args.memory_steps,
+                "rss_source": "VmHWM",
+                "peak_rss_inference_mb": inf[key],
+                "peak_rss_zo_mb": zo[key],
+                "zo_over_inference": zo[key] / inf[key],
+                "peak_rss_zo_owned_mb": owned[key],
+                "zo_owned_over_inference": owned[key] / inf[key],
+                "setup_rss_inference_mb": inf["setup_hwm_mb"],
+                "setup_rss_zo_mb": zo["setup_hwm_mb"],
+                "setup_rss_zo_owned_mb": owned["setup_hwm_mb"],
+                "run_rss_inference_mb": inf["run_hwm_mb"],
+                "run_rss_zo_mb": zo["run_hwm_mb"],
+                "run_rss_zo_owned_mb": owned["run_hwm_mb"],
+                "tracemalloc_peak_inference_mb": inf_t["tracemalloc_peak_mb"],
+                "tracemalloc_peak_zo_mb": zo_t["tracemalloc_peak_mb"],
+                "tracemalloc_zo_over_inference": zo_t["tracemalloc_peak_mb"] / inf_t["tracemalloc_peak_mb"],
+            }
+        )
     return rows
 
 
 # -- main ----------------------------------------------------------------------------------------------
+
 
 def main(args) -> int:
     if args._worker:
         print(json.dumps(memory_worker(args)))
         return 0
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
-        print(f"bench_zo_step.py needs torch and transformers (benchmark only, not a pezo dependency): "
-              f"run it with a separate venv where you did `{TORCH_HINT}`", file=sys.stderr)
+        print(
+            f"bench_zo_step.py needs torch and transformers (benchmark only, not a pezo dependency): "
+            f"run it with a separate venv where you did `{TORCH_HINT}`",
+            file=sys.stderr,
+        )
         return 2
-    result = {"batch": args.batch, "trainable": args.trainable, "steps": args.steps, "family": args.family,
-              "mode": args.mode, "attn": args.attn,
-              "threads": args.threads, "max_length": args.max_length, "seed": args.seed, "lr": args.lr,
-              "eps": args.eps, "weight_decay": args.weight_decay, "numpy_version": np.__version__,
-              "python": platform.python_version(), "machine": platform.machine()}
+    result = {
+        "batch": args.batch,
+        "trainable": args.trainable,
+        "steps": args.steps,
+        "family": args.family,
+        "mode": args.mode,
+        "attn": args.attn,
+        "threads": args.threads,
+        "max_length": args.max_length,
+        "seed": args.seed,
+        "lr": args.lr,
+        "eps": args.eps,
+        "weight_decay": args.weight_decay,
+        "numpy_version": np.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
     memory_rows = bench_memory(args) if args.memory else None  # before this process loads anything big
     np_info, work, np_calls = setup_numpy(args)
     result.update(np_info)
@@ -522,37 +599,58 @@ def main(args) -> int:
         print(json.dumps(result, indent=2))
         return 0 if result["loss_match"] else 1
     r = result
-    print(f"MeZO step, batch {r['batch']} x {r['tokens_shape'][1]} tokens, trainable {r['trainable']} "
-          f"({r['trainable_params']:,} params), {r['threads']} threads (OpenBLAS reports "
-          f"{r['openblas_threads']}, torch {r['torch_threads']}), median of {r['steps']} steps after 1 warm-up, NumPy and torch steps interleaved; "
-          f"numpy {r['numpy_version']}, torch {r['torch_version']}, transformers {r['transformers_version']}, "
-          f"attention {r['attn_implementation']}\n")
+    print(
+        f"MeZO step, batch {r['batch']} x {r['tokens_shape'][1]} tokens, trainable {r['trainable']} "
+        f"({r['trainable_params']:,} params), {r['threads']} threads (OpenBLAS reports "
+        f"{r['openblas_threads']}, torch {r['torch_threads']}), median of {r['steps']} steps after 1 warm-up, "
+        f"NumPy and torch steps interleaved; "
+        f"numpy {r['numpy_version']}, torch {r['torch_version']}, transformers {r['transformers_version']}, "
+        f"attention {r['attn_implementation']}\n"
+    )
     print(f"| | NumPy golden ({r['family']}, {r['mode']}) | PyTorch CPU (torch.normal, inplace) | torch / NumPy |")
     print("|---|---:|---:|---:|")
-    print(f"| seconds / step (median) | {r['numpy_seconds_per_step']:.4f} | {r['torch_seconds_per_step']:.4f} | "
-          f"{r['torch_over_numpy']:.2f} |")
-    print(f"| seconds / step (min) | {r['numpy_seconds_per_step_min']:.4f} | {r['torch_seconds_per_step_min']:.4f} | "
-          f"{r['torch_seconds_per_step_min'] / r['numpy_seconds_per_step_min']:.2f} |")
-    print(f"| seconds / loss evaluation (1 forward) | {r['numpy_forward_seconds']:.4f} | "
-          f"{r['torch_forward_seconds']:.4f} | {r['torch_over_numpy_forward']:.2f} |")
+    print(
+        f"| seconds / step (median) | {r['numpy_seconds_per_step']:.4f} | {r['torch_seconds_per_step']:.4f} | "
+        f"{r['torch_over_numpy']:.2f} |"
+    )
+    print(
+        f"| seconds / step (min) | {r['numpy_seconds_per_step_min']:.4f} | {r['torch_seconds_per_step_min']:.4f} | "
+        f"{r['torch_seconds_per_step_min'] / r['numpy_seconds_per_step_min']:.2f} |"
+    )
+    print(
+        f"| seconds / loss evaluation (1 forward) | {r['numpy_forward_seconds']:.4f} | "
+        f"{r['torch_forward_seconds']:.4f} | {r['torch_over_numpy_forward']:.2f} |"
+    )
     nz, tz = r["numpy_z_generation_seconds"], r["torch_z_generation_seconds"]
     print(f"| seconds / one z (all trainable tensors) | {nz:.4f} | {tz:.4f} | {tz / nz:.2f} |")
     no = r["numpy_seconds_per_step"] - 2 * r["numpy_forward_seconds"]
     to = r["torch_seconds_per_step"] - 2 * r["torch_forward_seconds"]
-    print(f"| step - 2 forwards (perturb x3 + update) | {no:.4f} | {to:.4f} | {to / no if no > 0 else float('nan'):.2f} |")
-    print(f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
-          f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |")
-    print(f"\nHF BertModel.forward loss {r['torch_loss_hf_forward']:.6f} (abs diff to NumPy "
-          f"{r['loss_abs_diff_hf_forward']:.2e}); torch vs golden weights max abs diff "
-          f"{r['torch_weight_max_abs_diff']:.1e}; sampler {r['sampler']}")
+    print(
+        f"| step - 2 forwards (perturb x3 + update) | {no:.4f} | {to:.4f} | {to / no if no > 0 else float('nan'):.2f} |"
+    )
+    print(
+        f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
+        f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |"
+    )
+    print(
+        f"\nHF BertModel.forward loss {r['torch_loss_hf_forward']:.6f} (abs diff to NumPy "
+        f"{r['loss_abs_diff_hf_forward']:.2e}); torch vs golden weights max abs diff "
+        f"{r['torch_weight_max_abs_diff']:.1e}; sampler {r['sampler']}"
+    )
     if args.memory:
-        print(f"\nPeak memory, NumPy ZO training ({args.memory_steps} MeZO steps) vs inference "
-              f"({2 * args.memory_steps} loss evaluations), fresh process each\n")
-        print("Peak RSS = VmHWM of the whole worker (load + batch + prefix + work); in brackets the peak of the "
-              "work phase alone (VmHWM reset after set-up). ZO = trainer-style (read-only model + writeable "
-              "copies of the trainable tensors); ZO owned = one writeable copy, read-only originals dropped.\n")
-        print("| trainable | inference (MiB) | ZO (MiB) | ZO / inference | ZO owned (MiB) | owned / inference | "
-              "tracemalloc inference / ZO (MiB) | ZO / inference |")
+        print(
+            f"\nPeak memory, NumPy ZO training ({args.memory_steps} MeZO steps) vs inference "
+            f"({2 * args.memory_steps} loss evaluations), fresh process each\n"
+        )
+        print(
+            "Peak RSS = VmHWM of the whole worker (load + batch + prefix + work); in brackets the peak of the "
+            "work phase alone (VmHWM reset after set-up). ZO = trainer-style (read-only model + writeable "
+            "copies of the trainable tensors); ZO owned = one writeable copy, read-only originals dropped.\n"
+        )
+        print(
+            "| trainable | inference (MiB) | ZO (MiB) | ZO / inference | ZO owned (MiB) | owned / inference | "
+            "tracemalloc inference / ZO (MiB) | ZO / inference |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
 
         def cell(m, kind):
@@ -560,10 +658,12 @@ def main(args) -> int:
             return f"{m[f'peak_rss_{kind}_mb']:.0f}" + (f" [{run:.0f}]" if run else "")
 
         for m in result["memory"]:
-            print(f"| {m['trainable']} | {cell(m, 'inference')} | {cell(m, 'zo')} | {m['zo_over_inference']:.2f} | "
-                  f"{cell(m, 'zo_owned')} | {m['zo_owned_over_inference']:.2f} | "
-                  f"{m['tracemalloc_peak_inference_mb']:.0f} / {m['tracemalloc_peak_zo_mb']:.0f} | "
-                  f"{m['tracemalloc_zo_over_inference']:.2f} |")
+            print(
+                f"| {m['trainable']} | {cell(m, 'inference')} | {cell(m, 'zo')} | {m['zo_over_inference']:.2f} | "
+                f"{cell(m, 'zo_owned')} | {m['zo_owned_over_inference']:.2f} | "
+                f"{m['tracemalloc_peak_inference_mb']:.0f} / {m['tracemalloc_peak_zo_mb']:.0f} | "
+                f"{m['tracemalloc_zo_over_inference']:.2f} |"
+            )
     if profile:
         print("\ncProfile of the NumPy steps (own time; `@`, ufuncs and erf are charged to their caller):\n")
         print(profile)

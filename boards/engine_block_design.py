@@ -19,9 +19,23 @@ the stream design uses; run one real build before relying on it.
 
 from __future__ import annotations
 
-from pezo.boards.ps_block_design import (AXI4LITE_SIGNALS, AXIL_DATA_WIDTH, AXIMM_VLNV, BD_SUBDIR, HPM0_FPD_WINDOW,
-                                         INTERCONNECT_CELL, INTERCONNECT_VLNV, PS_CELL, PS_PROPERTIES, PS_VLNV,
-                                         RESET_CELL, RESET_VLNV, WrapperPort, WrapperPorts, _range_text)
+from pezo.boards.ps_block_design import (
+    AXI4LITE_SIGNALS,
+    AXIL_DATA_WIDTH,
+    AXIMM_VLNV,
+    BD_SUBDIR,
+    HPM0_FPD_WINDOW,
+    INTERCONNECT_CELL,
+    INTERCONNECT_VLNV,
+    PS_CELL,
+    PS_PROPERTIES,
+    PS_VLNV,
+    RESET_CELL,
+    RESET_VLNV,
+    WrapperPort,
+    WrapperPorts,
+    _range_text,
+)
 
 NAME = "pezo_engine_ps"
 AXIL_PORT, AXI_PORT, CLOCK_PORT, RESET_PORT, IRQ_PORT = "M_AXIL", "M_AXI", "aclk", "aresetn", "irq"
@@ -32,22 +46,65 @@ ENGINE_PS_PROPERTIES = tuple((k, "1") if k == "PSU__USE__IRQ0" else (k, v) for k
 # The signals of an exported AXI4 master port (wrapper side: "o" = wrapper output); width None = ADDR_WIDTH,
 # "id" = ID_WIDTH. QOS and REGION are off (HAS_QOS 0, HAS_REGION 0).
 AXI4_SIGNALS = tuple(
-    [(f"{ch}{s}", "o", w) for ch in ("aw",) for s, w in (("id", "id"), ("addr", None), ("len", 8), ("size", 3),
-                                                            ("burst", 2), ("lock", 1), ("cache", 4), ("prot", 3),
-                                                            ("valid", 1))]
-    + [("awready", "i", 1), ("wdata", "o", AXI_DATA_WIDTH), ("wstrb", "o", AXI_DATA_WIDTH // 8), ("wlast", "o", 1),
-       ("wvalid", "o", 1), ("wready", "i", 1), ("bid", "i", "id"), ("bresp", "i", 2), ("bvalid", "i", 1),
-       ("bready", "o", 1)]
-    + [(f"ar{s}", "o", w) for s, w in (("id", "id"), ("addr", None), ("len", 8), ("size", 3), ("burst", 2),
-                                        ("lock", 1), ("cache", 4), ("prot", 3), ("valid", 1))]
-    + [("arready", "i", 1), ("rid", "i", "id"), ("rdata", "i", AXI_DATA_WIDTH), ("rresp", "i", 2),
-       ("rlast", "i", 1), ("rvalid", "i", 1), ("rready", "o", 1)])
+    [
+        (f"{ch}{s}", "o", w)
+        for ch in ("aw",)
+        for s, w in (
+            ("id", "id"),
+            ("addr", None),
+            ("len", 8),
+            ("size", 3),
+            ("burst", 2),
+            ("lock", 1),
+            ("cache", 4),
+            ("prot", 3),
+            ("valid", 1),
+        )
+    ]
+    + [
+        ("awready", "i", 1),
+        ("wdata", "o", AXI_DATA_WIDTH),
+        ("wstrb", "o", AXI_DATA_WIDTH // 8),
+        ("wlast", "o", 1),
+        ("wvalid", "o", 1),
+        ("wready", "i", 1),
+        ("bid", "i", "id"),
+        ("bresp", "i", 2),
+        ("bvalid", "i", 1),
+        ("bready", "o", 1),
+    ]
+    + [
+        (f"ar{s}", "o", w)
+        for s, w in (
+            ("id", "id"),
+            ("addr", None),
+            ("len", 8),
+            ("size", 3),
+            ("burst", 2),
+            ("lock", 1),
+            ("cache", 4),
+            ("prot", 3),
+            ("valid", 1),
+        )
+    ]
+    + [
+        ("arready", "i", 1),
+        ("rid", "i", "id"),
+        ("rdata", "i", AXI_DATA_WIDTH),
+        ("rresp", "i", 2),
+        ("rlast", "i", 1),
+        ("rvalid", "i", 1),
+        ("rready", "o", 1),
+    ]
+)
 
 
 def _check_widths(addr_width: int, id_bits: int) -> None:
     if isinstance(addr_width, bool) or not isinstance(addr_width, int) or not 12 <= addr_width <= 27:
-        raise ValueError(f"addr_width must be in 12..27 (the windows and the registers share the 256 MB HPM0 "
-                         f"FPD window), got {addr_width!r}")
+        raise ValueError(
+            f"addr_width must be in 12..27 (the windows and the registers share the 256 MB HPM0 "
+            f"FPD window), got {addr_width!r}"
+        )
     if isinstance(id_bits, bool) or not isinstance(id_bits, int) or not 1 <= id_bits <= 32:
         raise ValueError(f"id_bits must be in 1..32, got {id_bits!r}")
 
@@ -55,10 +112,16 @@ def _check_widths(addr_width: int, id_bits: int) -> None:
 def _check(addr_width: int, id_bits: int, regs_base: int, windows_base: int, clock_hz: int) -> None:
     _check_widths(addr_width, id_bits)
     for name, base, size in (("regs_base", regs_base, REGS_RANGE), ("windows_base", windows_base, 1 << addr_width)):
-        if (isinstance(base, bool) or not isinstance(base, int) or base % size
-                or not HPM0_FPD_WINDOW[0] <= base <= HPM0_FPD_WINDOW[1] - size):
-            raise ValueError(f"{name} must be a multiple of {size:#x} inside the HPM0 FPD window "
-                             f"{HPM0_FPD_WINDOW[0]:#x}..{HPM0_FPD_WINDOW[1]:#x}, got {base!r}")
+        if (
+            isinstance(base, bool)
+            or not isinstance(base, int)
+            or base % size
+            or not HPM0_FPD_WINDOW[0] <= base <= HPM0_FPD_WINDOW[1] - size
+        ):
+            raise ValueError(
+                f"{name} must be a multiple of {size:#x} inside the HPM0 FPD window "
+                f"{HPM0_FPD_WINDOW[0]:#x}..{HPM0_FPD_WINDOW[1]:#x}, got {base!r}"
+            )
     if not (regs_base + REGS_RANGE <= windows_base or windows_base + (1 << addr_width) <= regs_base):
         raise ValueError(f"regs_base {regs_base:#x} and windows_base {windows_base:#x} overlap")
     if isinstance(clock_hz, bool) or not isinstance(clock_hz, int) or not 1_000_000 <= clock_hz <= 500_000_000:
@@ -74,19 +137,26 @@ def default_windows_base(addr_width: int, regs_base: int = 0xA000_0000) -> int:
 def engine_wrapper_ports(addr_width: int, id_bits: int = 16) -> WrapperPorts:
     """The wrapper ``engine_block_design_tcl`` makes Vivado write (``pezo_engine_ps_wrapper``)."""
     _check_widths(addr_width, id_bits)
-    ports = [WrapperPort(CLOCK_PORT, "i", 1, "clock"), WrapperPort(RESET_PORT, "o", 1, "resetn"),
-             WrapperPort(IRQ_PORT, "i", 1, "irq")]
+    ports = [
+        WrapperPort(CLOCK_PORT, "i", 1, "clock"),
+        WrapperPort(RESET_PORT, "o", 1, "resetn"),
+        WrapperPort(IRQ_PORT, "i", 1, "irq"),
+    ]
     for suffix, direction, width in AXI4LITE_SIGNALS:
-        ports.append(WrapperPort(f"{AXIL_PORT}_{suffix}", direction, 12 if width is None else width,
-                                 f"axil.{suffix}"))
+        ports.append(WrapperPort(f"{AXIL_PORT}_{suffix}", direction, 12 if width is None else width, f"axil.{suffix}"))
     for suffix, direction, width in AXI4_SIGNALS:
         w = addr_width if width is None else id_bits if width == "id" else width
         ports.append(WrapperPort(f"{AXI_PORT}_{suffix}", direction, w, f"axi.{suffix}"))
     return WrapperPorts(f"{NAME}_wrapper", tuple(sorted(ports, key=lambda p: p.name)))
 
 
-def engine_block_design_tcl(addr_width: int, id_bits: int = 16, regs_base: int = 0xA000_0000,
-                            windows_base: int | None = None, clock_hz: int = 125_000_000) -> str:
+def engine_block_design_tcl(
+    addr_width: int,
+    id_bits: int = 16,
+    regs_base: int = 0xA000_0000,
+    windows_base: int | None = None,
+    clock_hz: int = 125_000_000,
+) -> str:
     """Tcl for Amaranth's ``script_after_read``: block design ``pezo_engine_ps`` and its wrapper. The
     window port sits at ``windows_base`` (default: the first multiple of its range after the registers).
     Bad arguments raise one ``ValueError`` naming the parameter."""

@@ -118,11 +118,11 @@ DEFAULT_ADDR_WIDTH = 12
 DEFAULT_BASE_ADDRESS = 0xA000_0000
 DEFAULT_RANGE_BYTES = 4096
 
-PS_ADDR_WIDTH = 40                       # M_AXI_HPM0_FPD address width
+PS_ADDR_WIDTH = 40  # M_AXI_HPM0_FPD address width
 AXIL_DATA_WIDTH = 32
 HPM0_FPD_WINDOW = (0xA000_0000, 0xB000_0000)  # [start, end): the 256 MB low HPM0 FPD window
 MIN_RANGE_BYTES = 4096
-CLOCK_HZ_RANGE = (1_000_000, 500_000_000)     # sanity bounds only, not a timing guarantee
+CLOCK_HZ_RANGE = (1_000_000, 500_000_000)  # sanity bounds only, not a timing guarantee
 
 PS_VLNV = "xilinx.com:ip:zynq_ultra_ps_e"
 INTERCONNECT_VLNV = "xilinx.com:ip:axi_interconnect"
@@ -135,10 +135,10 @@ BD_SUBDIR = "bd"
 
 # PSU__ properties of the PS, in the order they are set (enable before width). Why: see the docstring.
 PS_PROPERTIES = (
-    ("PSU__USE__M_AXI_GP0", "1"),          # M_AXI_HPM0_FPD on
-    ("PSU__MAXIGP0__DATA_WIDTH", "128"),   # the PS default and ZCU102 boot images' width (see above)
-    ("PSU__USE__M_AXI_GP1", "0"),          # M_AXI_HPM1_FPD off
-    ("PSU__USE__M_AXI_GP2", "0"),          # M_AXI_HPM0_LPD off
+    ("PSU__USE__M_AXI_GP0", "1"),  # M_AXI_HPM0_FPD on
+    ("PSU__MAXIGP0__DATA_WIDTH", "128"),  # the PS default and ZCU102 boot images' width (see above)
+    ("PSU__USE__M_AXI_GP1", "0"),  # M_AXI_HPM1_FPD off
+    ("PSU__USE__M_AXI_GP2", "0"),  # M_AXI_HPM0_LPD off
     ("PSU__USE__S_AXI_GP0", "0"),
     ("PSU__USE__S_AXI_GP1", "0"),
     ("PSU__USE__S_AXI_GP2", "0"),
@@ -148,13 +148,13 @@ PS_PROPERTIES = (
     ("PSU__USE__S_AXI_GP6", "0"),
     ("PSU__USE__S_AXI_ACP", "0"),
     ("PSU__USE__S_AXI_ACE", "0"),
-    ("PSU__FPGA_PL0_ENABLE", "0"),         # no pl_clk0: our logic runs from the board oscillator
+    ("PSU__FPGA_PL0_ENABLE", "0"),  # no pl_clk0: our logic runs from the board oscillator
     ("PSU__FPGA_PL1_ENABLE", "0"),
     ("PSU__FPGA_PL2_ENABLE", "0"),
     ("PSU__FPGA_PL3_ENABLE", "0"),
-    ("PSU__USE__FABRIC__RST", "1"),        # pl_resetn0 exists
+    ("PSU__USE__FABRIC__RST", "1"),  # pl_resetn0 exists
     ("PSU__NUM_FABRIC_RESETS", "1"),
-    ("PSU__USE__IRQ0", "0"),               # no pl_ps_irq inputs left undriven
+    ("PSU__USE__IRQ0", "0"),  # no pl_ps_irq inputs left undriven
     ("PSU__USE__IRQ1", "0"),
 )
 
@@ -162,23 +162,37 @@ PS_PROPERTIES = (
 # "<port>_<suffix>"; width None = ADDR_WIDTH. Direction seen from the wrapper, which is the AXI master:
 # "o" = wrapper output (Amaranth Instance o_...), "i" = wrapper input.
 AXI4LITE_SIGNALS = (
-    ("awaddr", "o", None), ("awprot", "o", 3), ("awvalid", "o", 1), ("awready", "i", 1),
-    ("wdata", "o", AXIL_DATA_WIDTH), ("wstrb", "o", AXIL_DATA_WIDTH // 8),
-    ("wvalid", "o", 1), ("wready", "i", 1),
-    ("bresp", "i", 2), ("bvalid", "i", 1), ("bready", "o", 1),
-    ("araddr", "o", None), ("arprot", "o", 3), ("arvalid", "o", 1), ("arready", "i", 1),
-    ("rdata", "i", AXIL_DATA_WIDTH), ("rresp", "i", 2), ("rvalid", "i", 1),
+    ("awaddr", "o", None),
+    ("awprot", "o", 3),
+    ("awvalid", "o", 1),
+    ("awready", "i", 1),
+    ("wdata", "o", AXIL_DATA_WIDTH),
+    ("wstrb", "o", AXIL_DATA_WIDTH // 8),
+    ("wvalid", "o", 1),
+    ("wready", "i", 1),
+    ("bresp", "i", 2),
+    ("bvalid", "i", 1),
+    ("bready", "o", 1),
+    ("araddr", "o", None),
+    ("arprot", "o", 3),
+    ("arvalid", "o", 1),
+    ("arready", "i", 1),
+    ("rdata", "i", AXIL_DATA_WIDTH),
+    ("rresp", "i", 2),
+    ("rvalid", "i", 1),
     ("rready", "o", 1),
 )
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 # Verilog-2005 / SystemVerilog keywords that are plausible port names; such a name breaks top.v.
-_RESERVED = frozenset("""
+_RESERVED = frozenset(
+    """
     always and assign begin buf case default define disable edge else end endcase endmodule event for
     force forever fork function generate genvar if initial inout input integer join logic module nand
     negedge nor not or output parameter posedge real reg repeat signed specify supply0 supply1 table task
     time tri unsigned wait wand while wire wor xor top
-""".split())
+""".split()
+)
 
 
 class WrapperPort(NamedTuple):
@@ -234,8 +248,10 @@ def _check_int(param: str, value, lo: int, hi: int, extra: str = "") -> None:
 
 def _check_identifier(param: str, value) -> None:
     if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value) or value.lower() in _RESERVED:
-        _fail(f"{param} must be an identifier [A-Za-z][A-Za-z0-9_]{{0,63}}, not a Verilog keyword "
-              f"or 'top' (got {value!r})")
+        _fail(
+            f"{param} must be an identifier [A-Za-z][A-Za-z0-9_]{{0,63}}, not a Verilog keyword "
+            f"or 'top' (got {value!r})"
+        )
 
 
 def _range_text(range_bytes: int) -> str:
@@ -249,45 +265,61 @@ def _range_text(range_bytes: int) -> str:
 def _ports(name: str, axil_port: str, clock_port: str, reset_port: str, addr_width: int) -> WrapperPorts:
     ports = [WrapperPort(clock_port, "i", 1, "clock"), WrapperPort(reset_port, "o", 1, "resetn")]
     for suffix, direction, width in AXI4LITE_SIGNALS:
-        ports.append(WrapperPort(f"{axil_port}_{suffix}", direction, addr_width if width is None else width,
-                                 suffix))
+        ports.append(WrapperPort(f"{axil_port}_{suffix}", direction, addr_width if width is None else width, suffix))
     return WrapperPorts(f"{name}_wrapper", tuple(sorted(ports, key=lambda p: p.name)))
 
 
 def _check_names(name, axil_port, clock_port, reset_port) -> None:
-    for param, value in (("name", name), ("axil_port", axil_port), ("clock_port", clock_port),
-                         ("reset_port", reset_port)):
+    for param, value in (
+        ("name", name),
+        ("axil_port", axil_port),
+        ("clock_port", clock_port),
+        ("reset_port", reset_port),
+    ):
         _check_identifier(param, value)
     # Wrapper port names must be distinct; compared ignoring case, to be safe with Vivado object names.
     signals = {f"{axil_port}_{suffix}".lower() for suffix, _, _ in AXI4LITE_SIGNALS}
     if clock_port.lower() in signals:
-        _fail(f"clock_port must differ from the {axil_port}_* signal names, ignoring case "
-              f"(got {clock_port!r})")
+        _fail(f"clock_port must differ from the {axil_port}_* signal names, ignoring case (got {clock_port!r})")
     if reset_port.lower() in signals | {clock_port.lower()}:
-        _fail(f"reset_port must differ from clock_port and the {axil_port}_* signal names, ignoring case "
-              f"(got {reset_port!r})")
+        _fail(
+            f"reset_port must differ from clock_port and the {axil_port}_* signal names, ignoring case "
+            f"(got {reset_port!r})"
+        )
 
 
-def _check(name, axil_port, clock_port, reset_port, clock_hz, addr_width, base_address,
-           range_bytes) -> None:
+def _check(name, axil_port, clock_port, reset_port, clock_hz, addr_width, base_address, range_bytes) -> None:
     _check_names(name, axil_port, clock_port, reset_port)
     _check_int("clock_hz", clock_hz, *CLOCK_HZ_RANGE)
     window = HPM0_FPD_WINDOW[1] - HPM0_FPD_WINDOW[0]
-    if (isinstance(range_bytes, bool) or not isinstance(range_bytes, int)
-            or not MIN_RANGE_BYTES <= range_bytes <= window or range_bytes & (range_bytes - 1)):
+    if (
+        isinstance(range_bytes, bool)
+        or not isinstance(range_bytes, int)
+        or not MIN_RANGE_BYTES <= range_bytes <= window
+        or range_bytes & (range_bytes - 1)
+    ):
         _fail(f"range_bytes must be a power of two in {MIN_RANGE_BYTES}..{window} (got {range_bytes!r})")
-    _check_int("addr_width", addr_width, range_bytes.bit_length() - 1, PS_ADDR_WIDTH,
-               f" for range_bytes={range_bytes}")
+    _check_int("addr_width", addr_width, range_bytes.bit_length() - 1, PS_ADDR_WIDTH, f" for range_bytes={range_bytes}")
     lo, hi = HPM0_FPD_WINDOW[0], HPM0_FPD_WINDOW[1] - range_bytes
-    if (isinstance(base_address, bool) or not isinstance(base_address, int)
-            or not lo <= base_address <= hi or base_address % range_bytes):
-        _fail(f"base_address must be in {lo:#010x}..{hi:#010x} and a multiple of range_bytes={range_bytes} "
-              f"(got {base_address!r})")
+    if (
+        isinstance(base_address, bool)
+        or not isinstance(base_address, int)
+        or not lo <= base_address <= hi
+        or base_address % range_bytes
+    ):
+        _fail(
+            f"base_address must be in {lo:#010x}..{hi:#010x} and a multiple of range_bytes={range_bytes} "
+            f"(got {base_address!r})"
+        )
 
 
-def ps_wrapper_ports(name: str = DEFAULT_NAME, axil_port: str = DEFAULT_AXIL_PORT,
-                     clock_port: str = DEFAULT_CLOCK_PORT, reset_port: str = DEFAULT_RESET_PORT,
-                     addr_width: int = DEFAULT_ADDR_WIDTH) -> WrapperPorts:
+def ps_wrapper_ports(
+    name: str = DEFAULT_NAME,
+    axil_port: str = DEFAULT_AXIL_PORT,
+    clock_port: str = DEFAULT_CLOCK_PORT,
+    reset_port: str = DEFAULT_RESET_PORT,
+    addr_width: int = DEFAULT_ADDR_WIDTH,
+) -> WrapperPorts:
     """The wrapper that ``ps_block_design_tcl`` (same arguments) makes Vivado write.
 
     See ``PS_WRAPPER_PORTS`` for the defaults."""
@@ -306,11 +338,16 @@ interface port ``<port>_<lower-case signal>`` (corundum's ``m_axil_ctrl_awaddr``
 PS_WRAPPER_NAME = PS_WRAPPER_PORTS.module
 
 
-def ps_block_design_tcl(name: str = DEFAULT_NAME, axil_port: str = DEFAULT_AXIL_PORT,
-                        clock_port: str = DEFAULT_CLOCK_PORT, reset_port: str = DEFAULT_RESET_PORT,
-                        clock_hz: int = DEFAULT_CLOCK_HZ, addr_width: int = DEFAULT_ADDR_WIDTH,
-                        base_address: int = DEFAULT_BASE_ADDRESS,
-                        range_bytes: int = DEFAULT_RANGE_BYTES) -> str:
+def ps_block_design_tcl(
+    name: str = DEFAULT_NAME,
+    axil_port: str = DEFAULT_AXIL_PORT,
+    clock_port: str = DEFAULT_CLOCK_PORT,
+    reset_port: str = DEFAULT_RESET_PORT,
+    clock_hz: int = DEFAULT_CLOCK_HZ,
+    addr_width: int = DEFAULT_ADDR_WIDTH,
+    base_address: int = DEFAULT_BASE_ADDRESS,
+    range_bytes: int = DEFAULT_RANGE_BYTES,
+) -> str:
     """Tcl for ``script_after_read``: build block design ``name`` and add ``<name>_wrapper`` to the project.
 
     Bad arguments raise one ``ValueError`` naming the parameter and its range.
@@ -361,8 +398,7 @@ def ps_block_design_tcl(name: str = DEFAULT_NAME, axil_port: str = DEFAULT_AXIL_
         f"connect_bd_intf_net [get_bd_intf_pins {ps}/M_AXI_HPM0_FPD] [get_bd_intf_pins {ic}/S00_AXI]",
         f"connect_bd_intf_net [get_bd_intf_pins {ic}/M00_AXI] [get_bd_intf_ports {axil_port}]",
         "",
-        f"# Address map: {axil_port} at 0x{base_address:08X}, {_range_text(range_bytes)}, "
-        "in the HPM0 FPD window",
+        f"# Address map: {axil_port} at 0x{base_address:08X}, {_range_text(range_bytes)}, in the HPM0 FPD window",
         f"assign_bd_address -offset 0x{base_address:08X} -range {_range_text(range_bytes)} "
         f"-target_address_space [get_bd_addr_spaces {ps}/Data] [get_bd_addr_segs {axil_port}/Reg] -force",
         "",

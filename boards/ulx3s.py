@@ -65,9 +65,13 @@ class ULX3SStreamTop(Elaboratable):
         sign, started = Signal(), Signal()
         perturbations = Signal(4)
         next_ = Signal()
-        m.d.comb += [next_.eq(~started | (stream.valid & (consumed == vectors - 1))),
-                     stream.next.eq(next_), stream.rewind.eq(rewind & ~next_), stream.sign.eq(sign),
-                     stream.en.eq(1)]
+        m.d.comb += [
+            next_.eq(~started | (stream.valid & (consumed == vectors - 1))),
+            stream.next.eq(next_),
+            stream.rewind.eq(rewind & ~next_),
+            stream.sign.eq(sign),
+            stream.en.eq(1),
+        ]
         m.d.sync += started.eq(1)
         with m.If(flip):
             m.d.sync += sign.eq(~sign)
@@ -82,9 +86,11 @@ class ULX3SStreamTop(Elaboratable):
         lane_parity = Signal(stream_lanes(self.config))
         parity = Signal()
         width = len(lanes) // len(lane_parity)
-        m.d.sync += [lanes.eq(stream.lanes.as_value()),
-                     *[lane_parity[i].eq(lanes[i * width:(i + 1) * width].xor()) for i in range(len(lane_parity))],
-                     parity.eq(lane_parity.xor())]
+        m.d.sync += [
+            lanes.eq(stream.lanes.as_value()),
+            *[lane_parity[i].eq(lanes[i * width : (i + 1) * width].xor()) for i in range(len(lane_parity))],
+            parity.eq(lane_parity.xor()),
+        ]
         heartbeat = Signal(24)
         m.d.sync += heartbeat.eq(heartbeat + 1)
         outputs = [stream.valid, sign, parity, *perturbations, heartbeat[-1]]
@@ -131,9 +137,25 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
                 os.environ[key] = value
     bitstream = directory / "top.bit"
     timing = parse_nextpnr_log((directory / "top.tim").read_text())
-    (directory / "config.json").write_text(json.dumps({
-        "board": BOARD, "device": "LFE5U-85F-6BG381", "clock_hz": CLOCK_HZ, "config": config.to_dict(),
-        "fmax_mhz": timing["fmax_mhz"], "bitstream": bitstream.name}, indent=2) + "\n")
-    return {"board": BOARD, "bitstream": str(bitstream), "bytes": bitstream.stat().st_size,
-            "fmax_mhz": timing["fmax_mhz"], "critical_path": timing["critical_path"],
-            "files": sorted(p.name for p in directory.iterdir())}
+    (directory / "config.json").write_text(
+        json.dumps(
+            {
+                "board": BOARD,
+                "device": "LFE5U-85F-6BG381",
+                "clock_hz": CLOCK_HZ,
+                "config": config.to_dict(),
+                "fmax_mhz": timing["fmax_mhz"],
+                "bitstream": bitstream.name,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return {
+        "board": BOARD,
+        "bitstream": str(bitstream),
+        "bytes": bitstream.stat().st_size,
+        "fmax_mhz": timing["fmax_mhz"],
+        "critical_path": timing["critical_path"],
+        "files": sorted(p.name for p in directory.iterdir()),
+    }

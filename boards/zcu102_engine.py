@@ -16,10 +16,18 @@ from pathlib import Path
 
 from amaranth.hdl import ClockSignal, Elaboratable, Instance, Module
 
-from pezo.boards.engine_block_design import (default_windows_base, engine_block_design_tcl,
-                                             engine_wrapper_ports)
-from pezo.boards.zcu102 import (CLOCK_HZ, CLOCK_PINS, LED_PINS, PART, PIN_SOURCES, RESET_PIN, ZCU102Platform,
-                                clock_and_reset, drive_leds)
+from pezo.boards.engine_block_design import default_windows_base, engine_block_design_tcl, engine_wrapper_ports
+from pezo.boards.zcu102 import (
+    CLOCK_HZ,
+    CLOCK_PINS,
+    LED_PINS,
+    PART,
+    PIN_SOURCES,
+    RESET_PIN,
+    ZCU102Platform,
+    clock_and_reset,
+    drive_leds,
+)
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine_top import ID_BITS, EngineTop
@@ -63,27 +71,34 @@ class ZCU102EngineTop(Elaboratable):
 def addresses(config: NetConfig) -> dict:
     """Physical addresses of the two AXI ports on the PS."""
     bmap = BoardMap(config)
-    return {"regs_base": REGS_BASE, "regs_size": 4096, "windows_base": default_windows_base(bmap.addr_width, REGS_BASE),
-            "windows_size": 1 << bmap.addr_width}
+    return {
+        "regs_base": REGS_BASE,
+        "regs_size": 4096,
+        "windows_base": default_windows_base(bmap.addr_width, REGS_BASE),
+        "windows_size": 1 << bmap.addr_width,
+    }
 
 
 def engine_build_plan(config: NetConfig, *, use_reset_button: bool = True):
     """Amaranth's Vivado build plan of the engine design (the block design made after ``read_xdc``)."""
     bmap, where = BoardMap(config), addresses(config)
     tcl = engine_block_design_tcl(bmap.addr_width, ID_BITS, where["regs_base"], where["windows_base"], CLOCK_HZ)
-    return ZCU102Platform().build(ZCU102EngineTop(config, use_reset_button=use_reset_button), name="top",
-                                  do_build=False, script_after_read=tcl)
+    return ZCU102Platform().build(
+        ZCU102EngineTop(config, use_reset_button=use_reset_button), name="top", do_build=False, script_after_read=tcl
+    )
 
 
 def engine_header(config: NetConfig) -> str:
     """``pezo_regs.h`` of the engine design: the map (``BoardMap.c_header``) plus the physical bases."""
     where = addresses(config)
     text = BoardMap(config).c_header()
-    bases = (f"#define PEZO_REGS_BASE    0x{where['regs_base']:08X}u  /* AXI4-Lite registers (HPM0 FPD) */\n"
-             f"#define PEZO_WINDOWS_BASE 0x{where['windows_base']:08X}u  /* AXI4 windows, "
-             f"0x{where['windows_size']:X} bytes */\n"
-             f"#define PEZO_WINDOWS_SIZE 0x{where['windows_size']:X}u\n"
-             "#define PEZO_IRQ          121   /* pl_ps_irq0[0]: GIC SPI 89 */\n\n")
+    bases = (
+        f"#define PEZO_REGS_BASE    0x{where['regs_base']:08X}u  /* AXI4-Lite registers (HPM0 FPD) */\n"
+        f"#define PEZO_WINDOWS_BASE 0x{where['windows_base']:08X}u  /* AXI4 windows, "
+        f"0x{where['windows_size']:X} bytes */\n"
+        f"#define PEZO_WINDOWS_SIZE 0x{where['windows_size']:X}u\n"
+        "#define PEZO_IRQ          121   /* pl_ps_irq0[0]: GIC SPI 89 */\n\n"
+    )
     return text.replace("/* AXI4-Lite registers:", bases + "/* AXI4-Lite registers:", 1)
 
 
@@ -140,9 +155,17 @@ int main(void)
 
 def engine_config_json(config: NetConfig) -> dict:
     bmap = BoardMap(config)
-    return {"board": "zcu102", "design": "engine", "part": PART, "clock_hz": CLOCK_HZ, **addresses(config),
-            "irq": {"line": "pl_ps_irq0[0]", "gic_spi": 89, "linux_irq": 121}, "map": bmap.to_dict(),
-            "pins": {"clk125": list(CLOCK_PINS), "rst": RESET_PIN, "led": list(LED_PINS)}, "pin_sources": PIN_SOURCES}
+    return {
+        "board": "zcu102",
+        "design": "engine",
+        "part": PART,
+        "clock_hz": CLOCK_HZ,
+        **addresses(config),
+        "irq": {"line": "pl_ps_irq0[0]", "gic_spi": 89, "linux_irq": 121},
+        "map": bmap.to_dict(),
+        "pins": {"clk125": list(CLOCK_PINS), "rst": RESET_PIN, "led": list(LED_PINS)},
+        "pin_sources": PIN_SOURCES,
+    }
 
 
 def write_engine_design(config: NetConfig, directory: Path) -> list[str]:

@@ -46,25 +46,41 @@ def hidden_probe(seed: int, hidden_init: str) -> dict:
     h = {split: features(split) for split in ("train", "val", "test")}
     rms = max(float(np.sqrt(np.mean(np.square(h["train"])))), 1e-12)
     w, b, l2 = fit_linear_probe_val(h["train"] / rms, data.y["train"], h["val"] / rms, data.y["val"], data.classes)
-    score = {split: float(((h[split] / rms @ w.T + b).argmax(axis=1) == data.y[split]).mean()) for split in ("val", "test")}
-    return {"seed": seed, "hidden_init": hidden_init, "probe_l2": l2, "val_accuracy": score["val"],
-            "test_accuracy": score["test"], "input_probe_test_accuracy": float_probe(data)["float_probe_test_accuracy"]}
+    score = {
+        split: float(((h[split] / rms @ w.T + b).argmax(axis=1) == data.y[split]).mean()) for split in ("val", "test")
+    }
+    return {
+        "seed": seed,
+        "hidden_init": hidden_init,
+        "probe_l2": l2,
+        "val_accuracy": score["val"],
+        "test_accuracy": score["test"],
+        "input_probe_test_accuracy": float_probe(data)["float_probe_test_accuracy"],
+    }
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--out", type=Path, default=RESULTS / "engine_net" / "screen")
     args = ap.parse_args(argv)
     rows = [hidden_probe(int(s), init) for s in args.seeds.split(",") for init in ("normal", "pca")]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "hidden_features.json").write_text(json.dumps(rows, indent=1))
-    lines = ["Float linear probe (L2 on validation) on the fixed int8 hidden features of rt-mlp's start "
-             "(`experiments/probe_hidden_features.py`); accuracies in %.", "",
-             "| seed | hidden_init | val | test | probe on the 384-d inputs (test) |", "|---|---|---|---|---|"]
-    lines += [f"| {r['seed']} | {r['hidden_init']} | {100 * r['val_accuracy']:.1f} | {100 * r['test_accuracy']:.1f} | "
-              f"{100 * r['input_probe_test_accuracy']:.1f} |" for r in rows]
+    lines = [
+        "Float linear probe (L2 on validation) on the fixed int8 hidden features of rt-mlp's start "
+        "(`experiments/probe_hidden_features.py`); accuracies in %.",
+        "",
+        "| seed | hidden_init | val | test | probe on the 384-d inputs (test) |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['seed']} | {r['hidden_init']} | {100 * r['val_accuracy']:.1f} | {100 * r['test_accuracy']:.1f} | "
+        f"{100 * r['input_probe_test_accuracy']:.1f} |"
+        for r in rows
+    ]
     (args.out / "hidden_features.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

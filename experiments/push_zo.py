@@ -66,14 +66,31 @@ CONFIGS = {
     "probe-q4-4k": (4, 4000, "probe"),
 }
 MAIN_CURVES = ("q1-256k", "q4-16k", "q16-1k", "probe-q1-4k", "probe-q4-4k")  # distinct trajectories
-COLUMNS = ("config", "seed", "queries", "steps", "lr", "eps", "head_init", "head_init_l2", "forward_passes",
-           "best_step", "best_val_accuracy", "test_accuracy", "final_test_accuracy", "probe_test_accuracy",
-           "gap_points", "gap_final_points", "wall_seconds")
+COLUMNS = (
+    "config",
+    "seed",
+    "queries",
+    "steps",
+    "lr",
+    "eps",
+    "head_init",
+    "head_init_l2",
+    "forward_passes",
+    "best_step",
+    "best_val_accuracy",
+    "test_accuracy",
+    "final_test_accuracy",
+    "probe_test_accuracy",
+    "gap_points",
+    "gap_final_points",
+    "wall_seconds",
+)
 
 
 def config_for(queries: int, steps: int, init: str, lr: float, eps: float, seed: int) -> TrainConfig:
-    return BASE.replace(queries=queries, steps=steps, head_init=init, lr=lr, eps=eps, seed=seed,
-                        eval_every=EVAL_PASSES // (2 * queries))
+    return BASE.replace(
+        queries=queries, steps=steps, head_init=init, lr=lr, eps=eps, seed=seed, eval_every=EVAL_PASSES // (2 * queries)
+    )
 
 
 def run_name(c: TrainConfig) -> str:
@@ -89,8 +106,11 @@ def run(c: TrainConfig, out: Path, force: bool) -> dict:
     s["wall_seconds"] = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(s, indent=1, default=float))
-    print(f"  {run_name(c)}: best val {s['best_val_accuracy']:.3f} test {s['test_accuracy']:.3f} "
-          f"final {s['final_test_accuracy']:.3f} ({s['wall_seconds']:.0f} s)", flush=True)
+    print(
+        f"  {run_name(c)}: best val {s['best_val_accuracy']:.3f} test {s['test_accuracy']:.3f} "
+        f"final {s['final_test_accuracy']:.3f} ({s['wall_seconds']:.0f} s)",
+        flush=True,
+    )
     return s
 
 
@@ -100,8 +120,12 @@ def probe(seed: int, out: Path, force: bool) -> dict:
     if path.exists() and not force:
         return json.loads(path.read_text())
     task = ZOTask(BASE.replace(seed=seed, head_init="probe"))
-    r = {"seed": seed, "l2": task.head_init_l2, "val_accuracy": task.accuracy(task.split.val, task.params),
-         "test_accuracy": task.accuracy(task.split.test, task.params)}
+    r = {
+        "seed": seed,
+        "l2": task.head_init_l2,
+        "val_accuracy": task.accuracy(task.split.val, task.params),
+        "test_accuracy": task.accuracy(task.split.test, task.params),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(r, indent=1))
     return r
@@ -121,22 +145,39 @@ def near_default(cell) -> tuple:
 
 def row(name: str, s: dict, probe_test: float) -> dict:
     c = s["config"]
-    r = {"config": name, "seed": s["seed"], "queries": c["queries"], "steps": s["steps"], "lr": c["lr"],
-         "eps": c["eps"], "head_init": c["head_init"], "head_init_l2": s.get("head_init_l2"),
-         "forward_passes": s["forward_passes"], "best_step": s["best_step"],
-         "best_val_accuracy": round(s["best_val_accuracy"], 4), "test_accuracy": round(s["test_accuracy"], 4),
-         "final_test_accuracy": round(s["final_test_accuracy"], 4), "probe_test_accuracy": round(probe_test, 4),
-         "gap_points": round(100 * (probe_test - s["test_accuracy"]), 2),
-         "gap_final_points": round(100 * (probe_test - s["final_test_accuracy"]), 2),
-         "wall_seconds": round(s.get("wall_seconds", 0.0), 1)}
+    r = {
+        "config": name,
+        "seed": s["seed"],
+        "queries": c["queries"],
+        "steps": s["steps"],
+        "lr": c["lr"],
+        "eps": c["eps"],
+        "head_init": c["head_init"],
+        "head_init_l2": s.get("head_init_l2"),
+        "forward_passes": s["forward_passes"],
+        "best_step": s["best_step"],
+        "best_val_accuracy": round(s["best_val_accuracy"], 4),
+        "test_accuracy": round(s["test_accuracy"], 4),
+        "final_test_accuracy": round(s["final_test_accuracy"], 4),
+        "probe_test_accuracy": round(probe_test, 4),
+        "gap_points": round(100 * (probe_test - s["test_accuracy"]), 2),
+        "gap_final_points": round(100 * (probe_test - s["final_test_accuracy"]), 2),
+        "wall_seconds": round(s.get("wall_seconds", 0.0), 1),
+    }
     return r
 
 
 def mean_row(name: str, rows: list[dict]) -> dict:
     m = {k: rows[0][k] for k in ("config", "queries", "steps", "lr", "eps", "head_init", "forward_passes")}
     m.update(config=name, seed="mean", runs=len(rows))
-    for k in ("best_val_accuracy", "test_accuracy", "final_test_accuracy", "probe_test_accuracy", "gap_points",
-              "gap_final_points"):
+    for k in (
+        "best_val_accuracy",
+        "test_accuracy",
+        "final_test_accuracy",
+        "probe_test_accuracy",
+        "gap_points",
+        "gap_final_points",
+    ):
         m[k] = round(float(np.mean([r[k] for r in rows])), 4)
     m["gap_min"] = min(r["gap_points"] for r in rows)
     m["gap_max"] = max(r["gap_points"] for r in rows)
@@ -146,6 +187,7 @@ def mean_row(name: str, rows: list[dict]) -> dict:
 def plot(curves: dict, probe_val: float, path: Path) -> None:
     """Left: runs from zeros (log forward passes, from the first evaluation); right: runs from the probe."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -156,7 +198,7 @@ def plot(curves: dict, probe_val: float, path: Path) -> None:
         xs = np.array([2 * summaries[0]["config"]["queries"] * st for st, _ in summaries[0]["val_history"]])
         ys = np.array([[v for _, v in s["val_history"]] for s in summaries])
         keep = xs > 0 if not probe_start else xs >= 0
-        line, = ax.plot(xs[keep], ys.mean(axis=0)[keep], label=f"{name} ({len(ys)} seeds)", lw=1.2)
+        (line,) = ax.plot(xs[keep], ys.mean(axis=0)[keep], label=f"{name} ({len(ys)} seeds)", lw=1.2)
         ax.fill_between(xs[keep], ys.min(axis=0)[keep], ys.max(axis=0)[keep], color=line.get_color(), alpha=0.10)
     for ax in axes:
         ax.axhline(probe_val, color="k", ls=":", label="float probe, L2 on val (its val accuracy, mean)")
@@ -177,14 +219,41 @@ def fmt_sci(x: float) -> str:
     return f"{x:g}"
 
 
-def write(out: Path, seeds, lrs, grid_means: dict, chosen: tuple, probe_means: dict, probe_lr: float,
-          rows: list[dict], means: list[dict], probes: dict) -> None:
-    (out / "table.json").write_text(json.dumps({
-        "seeds": seeds, "lr_grid_start": LR_GRID, "lr_grid": lrs, "eps_grid": EPS_GRID, "eval_passes": EVAL_PASSES,
-        "grid_mean_best_val": [{"lr": lr, "eps": eps, "mean_best_val": round(m, 4)} for (lr, eps), m in grid_means.items()],
-        "chosen": {"lr": chosen[0], "eps": chosen[1]},
-        "probe_lr_grid_mean_best_val": [{"lr": lr, "mean_best_val": round(m, 4)} for lr, m in probe_means.items()],
-        "probe_lr_chosen": probe_lr, "probes": probes, "runs": rows, "means": means}, indent=1))
+def write(
+    out: Path,
+    seeds,
+    lrs,
+    grid_means: dict,
+    chosen: tuple,
+    probe_means: dict,
+    probe_lr: float,
+    rows: list[dict],
+    means: list[dict],
+    probes: dict,
+) -> None:
+    (out / "table.json").write_text(
+        json.dumps(
+            {
+                "seeds": seeds,
+                "lr_grid_start": LR_GRID,
+                "lr_grid": lrs,
+                "eps_grid": EPS_GRID,
+                "eval_passes": EVAL_PASSES,
+                "grid_mean_best_val": [
+                    {"lr": lr, "eps": eps, "mean_best_val": round(m, 4)} for (lr, eps), m in grid_means.items()
+                ],
+                "chosen": {"lr": chosen[0], "eps": chosen[1]},
+                "probe_lr_grid_mean_best_val": [
+                    {"lr": lr, "mean_best_val": round(m, 4)} for lr, m in probe_means.items()
+                ],
+                "probe_lr_chosen": probe_lr,
+                "probes": probes,
+                "runs": rows,
+                "means": means,
+            },
+            indent=1,
+        )
+    )
     with open(out / "table.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
@@ -195,65 +264,110 @@ def write(out: Path, seeds, lrs, grid_means: dict, chosen: tuple, probe_means: d
 
     l2s = [probes[s]["l2"] for s in seeds]
 
-    text = ["# Pushing float MeZO toward the probe (issue 17)", "",
-            "`.venv/bin/python experiments/push_zo.py` (runs cached in `runs/`). Golden float MeZO, gaussian family, "
-            f"linear head on frozen all-MiniLM-L6-v2 embeddings, Rotten Tomatoes, k = {BASE.shots} shots per class "
-            f"(validation: another {BASE.shots} per class; test: {BASE.test_size} examples), batch {BASE.batch_size}, "
-            f"seeds {', '.join(map(str, seeds))}. Validation every {EVAL_PASSES} forward passes.", "",
-            "**Selection uses the `best val` column only** (the best-validation accuracy of a run, and its checkpoint); "
-            "`test` is the test accuracy at that checkpoint, `final` after the last step; test never chose anything. "
-            "`gap` = probe test - ZO test (points; > 0: ZO below the probe). Probe: float linear probe on the same "
-            "shots, L2 chosen on validation from `golden.lm.probe.L2_GRID` "
-            f"(test {' / '.join(pct(probes[s]['test_accuracy']) for s in seeds)}, L2 "
-            f"{' / '.join(f'{l2:.3g}' for l2 in l2s)}, "
-            f"val {' / '.join(pct(probes[s]['val_accuracy']) for s in seeds)}).", "",
-            "Runs of one seed, q, lr and eps share their trajectory (a step's perturbations and batch depend only on "
-            "the seed and the step), so `q1-4k`, `q1-16k` and `q1-64k` are prefixes of `q1-256k` (and `q4-4k` of "
-            "`q4-16k`): they differ only in how far the best-validation checkpoint is searched. `best val` is a "
-            "maximum over checkpoints (for the probe start, over the L2 grid too), so it is optimistic; `test` at "
-            "that checkpoint is the honest figure.", "",
-            f"## Stage 1: lr x eps grid (q = 1, {BASE.steps} steps, head from zeros): mean best val (%)", "",
-            "| lr \\ eps | " + " | ".join(fmt_sci(e) for e in EPS_GRID) + " |", "|---" * (len(EPS_GRID) + 1) + "|"]
+    text = [
+        "# Pushing float MeZO toward the probe (issue 17)",
+        "",
+        "`.venv/bin/python experiments/push_zo.py` (runs cached in `runs/`). Golden float MeZO, gaussian family, "
+        f"linear head on frozen all-MiniLM-L6-v2 embeddings, Rotten Tomatoes, k = {BASE.shots} shots per class "
+        f"(validation: another {BASE.shots} per class; test: {BASE.test_size} examples), batch {BASE.batch_size}, "
+        f"seeds {', '.join(map(str, seeds))}. Validation every {EVAL_PASSES} forward passes.",
+        "",
+        "**Selection uses the `best val` column only** (the best-validation accuracy of a run, and its checkpoint); "
+        "`test` is the test accuracy at that checkpoint, `final` after the last step; test never chose anything. "
+        "`gap` = probe test - ZO test (points; > 0: ZO below the probe). Probe: float linear probe on the same "
+        "shots, L2 chosen on validation from `golden.lm.probe.L2_GRID` "
+        f"(test {' / '.join(pct(probes[s]['test_accuracy']) for s in seeds)}, L2 "
+        f"{' / '.join(f'{l2:.3g}' for l2 in l2s)}, "
+        f"val {' / '.join(pct(probes[s]['val_accuracy']) for s in seeds)}).",
+        "",
+        "Runs of one seed, q, lr and eps share their trajectory (a step's perturbations and batch depend only on "
+        "the seed and the step), so `q1-4k`, `q1-16k` and `q1-64k` are prefixes of `q1-256k` (and `q4-4k` of "
+        "`q4-16k`): they differ only in how far the best-validation checkpoint is searched. `best val` is a "
+        "maximum over checkpoints (for the probe start, over the L2 grid too), so it is optimistic; `test` at "
+        "that checkpoint is the honest figure.",
+        "",
+        f"## Stage 1: lr x eps grid (q = 1, {BASE.steps} steps, head from zeros): mean best val (%)",
+        "",
+        "| lr \\ eps | " + " | ".join(fmt_sci(e) for e in EPS_GRID) + " |",
+        "|---" * (len(EPS_GRID) + 1) + "|",
+    ]
     for lr in lrs:
-        text.append(f"| {fmt_sci(lr)} | " + " | ".join(
-            (f"**{pct(grid_means[(lr, e)])}**" if (lr, e) == chosen else pct(grid_means[(lr, e)])) for e in EPS_GRID)
-            + " |")
+        text.append(
+            f"| {fmt_sci(lr)} | "
+            + " | ".join(
+                (f"**{pct(grid_means[(lr, e)])}**" if (lr, e) == chosen else pct(grid_means[(lr, e)])) for e in EPS_GRID
+            )
+            + " |"
+        )
     extended = [x for x in lrs if x not in LR_GRID]
-    text += ["", f"Chosen: lr {fmt_sci(chosen[0])}, eps {fmt_sci(chosen[1])} (trainer defaults: lr "
-             f"{fmt_sci(BASE.lr)}, eps {fmt_sci(BASE.eps)}). The grid started at lr "
-             f"{', '.join(map(fmt_sci, LR_GRID))}" + (f" and was extended to {', '.join(map(fmt_sci, extended))} because "
-             "the choice landed on its edge." if extended else ".") + " Ties go to the cell nearest the defaults.", "",
-             f"Probe start, q = 1, {BASE.steps} steps, eps {fmt_sci(chosen[1])}: mean best val (%) by lr: "
-             + ", ".join(f"{fmt_sci(lr)}: {pct(m)}" for lr, m in probe_means.items())
-             + f"; chosen lr {fmt_sci(probe_lr)} (row `probe-q1-4k-lowlr`).", "",
-             "## Means over seeds", "",
-             "| config | q | steps | forward passes | lr | eps | init | best val | test (best val) | final test | "
-             "probe | gap (points) | gap range | gap final |", "|---" * 14 + "|"]
+    text += [
+        "",
+        f"Chosen: lr {fmt_sci(chosen[0])}, eps {fmt_sci(chosen[1])} (trainer defaults: lr "
+        f"{fmt_sci(BASE.lr)}, eps {fmt_sci(BASE.eps)}). The grid started at lr "
+        f"{', '.join(map(fmt_sci, LR_GRID))}"
+        + (
+            f" and was extended to {', '.join(map(fmt_sci, extended))} because the choice landed on its edge."
+            if extended
+            else "."
+        )
+        + " Ties go to the cell nearest the defaults.",
+        "",
+        f"Probe start, q = 1, {BASE.steps} steps, eps {fmt_sci(chosen[1])}: mean best val (%) by lr: "
+        + ", ".join(f"{fmt_sci(lr)}: {pct(m)}" for lr, m in probe_means.items())
+        + f"; chosen lr {fmt_sci(probe_lr)} (row `probe-q1-4k-lowlr`).",
+        "",
+        "## Means over seeds",
+        "",
+        "| config | q | steps | forward passes | lr | eps | init | best val | test (best val) | final test | "
+        "probe | gap (points) | gap range | gap final |",
+        "|---" * 14 + "|",
+    ]
     for m in means:
-        text.append(f"| {m['config']} | {m['queries']} | {m['steps']} | {m['forward_passes']} | {fmt_sci(m['lr'])} | "
-                    f"{fmt_sci(m['eps'])} | {m['head_init']} | {pct(m['best_val_accuracy'])} | {pct(m['test_accuracy'])} | "
-                    f"{pct(m['final_test_accuracy'])} | {pct(m['probe_test_accuracy'])} | {m['gap_points']:+.1f} | "
-                    f"{m['gap_min']:+.1f}..{m['gap_max']:+.1f} | {m['gap_final_points']:+.1f} |")
-    text += ["", "## Equal forward passes (from zeros)", "",
-             "| forward passes | config: mean test (best val) / mean best val |", "|---|---|"]
+        text.append(
+            f"| {m['config']} | {m['queries']} | {m['steps']} | {m['forward_passes']} | {fmt_sci(m['lr'])} | "
+            f"{fmt_sci(m['eps'])} | {m['head_init']} | {pct(m['best_val_accuracy'])} | {pct(m['test_accuracy'])} | "
+            f"{pct(m['final_test_accuracy'])} | {pct(m['probe_test_accuracy'])} | {m['gap_points']:+.1f} | "
+            f"{m['gap_min']:+.1f}..{m['gap_max']:+.1f} | {m['gap_final_points']:+.1f} |"
+        )
+    text += [
+        "",
+        "## Equal forward passes (from zeros)",
+        "",
+        "| forward passes | config: mean test (best val) / mean best val |",
+        "|---|---|",
+    ]
     zeros = [m for m in means if m["head_init"] == "zeros"]
     for passes in sorted(set(m["forward_passes"] for m in zeros)):
-        text.append(f"| {passes} | " + "; ".join(f"{m['config']}: {pct(m['test_accuracy'])} / "
-                                                   f"{pct(m['best_val_accuracy'])}"
-                                                   for m in zeros if m["forward_passes"] == passes) + " |")
-    text += ["", "## Per seed", "",
-             "| config | seed | forward passes | best step | best val | test (best val) | final test | probe | gap | "
-             "gap final |", "|---" * 10 + "|"]
+        text.append(
+            f"| {passes} | "
+            + "; ".join(
+                f"{m['config']}: {pct(m['test_accuracy'])} / {pct(m['best_val_accuracy'])}"
+                for m in zeros
+                if m["forward_passes"] == passes
+            )
+            + " |"
+        )
+    text += [
+        "",
+        "## Per seed",
+        "",
+        "| config | seed | forward passes | best step | best val | test (best val) | final test | probe | gap | "
+        "gap final |",
+        "|---" * 10 + "|",
+    ]
     for r in rows:
-        text.append(f"| {r['config']} | {r['seed']} | {r['forward_passes']} | {r['best_step']} | "
-                    f"{pct(r['best_val_accuracy'])} | {pct(r['test_accuracy'])} | {pct(r['final_test_accuracy'])} | "
-                    f"{pct(r['probe_test_accuracy'])} | {r['gap_points']:+.1f} | {r['gap_final_points']:+.1f} |")
+        text.append(
+            f"| {r['config']} | {r['seed']} | {r['forward_passes']} | {r['best_step']} | "
+            f"{pct(r['best_val_accuracy'])} | {pct(r['test_accuracy'])} | {pct(r['final_test_accuracy'])} | "
+            f"{pct(r['probe_test_accuracy'])} | {r['gap_points']:+.1f} | {r['gap_final_points']:+.1f} |"
+        )
     (out / "table.md").write_text("\n".join(text) + "\n")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--force", action="store_true", help="re-run cached runs")
     ap.add_argument("--out", type=Path, default=RESULTS / "push-zo")
@@ -290,7 +404,7 @@ def main(argv=None) -> int:
     # stage 2 and 3
     results = {name: [] for name in CONFIGS}
     at = LR_LADDER.index(lr)
-    probe_grid = {plr: [] for plr in LR_LADDER[max(0, at - 2):at + 1]}
+    probe_grid = {plr: [] for plr in LR_LADDER[max(0, at - 2) : at + 1]}
     for seed in seeds:
         print(f"configs, seed {seed}", flush=True)
         for name, (q, steps, init) in CONFIGS.items():
@@ -306,8 +420,11 @@ def main(argv=None) -> int:
         rows += rs
         means.append(mean_row(name, rs))
     write(out, seeds, lrs, grid_means, chosen, probe_means, probe_lr, rows, means, probes)
-    plot({n: results[n] for n in MAIN_CURVES + ("probe-q1-4k-lowlr",)},
-         float(np.mean([p["val_accuracy"] for p in probes.values()])), out / "curves.png")
+    plot(
+        {n: results[n] for n in MAIN_CURVES + ("probe-q1-4k-lowlr",)},
+        float(np.mean([p["val_accuracy"] for p in probes.values()])),
+        out / "curves.png",
+    )
     print((out / "table.md").read_text())
     return 0
 

@@ -62,10 +62,33 @@ RUNS = {
     "pca-wd7e2-pregen": dict(strategy="pregen", hidden_init="pca", wd_shift=7, wd_every=2),
     "pca-wd6e2-m8k-pregen": dict(strategy="pregen", hidden_init="pca", wd_shift=6, wd_every=2, margin=8192),
 }
-KEEP = ("test_accuracy", "final_test_accuracy", "best_step", "best_val_accuracy", "start_accuracy",
-        "start_val_accuracy", "float_probe_test_accuracy", "gap_points", "seconds_per_step", "weight_change_lsb",
-        "weight_range", "train_loss_end", "curve", "init", "config", "train_size", "val_size", "model",
-        "model_val_accuracy", "checkpoint_average_val", "zero_g_steps")
+KEEP = (
+    "test_accuracy",
+    "final_test_accuracy",
+    "best_step",
+    "best_val_accuracy",
+    "start_accuracy",
+    "start_val_accuracy",
+    "float_probe_test_accuracy",
+    "gap_points",
+    "seconds_per_step",
+    "weight_change_lsb",
+    "weight_range",
+    "train_loss_end",
+    "curve",
+    "init",
+    "config",
+    "train_size",
+    "val_size",
+    "model",
+    "model_val_accuracy",
+    "checkpoint_average_val",
+    "zero_g_steps",
+)
+
+
+BASE_KEYS = ("steps", "batch", "margin", "g_lr", "eps_shift", "shots")
+"""The base run's fields the tables' header names."""
 
 
 def run(name: str, seed: int, out: Path, force: bool, steps: int | None) -> dict:
@@ -88,7 +111,9 @@ def late_val(r: dict) -> float:
     """Mean validation accuracy over the checkpoints of the run's second half: a less noisy validation
     statistic than the best checkpoint (the max of ~16 noisy values); validation only."""
     half = r["config"]["steps"] / 2
-    return sum(c["val_accuracy"] for c in r["curve"] if c["step"] > half) / max(1, sum(c["step"] > half for c in r["curve"]))
+    return sum(c["val_accuracy"] for c in r["curve"] if c["step"] > half) / max(
+        1, sum(c["step"] > half for c in r["curve"])
+    )
 
 
 def avg_cell(r: dict) -> str:
@@ -103,30 +128,43 @@ def avg_cell(r: dict) -> str:
 
 def table(out: Path) -> None:
     rows = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
-    lines = ["# rt-mlp screening (issue 15)", "",
-             "`.venv/bin/python experiments/screen_rt_mlp.py --runs NAME --seeds S` (runs cached in `runs/`). Base: "
-             f"`TUNED['rt-mlp']` ({', '.join(f'{k}={v}' for k, v in BASE.to_dict().items() if k in ('steps', 'batch', 'margin', 'g_lr', 'eps_shift', 'shots'))}). "
-             "Accuracies in %; chosen on validation only (**best val** and the mean validation accuracy over the second half of the run; the validation accuracy of the host's average of the last 4 / 8 / half of the checkpoints); test = of the run's model (the best-validation checkpoint unless `average_last` is set); probe = float "
-             "linear probe on the same shots, L2 chosen on validation.", "",
-             "| run | overrides | seed | train | best val | step | val mean, 2nd half | start test | test (best val) | final test | probe | "
-             "test - probe | mean |dw| (LSB) | s/step | val, mean of last 4 / 8 / half ckpts |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# rt-mlp screening (issue 15)",
+        "",
+        "`.venv/bin/python experiments/screen_rt_mlp.py --runs NAME --seeds S` (runs cached in `runs/`). Base: "
+        f"`TUNED['rt-mlp']` "
+        f"({', '.join(f'{k}={v}' for k, v in BASE.to_dict().items() if k in BASE_KEYS)}). "
+        "Accuracies in %; chosen on validation only (**best val** and the mean validation accuracy over the second "
+        "half of the run; the validation accuracy of the host's average of the last 4 / 8 / half of the "
+        "checkpoints); test = of the run's model (the best-validation checkpoint unless `average_last` is set); "
+        "probe = float "
+        "linear probe on the same shots, L2 chosen on validation.",
+        "",
+        "| run | overrides | seed | train | best val | step | val mean, 2nd half | start test | test (best val) | "
+        "final test | probe | "
+        "test - probe | mean |dw| (LSB) | s/step | val, mean of last 4 / 8 / half ckpts |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         cfg = r["config"]
-        lines.append(f"| {r['name']} | {json.dumps(r['overrides'])} | {cfg['seed']} | {r['train_size']} | "
-                     f"{100 * r['best_val_accuracy']:.1f} | {r['best_step']} | {100 * late_val(r):.1f} | "
-                     f"{100 * r['start_accuracy']:.1f} | "
-                     f"{100 * r['test_accuracy']:.1f} | {100 * r['final_test_accuracy']:.1f} | "
-                     f"{100 * r['float_probe_test_accuracy']:.1f} | {-r['gap_points']:.1f} | "
-                     f"{r['weight_change_lsb']:.1f} | {r['seconds_per_step']:.4f} | {avg_cell(r)} |")
+        lines.append(
+            f"| {r['name']} | {json.dumps(r['overrides'])} | {cfg['seed']} | {r['train_size']} | "
+            f"{100 * r['best_val_accuracy']:.1f} | {r['best_step']} | {100 * late_val(r):.1f} | "
+            f"{100 * r['start_accuracy']:.1f} | "
+            f"{100 * r['test_accuracy']:.1f} | {100 * r['final_test_accuracy']:.1f} | "
+            f"{100 * r['float_probe_test_accuracy']:.1f} | {-r['gap_points']:.1f} | "
+            f"{r['weight_change_lsb']:.1f} | {r['seconds_per_step']:.4f} | {avg_cell(r)} |"
+        )
     (out / "screen.md").write_text("\n".join(lines) + "\n")
-    (out / "screen.json").write_text(json.dumps([{**{k: v for k, v in r.items() if k != "curve"}, "late_val": late_val(r)}
-                                                for r in rows], indent=1))
+    (out / "screen.json").write_text(
+        json.dumps([{**{k: v for k, v in r.items() if k != "curve"}, "late_val": late_val(r)} for r in rows], indent=1)
+    )
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", default="", help="comma-separated names of RUNS (empty: only rewrite the tables)")
     ap.add_argument("--seeds", default="1")
     ap.add_argument("--steps", type=int, default=None)
@@ -136,8 +174,11 @@ def main(argv=None) -> None:
     for name in filter(None, args.runs.split(",")):
         for seed in (int(s) for s in args.seeds.split(",")):
             r = run(name, seed, args.out, args.force, args.steps)
-            print(f"{name} s{seed}: val {r['best_val_accuracy']:.3f} @ {r['best_step']} test {r['test_accuracy']:.3f} "
-                  f"final {r['final_test_accuracy']:.3f} probe {r['float_probe_test_accuracy']:.3f}", flush=True)
+            print(
+                f"{name} s{seed}: val {r['best_val_accuracy']:.3f} @ {r['best_step']} test {r['test_accuracy']:.3f} "
+                f"final {r['final_test_accuracy']:.3f} probe {r['float_probe_test_accuracy']:.3f}",
+                flush=True,
+            )
             table(args.out)
     table(args.out)
 

@@ -63,16 +63,27 @@ def run(deadband: int, seed: int, steps: int, batch: int) -> dict:
         engine.load_weights(average_weights(ckpts[-n:]))
         avg[str(n)] = engine_accuracy(engine, data.x["val"], data.y["val"])
     engine.load_weights(ckpts[best])
-    return {"deadband": deadband, "seed": seed, "steps": steps, "batch": batch, "moved_steps": int(moved),
-            "best_val": curve[best][1], "best_step": curve[best][0], "late_val": float(np.mean(half)),
-            "checkpoint_average_val": avg, "test_at_best_val": engine_accuracy(engine, data.x["test"], data.y["test"]),
-            "probe_test": float_probe(data)["float_probe_test_accuracy"], "curve": curve,
-            "seconds": time.perf_counter() - t0}
+    return {
+        "deadband": deadband,
+        "seed": seed,
+        "steps": steps,
+        "batch": batch,
+        "moved_steps": int(moved),
+        "best_val": curve[best][1],
+        "best_step": curve[best][0],
+        "late_val": float(np.mean(half)),
+        "checkpoint_average_val": avg,
+        "test_at_best_val": engine_accuracy(engine, data.x["test"], data.y["test"]),
+        "probe_test": float_probe(data)["float_probe_test_accuracy"],
+        "curve": curve,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--deadband", type=int, required=True)
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--steps", type=int, default=4000)
@@ -84,8 +95,11 @@ def main(argv=None) -> None:
         path = args.out / f"deadband{args.deadband}-b{args.batch}-{args.steps}-s{seed}.json"
         r = json.loads(path.read_text()) if path.exists() else run(args.deadband, seed, args.steps, args.batch)
         path.write_text(json.dumps(r, indent=1))
-        print(f"deadband {args.deadband} s{seed}: moved {r['moved_steps']}/{r['steps']} best val {r['best_val']:.3f} "
-              f"late {r['late_val']:.3f} avg {r['checkpoint_average_val']}", flush=True)
+        print(
+            f"deadband {args.deadband} s{seed}: moved {r['moved_steps']}/{r['steps']} best val {r['best_val']:.3f} "
+            f"late {r['late_val']:.3f} avg {r['checkpoint_average_val']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

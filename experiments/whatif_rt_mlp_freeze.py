@@ -37,8 +37,9 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def run(seed: int, steps: int, hidden_init: str) -> dict:
-    cfg = TUNED_WD["rt-mlp"].replace(strategy="pregen", seed=seed, steps=steps, hidden_init=hidden_init,
-                                     wd_shift=0, average_last=0)
+    cfg = TUNED_WD["rt-mlp"].replace(
+        strategy="pregen", seed=seed, steps=steps, hidden_init=hidden_init, wd_shift=0, average_last=0
+    )
     data = load_data(cfg)
     weights, _ = init_weights(cfg, data.x["train"], data)
     engine = NetEngine(cfg.net_config, weights=weights)
@@ -58,18 +59,26 @@ def run(seed: int, steps: int, hidden_init: str) -> dict:
         if (step + 1) % cfg.eval_every == 0:
             checkpoints.append(engine.flat.copy())
             curve.append((step + 1, engine_accuracy(engine, data.x["val"], data.y["val"])))
-    out = {"seed": seed, "steps": steps, "hidden_init": hidden_init, "curve": curve,
-           "probe_test": float_probe(data)["float_probe_test_accuracy"]}
+    out = {
+        "seed": seed,
+        "steps": steps,
+        "hidden_init": hidden_init,
+        "curve": curve,
+        "probe_test": float_probe(data)["float_probe_test_accuracy"],
+    }
     for n in (1, 4, 8):
         engine.load_weights(average_weights(checkpoints[-n:]))
-        out[f"average_{n}"] = {"val": engine_accuracy(engine, data.x["val"], data.y["val"]),
-                               "test": engine_accuracy(engine, data.x["test"], data.y["test"])}
+        out[f"average_{n}"] = {
+            "val": engine_accuracy(engine, data.x["val"], data.y["val"]),
+            "test": engine_accuracy(engine, data.x["test"], data.y["test"]),
+        }
     return out
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--hidden-init", default="pca", choices=("normal", "pca"))
@@ -80,8 +89,11 @@ def main(argv=None) -> None:
         path = args.out / f"freeze-hidden-{args.hidden_init}-{args.steps}-s{seed}.json"
         r = json.loads(path.read_text()) if path.exists() else run(seed, args.steps, args.hidden_init)
         path.write_text(json.dumps(r, indent=1))
-        print(f"freeze hidden ({args.hidden_init}) s{seed}: average of the last 8 checkpoints val "
-              f"{r['average_8']['val']:.3f} test {r['average_8']['test']:.3f} (probe {r['probe_test']:.3f})", flush=True)
+        print(
+            f"freeze hidden ({args.hidden_init}) s{seed}: average of the last 8 checkpoints val "
+            f"{r['average_8']['val']:.3f} test {r['average_8']['test']:.3f} (probe {r['probe_test']:.3f})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

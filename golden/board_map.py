@@ -76,8 +76,17 @@ STEP_RECORD_ENTRIES = 4
 STRATEGY_CODES = {"otf": 0, "pregen": 1}
 OPS = {"forward_zo": 0, "update": 1, "infer": 2, "train": 3}
 CONTROL_BITS = {"START": 0, "PUSH": 1, "ACK_DONE": 2, "ACK_STEP": 3, "CLEAR_ERROR": 4}
-STATUS_BITS = {"BUSY": 0, "DONE": 1, "LOAD_READY": 2, "LOAD_BANK": 3, "QUEUED": 4, "ERROR": 6,
-               "LAST_BANK": 7, "IRQ_DONE": 8, "IRQ_STEP": 9}
+STATUS_BITS = {
+    "BUSY": 0,
+    "DONE": 1,
+    "LOAD_READY": 2,
+    "LOAD_BANK": 3,
+    "QUEUED": 4,
+    "ERROR": 6,
+    "LAST_BANK": 7,
+    "IRQ_DONE": 8,
+    "IRQ_STEP": 9,
+}
 IRQ_BITS = {"DONE": 0, "STEP": 1}
 WINDOW_NAMES = ("weights", "x", "labels", "biases", "logits", "steps")
 
@@ -89,16 +98,30 @@ def _pow2(n: int) -> int:
 def engine_registers() -> tuple[Register, ...]:
     """The AXI4-Lite registers (module docstring); the same for every ``NetConfig``."""
     return (
-        Register("ID", 0x00, "r"), Register("VERSION", 0x04, "r"), Register("SHAPE", 0x08, "r"),
-        Register("BATCH", 0x0C, "r"), Register("CONTROL", 0x10, "cmd", 5), Register("STATUS", 0x14, "r", 10),
-        Register("OP", 0x18, "rw", 2), Register("STEPS", 0x1C, "rw", 16), Register("G", 0x20, "rw", 24, True),
-        Register("G_MODE", 0x24, "rw", 2), Register("MARGIN", 0x28, "rw", 23),
-        Register("G_LR", 0x2C, "rw", 24, True), Register("G_SHIFT", 0x30, "rw", 6),
-        Register("REQUANT_SHIFT", 0x34, "rw", 5), Register("IRQ_ENABLE", 0x38, "rw", 2),
-        Register("STEPS_DONE", 0x3C, "r", 16), Register("LOSS_PLUS_LO", 0x40, "r"),
-        Register("LOSS_PLUS_HI", 0x44, "r", 16), Register("LOSS_MINUS_LO", 0x48, "r"),
-        Register("LOSS_MINUS_HI", 0x4C, "r", 16), Register("G_USED", 0x50, "r", 24, True),
-        Register("CYCLES", 0x54, "r"), Register("WAIT_CYCLES", 0x58, "r"), Register("WD_SHIFT", 0x5C, "rw", 3),
+        Register("ID", 0x00, "r"),
+        Register("VERSION", 0x04, "r"),
+        Register("SHAPE", 0x08, "r"),
+        Register("BATCH", 0x0C, "r"),
+        Register("CONTROL", 0x10, "cmd", 5),
+        Register("STATUS", 0x14, "r", 10),
+        Register("OP", 0x18, "rw", 2),
+        Register("STEPS", 0x1C, "rw", 16),
+        Register("G", 0x20, "rw", 24, True),
+        Register("G_MODE", 0x24, "rw", 2),
+        Register("MARGIN", 0x28, "rw", 23),
+        Register("G_LR", 0x2C, "rw", 24, True),
+        Register("G_SHIFT", 0x30, "rw", 6),
+        Register("REQUANT_SHIFT", 0x34, "rw", 5),
+        Register("IRQ_ENABLE", 0x38, "rw", 2),
+        Register("STEPS_DONE", 0x3C, "r", 16),
+        Register("LOSS_PLUS_LO", 0x40, "r"),
+        Register("LOSS_PLUS_HI", 0x44, "r", 16),
+        Register("LOSS_MINUS_LO", 0x48, "r"),
+        Register("LOSS_MINUS_HI", 0x4C, "r", 16),
+        Register("G_USED", 0x50, "r", 24, True),
+        Register("CYCLES", 0x54, "r"),
+        Register("WAIT_CYCLES", 0x58, "r"),
+        Register("WD_SHIFT", 0x5C, "rw", 3),
         Register("WD_EVERY", 0x60, "rw", 8),
     )
 
@@ -120,8 +143,10 @@ def check_board_config(config: NetConfig) -> NetConfig:
     if not isinstance(config, NetConfig):
         raise ValueError(f"config must be a NetConfig, got {type(config).__name__}")
     if config.array.cols < BEAT_BYTES or config.array.cols & (config.array.cols - 1):
-        raise ValueError(f"cols must be a power of two >= {BEAT_BYTES} for the board top (a 64-bit AXI beat "
-                         f"carries 8 int8 lanes of one engine word), got {config.array.cols}")
+        raise ValueError(
+            f"cols must be a power of two >= {BEAT_BYTES} for the board top (a 64-bit AXI beat "
+            f"carries 8 int8 lanes of one engine word), got {config.array.cols}"
+        )
     if config.stream.strategy not in STRATEGY_CODES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGY_CODES)}, got {config.stream.strategy!r}")
     return config
@@ -166,11 +191,14 @@ class BoardMap:
 
     def _sizes(self) -> dict[str, int]:
         cfg = self.config
-        return {"weights": cfg.memory_words * cfg.array.cols, "x": (cfg.array.batch - 1) * self.x_stride + cfg.inputs,
-                "labels": cfg.array.batch * BEAT_BYTES,
-                "biases": cfg.total_outputs * BEAT_BYTES if self.has_bias else 0,
-                "logits": 4 * self.example_stride * self.output_stride * BEAT_BYTES,
-                "steps": STEP_LOG_DEPTH * STEP_RECORD_ENTRIES * BEAT_BYTES}
+        return {
+            "weights": cfg.memory_words * cfg.array.cols,
+            "x": (cfg.array.batch - 1) * self.x_stride + cfg.inputs,
+            "labels": cfg.array.batch * BEAT_BYTES,
+            "biases": cfg.total_outputs * BEAT_BYTES if self.has_bias else 0,
+            "logits": 4 * self.example_stride * self.output_stride * BEAT_BYTES,
+            "steps": STEP_LOG_DEPTH * STEP_RECORD_ENTRIES * BEAT_BYTES,
+        }
 
     @property
     def slot_bits(self) -> int:
@@ -188,15 +216,19 @@ class BoardMap:
 
     @property
     def windows(self) -> tuple[Window, ...]:
-        sizes, access = self._sizes(), {"weights": "rw", "x": "w", "labels": "w", "biases": "w", "logits": "r",
-                                        "steps": "r"}
-        what = {"weights": "int8 weight i at byte i (global order); idle only",
-                "x": f"int8 input k of example b at b*{self.x_stride} + k (the free bank)",
-                "labels": "label of example b in the low byte of entry b (the free bank)",
-                "biases": "int32 bias of global output o in the low word of entry o; idle only",
-                "logits": f"entry ((bank*2+pass)*{self.example_stride}+b)*{self.output_stride}+o: int32 logit "
-                          "(low word), requantised int8 (high word)",
-                "steps": f"record k % {STEP_LOG_DEPTH} (4 entries): L+, L-, g, logit bank"}
+        sizes, access = (
+            self._sizes(),
+            {"weights": "rw", "x": "w", "labels": "w", "biases": "w", "logits": "r", "steps": "r"},
+        )
+        what = {
+            "weights": "int8 weight i at byte i (global order); idle only",
+            "x": f"int8 input k of example b at b*{self.x_stride} + k (the free bank)",
+            "labels": "label of example b in the low byte of entry b (the free bank)",
+            "biases": "int32 bias of global output o in the low word of entry o; idle only",
+            "logits": f"entry ((bank*2+pass)*{self.example_stride}+b)*{self.output_stride}+o: int32 logit "
+            "(low word), requantised int8 (high word)",
+            "steps": f"record k % {STEP_LOG_DEPTH} (4 entries): L+, L-, g, logit bank",
+        }
         return tuple(Window(n, i * self.slot, sizes[n], access[n], what[n]) for i, n in enumerate(WINDOW_NAMES))
 
     def window(self, name: str) -> Window:
@@ -232,16 +264,32 @@ class BoardMap:
 
     # -- descriptions --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"version": ENGINE_MAP_VERSION, "id": HOST_ID, "net": self.config.name,
-                "config": self.config.to_dict(), "axil_addr_width": REGISTER_ADDR_BITS,
-                "axi_addr_width": self.addr_width, "axi_data_bits": 8 * BEAT_BYTES, "slot": self.slot,
-                "registers": [{"name": r.name, "offset": r.offset, "kind": r.kind, "width": r.width,
-                               "signed": r.signed} for r in self.registers],
-                "control_bits": CONTROL_BITS, "status_bits": STATUS_BITS, "irq_bits": IRQ_BITS, "ops": OPS,
-                "windows": [{"name": w.name, "base": w.base, "size": w.size, "access": w.access, "what": w.what}
-                            for w in self.windows],
-                "x_stride": self.x_stride, "example_stride": self.example_stride,
-                "output_stride": self.output_stride, "step_log_depth": STEP_LOG_DEPTH}
+        return {
+            "version": ENGINE_MAP_VERSION,
+            "id": HOST_ID,
+            "net": self.config.name,
+            "config": self.config.to_dict(),
+            "axil_addr_width": REGISTER_ADDR_BITS,
+            "axi_addr_width": self.addr_width,
+            "axi_data_bits": 8 * BEAT_BYTES,
+            "slot": self.slot,
+            "registers": [
+                {"name": r.name, "offset": r.offset, "kind": r.kind, "width": r.width, "signed": r.signed}
+                for r in self.registers
+            ],
+            "control_bits": CONTROL_BITS,
+            "status_bits": STATUS_BITS,
+            "irq_bits": IRQ_BITS,
+            "ops": OPS,
+            "windows": [
+                {"name": w.name, "base": w.base, "size": w.size, "access": w.access, "what": w.what}
+                for w in self.windows
+            ],
+            "x_stride": self.x_stride,
+            "example_stride": self.example_stride,
+            "output_stride": self.output_stride,
+            "step_log_depth": STEP_LOG_DEPTH,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -250,32 +298,53 @@ class BoardMap:
         """``pezo_regs.h``-style C header: register offsets (from the AXI4-Lite base), bit masks, window
         offsets and sizes (from the AXI4 base), strides."""
         cfg, lines = self.config, []
-        lines += ["/* Generated by pezo (golden.board_map) -- the network engine's register/window map. */",
-                  f"/* net {cfg.name}: {' / '.join(l.describe() for l in cfg.layers)}; "
-                  f"{cfg.array.rows}x{cfg.array.cols} array, batch {cfg.array.batch}, {cfg.stream.strategy} */",
-                  "#ifndef PEZO_ENGINE_REGS_H", "#define PEZO_ENGINE_REGS_H",
-                  "", f"#define PEZO_ID 0x{HOST_ID:08X}u", f"#define PEZO_ENGINE_MAP_VERSION {ENGINE_MAP_VERSION}u", "",
-                  "/* AXI4-Lite registers: byte offsets, 32-bit access */"]
-        lines += [f"#define PEZO_REG_{r.name:<16} 0x{r.offset:03X}u  /* {r.kind}, {r.width} bit"
-                  f"{', signed' if r.signed else ''} */" for r in self.registers]
+        lines += [
+            "/* Generated by pezo (golden.board_map) -- the network engine's register/window map. */",
+            f"/* net {cfg.name}: {' / '.join(l.describe() for l in cfg.layers)}; "
+            f"{cfg.array.rows}x{cfg.array.cols} array, batch {cfg.array.batch}, {cfg.stream.strategy} */",
+            "#ifndef PEZO_ENGINE_REGS_H",
+            "#define PEZO_ENGINE_REGS_H",
+            "",
+            f"#define PEZO_ID 0x{HOST_ID:08X}u",
+            f"#define PEZO_ENGINE_MAP_VERSION {ENGINE_MAP_VERSION}u",
+            "",
+            "/* AXI4-Lite registers: byte offsets, 32-bit access */",
+        ]
+        lines += [
+            f"#define PEZO_REG_{r.name:<16} 0x{r.offset:03X}u  /* {r.kind}, {r.width} bit"
+            f"{', signed' if r.signed else ''} */"
+            for r in self.registers
+        ]
         for group, bits in (("CONTROL", CONTROL_BITS), ("STATUS", STATUS_BITS), ("IRQ", IRQ_BITS)):
             lines.append("")
             lines += [f"#define PEZO_{group}_{name:<12} (1u << {bit})" for name, bit in bits.items()]
         lines.append("#define PEZO_STATUS_QUEUED_MASK   (3u << 4)")
         lines.append("")
         lines += [f"#define PEZO_OP_{name.upper():<12} {code}u" for name, code in OPS.items()]
-        lines += ["", f"/* AXI4 windows (64-bit data, bursts): byte offsets from the AXI4 base; {self.addr_width} "
-                      "address bits */"]
+        lines += [
+            "",
+            f"/* AXI4 windows (64-bit data, bursts): byte offsets from the AXI4 base; {self.addr_width} "
+            "address bits */",
+        ]
         for w in self.windows:
             lines.append(f"#define PEZO_WIN_{w.name.upper():<8} 0x{w.base:08X}u  /* {w.access}: {w.what} */")
             lines.append(f"#define PEZO_WIN_{w.name.upper()}_SIZE 0x{w.size:08X}u")
-        lines += ["", f"#define PEZO_X_STRIDE {self.x_stride}u", f"#define PEZO_EXAMPLE_STRIDE {self.example_stride}u",
-                  f"#define PEZO_OUTPUT_STRIDE {self.output_stride}u", f"#define PEZO_STEP_LOG_DEPTH {STEP_LOG_DEPTH}u",
-                  f"#define PEZO_BATCH {cfg.array.batch}u", f"#define PEZO_INPUTS {cfg.inputs}u",
-                  f"#define PEZO_OUTPUTS {cfg.outputs}u", f"#define PEZO_WEIGHTS {cfg.weights}u",
-                  f"#define PEZO_COLS {cfg.array.cols}u",
-                  "/* logit entry (bank, pass, example, output) */",
-                  "#define PEZO_LOGIT_OFFSET(bank, pass, b, o) (PEZO_WIN_LOGITS + 8u * ((((bank) * 2u + (pass)) * "
-                  "PEZO_EXAMPLE_STRIDE + (b)) * PEZO_OUTPUT_STRIDE + (o)))",
-                  "", "#endif /* PEZO_ENGINE_REGS_H */", ""]
+        lines += [
+            "",
+            f"#define PEZO_X_STRIDE {self.x_stride}u",
+            f"#define PEZO_EXAMPLE_STRIDE {self.example_stride}u",
+            f"#define PEZO_OUTPUT_STRIDE {self.output_stride}u",
+            f"#define PEZO_STEP_LOG_DEPTH {STEP_LOG_DEPTH}u",
+            f"#define PEZO_BATCH {cfg.array.batch}u",
+            f"#define PEZO_INPUTS {cfg.inputs}u",
+            f"#define PEZO_OUTPUTS {cfg.outputs}u",
+            f"#define PEZO_WEIGHTS {cfg.weights}u",
+            f"#define PEZO_COLS {cfg.array.cols}u",
+            "/* logit entry (bank, pass, example, output) */",
+            "#define PEZO_LOGIT_OFFSET(bank, pass, b, o) (PEZO_WIN_LOGITS + 8u * ((((bank) * 2u + (pass)) * "
+            "PEZO_EXAMPLE_STRIDE + (b)) * PEZO_OUTPUT_STRIDE + (o)))",
+            "",
+            "#endif /* PEZO_ENGINE_REGS_H */",
+            "",
+        ]
         return "\n".join(lines)

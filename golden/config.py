@@ -10,8 +10,8 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 STRATEGIES = ("otf", "pregen", "gaussian")
 """Perturbation strategies: on-the-fly LFSR array, pre-generated pool, Gaussian baseline."""
@@ -53,10 +53,15 @@ def cache_dir() -> Path:
     if existing.exists() and not existing.is_dir():
         problem = f"{existing} is not a directory" + ("" if existing == path else f", so {path} cannot be created")
         if source is None:
-            raise CacheDirError(f"pezo's cache {path} cannot be created: {existing} is not a directory; set "
-                                "PEZO_CACHE_DIR to a directory")
-        fix = "PEZO_CACHE_DIR at a directory or unset it" if source == "PEZO_CACHE_DIR" else \
-            "XDG_CACHE_HOME at a directory or set PEZO_CACHE_DIR"
+            raise CacheDirError(
+                f"pezo's cache {path} cannot be created: {existing} is not a directory; set "
+                "PEZO_CACHE_DIR to a directory"
+            )
+        fix = (
+            "PEZO_CACHE_DIR at a directory or unset it"
+            if source == "PEZO_CACHE_DIR"
+            else "XDG_CACHE_HOME at a directory or set PEZO_CACHE_DIR"
+        )
         raise CacheDirError(f"{source}={os.environ[source]}: {problem} (pezo's cache); point {fix}")
     return path
 
@@ -83,7 +88,6 @@ class FlatConfig:
 
     NESTED: ClassVar[tuple] = ()
     JSON_KEYS: ClassVar[tuple] = ()
-
 
     def check_flat(self, changes: dict) -> None:
         """Checks ``replace`` makes on the flat changes before it builds the nested objects (none by default)."""
@@ -166,8 +170,10 @@ class StreamConfig:
         check_int("lfsr_leap", self.lfsr_leap, 1, self.rng_bits)
         common = math.gcd(self.lfsr_leap, self.lfsr_period)
         if common != 1:
-            raise ValueError(f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {self.lfsr_period} (k steps per "
-                             f"clock keep the full period only then), got {self.lfsr_leap} (common factor {common})")
+            raise ValueError(
+                f"lfsr_leap must be coprime to 2^{self.rng_bits} - 1 = {self.lfsr_period} (k steps per "
+                f"clock keep the full period only then), got {self.lfsr_leap} (common factor {common})"
+            )
         if not isinstance(self.lfsr_bit_order, str) or self.lfsr_bit_order not in BIT_ORDERS:
             raise ValueError(f"lfsr_bit_order must be one of {', '.join(BIT_ORDERS)}, got {self.lfsr_bit_order!r}")
 
@@ -202,8 +208,21 @@ class PerturbConfig(StreamConfig):
     banks: int = 8
     perturb_dim: int = 1 << 20
 
-    JSON_KEYS: ClassVar[tuple] = ("strategy", "n_rngs", "rng_bits", "seed", "rewind", "pool_size", "pool_bits", "lanes",
-                                  "banks", "perturb_dim", "eps_shift", "lfsr_leap", "lfsr_bit_order")
+    JSON_KEYS: ClassVar[tuple] = (
+        "strategy",
+        "n_rngs",
+        "rng_bits",
+        "seed",
+        "rewind",
+        "pool_size",
+        "pool_bits",
+        "lanes",
+        "banks",
+        "perturb_dim",
+        "eps_shift",
+        "lfsr_leap",
+        "lfsr_bit_order",
+    )
     """``to_dict``'s key order (the config.json layout of every generator)."""
 
     def __post_init__(self):  # StreamConfig's checks with the geometry's in between (one order of errors)

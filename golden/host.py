@@ -73,10 +73,16 @@ class Register:
 def register_map(config: PerturbConfig) -> tuple[Register, ...]:
     lanes = stream_lanes(config)
     return (
-        Register("ID", 0x00, "r"), Register("VERSION", 0x04, "r"), Register("STRATEGY", 0x08, "r", 2),
-        Register("LANES", 0x0C, "r", 11), Register("CONTROL", 0x10, "cmd", 9),
-        Register("STATUS", 0x14, "r", 4), Register("COUNT", 0x18, "rw"),
-        Register("G", 0x1C, "rw", signed=True), Register("STEP", 0x20, "r"), Register("CYCLES", 0x24, "r"),
+        Register("ID", 0x00, "r"),
+        Register("VERSION", 0x04, "r"),
+        Register("STRATEGY", 0x08, "r", 2),
+        Register("LANES", 0x0C, "r", 11),
+        Register("CONTROL", 0x10, "cmd", 9),
+        Register("STATUS", 0x14, "r", 4),
+        Register("COUNT", 0x18, "rw"),
+        Register("G", 0x1C, "rw", signed=True),
+        Register("STEP", 0x20, "r"),
+        Register("CYCLES", 0x24, "r"),
         Register("SUM", 0x28, "r", signed=True),
         *(Register(f"RESULT_{i}", RESULT_BASE + 4 * i, "r", 16, signed=True) for i in range(lanes)),
     )
@@ -131,11 +137,18 @@ class StreamHost:
         if name.startswith("RESULT_"):
             return int(self.last[int(name[7:])]) & 0xFFFF
         return {
-            "ID": HOST_ID, "VERSION": HOST_VERSION, "STRATEGY": STRATEGY_IDS[self.config.strategy],
-            "LANES": self.lanes, "COUNT": self.count, "G": self.g, "STEP": self.step,
-            "CYCLES": self.cycles_min, "SUM": _u32(self.sum),
-            "STATUS": (STATUS_VALID * self.stream.valid) | (STATUS_SIGN * self.stream.negate)
-                      | (STATUS_DONE * self.done),
+            "ID": HOST_ID,
+            "VERSION": HOST_VERSION,
+            "STRATEGY": STRATEGY_IDS[self.config.strategy],
+            "LANES": self.lanes,
+            "COUNT": self.count,
+            "G": self.g,
+            "STEP": self.step,
+            "CYCLES": self.cycles_min,
+            "SUM": _u32(self.sum),
+            "STATUS": (STATUS_VALID * self.stream.valid)
+            | (STATUS_SIGN * self.stream.negate)
+            | (STATUS_DONE * self.done),
         }[name]
 
     def _control(self, bits: int) -> None:

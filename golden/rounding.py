@@ -13,7 +13,11 @@ SHIFT_RANGE = (0, 31)
 
 def round_shift(x, shift: int) -> np.ndarray:
     """floor((x + 2^(shift-1)) / 2^shift): arithmetic right shift, round half up (int64)."""
-    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]:
+    if (
+        isinstance(shift, bool)
+        or not isinstance(shift, (int, np.integer))
+        or not SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]
+    ):
         raise ValueError(f"shift must be an integer in {SHIFT_RANGE[0]}..{SHIFT_RANGE[1]}, got {shift!r}")
     x = np.asarray(x, dtype=np.int64)
     if shift == 0:

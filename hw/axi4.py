@@ -43,13 +43,39 @@ class AXI4Signature(wiring.Signature):
         self.addr_width, self.id_bits = addr_width, id_bits
         members = {}
         for ch in ("aw", "ar"):
-            members.update({f"{ch}id": Out(id_bits), f"{ch}addr": Out(addr_width), f"{ch}len": Out(8),
-                            f"{ch}size": Out(3), f"{ch}burst": Out(2), f"{ch}lock": Out(1), f"{ch}cache": Out(4),
-                            f"{ch}prot": Out(3), f"{ch}valid": Out(1), f"{ch}ready": In(1)})
-        members.update({"wdata": Out(DATA_BITS), "wstrb": Out(DATA_BITS // 8), "wlast": Out(1), "wvalid": Out(1),
-                        "wready": In(1), "bid": In(id_bits), "bresp": In(2), "bvalid": In(1), "bready": Out(1),
-                        "rid": In(id_bits), "rdata": In(DATA_BITS), "rresp": In(2), "rlast": In(1), "rvalid": In(1),
-                        "rready": Out(1)})
+            members.update(
+                {
+                    f"{ch}id": Out(id_bits),
+                    f"{ch}addr": Out(addr_width),
+                    f"{ch}len": Out(8),
+                    f"{ch}size": Out(3),
+                    f"{ch}burst": Out(2),
+                    f"{ch}lock": Out(1),
+                    f"{ch}cache": Out(4),
+                    f"{ch}prot": Out(3),
+                    f"{ch}valid": Out(1),
+                    f"{ch}ready": In(1),
+                }
+            )
+        members.update(
+            {
+                "wdata": Out(DATA_BITS),
+                "wstrb": Out(DATA_BITS // 8),
+                "wlast": Out(1),
+                "wvalid": Out(1),
+                "wready": In(1),
+                "bid": In(id_bits),
+                "bresp": In(2),
+                "bvalid": In(1),
+                "bready": Out(1),
+                "rid": In(id_bits),
+                "rdata": In(DATA_BITS),
+                "rresp": In(2),
+                "rlast": In(1),
+                "rvalid": In(1),
+                "rready": Out(1),
+            }
+        )
         super().__init__(members)
 
     def __eq__(self, other):
@@ -66,12 +92,20 @@ class AXI4Slave(wiring.Component):
         if not isinstance(read_latency, int) or not 1 <= read_latency <= READ_FIFO_DEPTH - 2:
             raise ValueError(f"read_latency must be in 1..{READ_FIFO_DEPTH - 2}, got {read_latency!r}")
         self.read_latency = read_latency
-        super().__init__({
-            "s_axi": In(AXI4Signature(addr_width, id_bits)),
-            "wr_valid": Out(1), "wr_addr": Out(addr_width), "wr_data": Out(DATA_BITS), "wr_strb": Out(DATA_BITS // 8),
-            "wr_err": In(1),
-            "rd_valid": Out(1), "rd_addr": Out(addr_width), "rd_data": In(DATA_BITS), "rd_err": In(1),
-        })
+        super().__init__(
+            {
+                "s_axi": In(AXI4Signature(addr_width, id_bits)),
+                "wr_valid": Out(1),
+                "wr_addr": Out(addr_width),
+                "wr_data": Out(DATA_BITS),
+                "wr_strb": Out(DATA_BITS // 8),
+                "wr_err": In(1),
+                "rd_valid": Out(1),
+                "rd_addr": Out(addr_width),
+                "rd_data": In(DATA_BITS),
+                "rd_err": In(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -79,8 +113,14 @@ class AXI4Slave(wiring.Component):
         aw = bus.signature.addr_width
 
         # -- write: AW -> beats (one per cycle) -> backend -> response -----------------------------
-        w_active, w_addr, w_size, w_fixed, w_bad, w_id = (Signal(), Signal(aw), Signal(3), Signal(), Signal(),
-                                                          Signal.like(bus.awid))
+        w_active, w_addr, w_size, w_fixed, w_bad, w_id = (
+            Signal(),
+            Signal(aw),
+            Signal(3),
+            Signal(),
+            Signal(),
+            Signal.like(bus.awid),
+        )
         last1, last2, bad1, err_acc = Signal(), Signal(), Signal(), Signal()
         r_active, r_inflight = Signal(), Signal()
         aw_ok = ~w_active & ~bus.bvalid & ~last1 & ~last2 & ~r_active & ~r_inflight
@@ -91,12 +131,25 @@ class AXI4Slave(wiring.Component):
         m.d.comb += err_now.eq(err_acc | bad1 | (self.wr_err & valid2))
         m.d.sync += err_acc.eq(err_now)
         with m.If(bus.awvalid & aw_ok):  # after the accumulation: the clear wins
-            m.d.sync += [w_active.eq(1), w_addr.eq(bus.awaddr), w_size.eq(Mux(bus.awsize > 3, 3, bus.awsize)),
-                         w_fixed.eq(bus.awburst == BURST_FIXED), w_bad.eq((bus.awburst == BURST_WRAP) | (bus.awsize > 3)),
-                         w_id.eq(bus.awid), err_acc.eq(0)]
+            m.d.sync += [
+                w_active.eq(1),
+                w_addr.eq(bus.awaddr),
+                w_size.eq(Mux(bus.awsize > 3, 3, bus.awsize)),
+                w_fixed.eq(bus.awburst == BURST_FIXED),
+                w_bad.eq((bus.awburst == BURST_WRAP) | (bus.awsize > 3)),
+                w_id.eq(bus.awid),
+                err_acc.eq(0),
+            ]
         beat = w_active & bus.wvalid
-        m.d.sync += [self.wr_valid.eq(beat & ~w_bad), self.wr_addr.eq(w_addr), self.wr_data.eq(bus.wdata),
-                     self.wr_strb.eq(bus.wstrb), last1.eq(beat & bus.wlast), bad1.eq(beat & w_bad), last2.eq(last1)]
+        m.d.sync += [
+            self.wr_valid.eq(beat & ~w_bad),
+            self.wr_addr.eq(w_addr),
+            self.wr_data.eq(bus.wdata),
+            self.wr_strb.eq(bus.wstrb),
+            last1.eq(beat & bus.wlast),
+            bad1.eq(beat & w_bad),
+            last2.eq(last1),
+        ]
         with m.If(beat):
             m.d.sync += w_addr.eq(Mux(w_fixed, w_addr, w_addr + (1 << w_size)))
             with m.If(bus.wlast):
@@ -109,15 +162,26 @@ class AXI4Slave(wiring.Component):
         # -- read: AR -> one request per cycle (with credit) -> fixed latency -> FIFO -> R ------------
         id_bits = len(bus.arid)
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=DATA_BITS + 3 + id_bits, depth=READ_FIFO_DEPTH)
-        r_addr, r_size, r_fixed, r_bad, r_id, r_left = (Signal(aw), Signal(3), Signal(), Signal(), Signal.like(bus.arid),
-                                                         Signal(8))
+        r_addr, r_size, r_fixed, r_bad, r_id, r_left = (
+            Signal(aw),
+            Signal(3),
+            Signal(),
+            Signal(),
+            Signal.like(bus.arid),
+            Signal(8),
+        )
         ar_ok = ~r_active & ~w_active & ~last1 & ~last2
         m.d.comb += bus.arready.eq(ar_ok)
         with m.If(bus.arvalid & ar_ok):
-            m.d.sync += [r_active.eq(1), r_addr.eq(bus.araddr), r_size.eq(Mux(bus.arsize > 3, 3, bus.arsize)),
-                         r_fixed.eq(bus.arburst == BURST_FIXED),
-                         r_bad.eq((bus.arburst == BURST_WRAP) | (bus.arsize > 3)), r_id.eq(bus.arid),
-                         r_left.eq(bus.arlen)]
+            m.d.sync += [
+                r_active.eq(1),
+                r_addr.eq(bus.araddr),
+                r_size.eq(Mux(bus.arsize > 3, 3, bus.arsize)),
+                r_fixed.eq(bus.arburst == BURST_FIXED),
+                r_bad.eq((bus.arburst == BURST_WRAP) | (bus.arsize > 3)),
+                r_id.eq(bus.arid),
+                r_left.eq(bus.arlen),
+            ]
         L = self.read_latency
         flight = [Signal(name=f"r_flight_{i}") for i in range(L + 1)]  # flight[i]: rd_valid was up i cycles ago
         meta = [Signal(2 + id_bits, name=f"r_meta_{i}") for i in range(L + 1)]  # bad, last, id
@@ -126,8 +190,12 @@ class AXI4Slave(wiring.Component):
         m.d.comb += r_inflight.eq(count != 0)
         issue = Signal()
         m.d.comb += issue.eq(r_active & (fifo.level + count < READ_FIFO_DEPTH))
-        m.d.sync += [self.rd_valid.eq(issue & ~r_bad), self.rd_addr.eq(r_addr), flight[0].eq(issue),
-                     meta[0].eq(Cat(r_bad, r_left == 0, r_id))]
+        m.d.sync += [
+            self.rd_valid.eq(issue & ~r_bad),
+            self.rd_addr.eq(r_addr),
+            flight[0].eq(issue),
+            meta[0].eq(Cat(r_bad, r_left == 0, r_id)),
+        ]
         for i in range(1, L + 1):
             m.d.sync += [flight[i].eq(flight[i - 1]), meta[i].eq(meta[i - 1])]
         with m.If(issue):
@@ -137,9 +205,16 @@ class AXI4Slave(wiring.Component):
         # the answer to the request whose rd_valid was up L cycles ago -> FIFO entry (data, resp, last, id)
         bad_done, last_done, id_done = meta[L][0], meta[L][1], meta[L][2:]
         resp = Mux(bad_done | self.rd_err, RESP_SLVERR, RESP_OKAY)
-        m.d.comb += [fifo.w_en.eq(flight[L]),
-                     fifo.w_data.eq(Cat(Mux(bad_done, 0, self.rd_data), resp, last_done, id_done))]
-        m.d.comb += [bus.rvalid.eq(fifo.r_rdy), bus.rdata.eq(fifo.r_data[:DATA_BITS]),
-                     bus.rresp.eq(fifo.r_data[DATA_BITS:DATA_BITS + 2]), bus.rlast.eq(fifo.r_data[DATA_BITS + 2]),
-                     bus.rid.eq(fifo.r_data[DATA_BITS + 3:]), fifo.r_en.eq(bus.rready)]
+        m.d.comb += [
+            fifo.w_en.eq(flight[L]),
+            fifo.w_data.eq(Cat(Mux(bad_done, 0, self.rd_data), resp, last_done, id_done)),
+        ]
+        m.d.comb += [
+            bus.rvalid.eq(fifo.r_rdy),
+            bus.rdata.eq(fifo.r_data[:DATA_BITS]),
+            bus.rresp.eq(fifo.r_data[DATA_BITS : DATA_BITS + 2]),
+            bus.rlast.eq(fifo.r_data[DATA_BITS + 2]),
+            bus.rid.eq(fifo.r_data[DATA_BITS + 3 :]),
+            fifo.r_en.eq(bus.rready),
+        ]
         return m

@@ -10,8 +10,8 @@ Contract (AMBA AXI4-Lite, 32-bit data, ``addr_width`` 4..32 byte-address bits, w
   handshake edge and held on ``rdata`` with ``rvalid`` until ``rready``.
 * ``bresp``/``rresp``: OKAY (0), or SLVERR (2) for an unmapped address, a write to a read-only
   register or a read of a write-only one (``rdata`` = 0 then). ``awprot``/``arprot`` are ignored.
-* Registers (``golden.host.Register``): ``"r"`` read-only (an ``In`` port sampled on read), ``"rw"`` read-write (an ``Out``
-  port holding the value; ``<name>_written`` pulses for one cycle after a write), ``"cmd"`` write-only
+* Registers (``golden.host.Register``): ``"r"`` read-only (an ``In`` port sampled on read), ``"rw"`` read-write (an
+  ``Out`` port holding the value; ``<name>_written`` pulses for one cycle after a write), ``"cmd"`` write-only
   command bits (an ``Out`` port that carries the written word for exactly one cycle, the cycle after
   the write handshake, else 0; reads give SLVERR).
 """
@@ -34,13 +34,29 @@ class AXI4LiteSignature(wiring.Signature):
         if not isinstance(addr_width, int) or not 4 <= addr_width <= 32:
             raise ValueError(f"addr_width must be in 4..32, got {addr_width!r}")
         self.addr_width = addr_width
-        super().__init__({
-            "awaddr": Out(addr_width), "awprot": Out(3), "awvalid": Out(1), "awready": In(1),
-            "wdata": Out(DATA_BITS), "wstrb": Out(DATA_BITS // 8), "wvalid": Out(1), "wready": In(1),
-            "bresp": In(2), "bvalid": In(1), "bready": Out(1),
-            "araddr": Out(addr_width), "arprot": Out(3), "arvalid": Out(1), "arready": In(1),
-            "rdata": In(DATA_BITS), "rresp": In(2), "rvalid": In(1), "rready": Out(1),
-        })
+        super().__init__(
+            {
+                "awaddr": Out(addr_width),
+                "awprot": Out(3),
+                "awvalid": Out(1),
+                "awready": In(1),
+                "wdata": Out(DATA_BITS),
+                "wstrb": Out(DATA_BITS // 8),
+                "wvalid": Out(1),
+                "wready": In(1),
+                "bresp": In(2),
+                "bvalid": In(1),
+                "bready": Out(1),
+                "araddr": Out(addr_width),
+                "arprot": Out(3),
+                "arvalid": Out(1),
+                "arready": In(1),
+                "rdata": In(DATA_BITS),
+                "rresp": In(2),
+                "rvalid": In(1),
+                "rready": Out(1),
+            }
+        )
 
     def __eq__(self, other):
         return type(other) is type(self) and other.addr_width == self.addr_width
@@ -102,11 +118,13 @@ class AXI4LiteRegisters(wiring.Component):
                         port = getattr(self, r.name)
                         m.d.sync += bus.bresp.eq(RESP_OKAY)
                         if r.kind == "rw":
-                            mask = byte_mask[:r.width]
-                            m.d.sync += [port.eq((port & ~mask) | (bus.wdata[:r.width] & mask)),
-                                         getattr(self, r.name + "_written").eq(1)]
+                            mask = byte_mask[: r.width]
+                            m.d.sync += [
+                                port.eq((port & ~mask) | (bus.wdata[: r.width] & mask)),
+                                getattr(self, r.name + "_written").eq(1),
+                            ]
                         else:
-                            m.d.sync += port.eq(bus.wdata[:r.width] & byte_mask[:r.width])
+                            m.d.sync += port.eq(bus.wdata[: r.width] & byte_mask[: r.width])
 
         # read channel
         m.d.comb += bus.arready.eq(~bus.rvalid)

@@ -25,8 +25,17 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.board_map import (BEAT_BYTES, CONTROL_BITS, ENGINE_MAP_VERSION, IRQ_BITS, REGISTER_ADDR_BITS,
-                                   STATUS_BITS, STEP_LOG_DEPTH, WINDOW_NAMES, BoardMap)
+from pezo.golden.board_map import (
+    BEAT_BYTES,
+    CONTROL_BITS,
+    ENGINE_MAP_VERSION,
+    IRQ_BITS,
+    REGISTER_ADDR_BITS,
+    STATUS_BITS,
+    STEP_LOG_DEPTH,
+    WINDOW_NAMES,
+    BoardMap,
+)
 from pezo.golden.engine.loss import LOSS_BITS
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.engine.zo_engine import G_BITS
@@ -34,7 +43,8 @@ from pezo.golden.host import HOST_ID
 from pezo.hw.axi4 import AXI4Signature, AXI4Slave
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.net_engine import LOGIT_READ_LATENCY, NetEngine
+from pezo.hw.engine.net_engine import NetEngine
+from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 
 READ_LATENCY = LOGIT_READ_LATENCY + 1
 """Cycles from the AXI4 front end's read request to its answer: the engine's logit read plus the
@@ -57,8 +67,12 @@ class EngineTop(ConfigComponent):
 
         def members_for(self, cfg):
             bmap = BoardMap(cfg)  # the board's own checks (cols)
-            return {"s_axil": In(AXI4LiteSignature(REGISTER_ADDR_BITS)),
-                    "s_axi": In(AXI4Signature(bmap.addr_width, ID_BITS)), "irq": Out(1), "leds": Out(8)}
+            return {
+                "s_axil": In(AXI4LiteSignature(REGISTER_ADDR_BITS)),
+                "s_axi": In(AXI4Signature(bmap.addr_width, ID_BITS)),
+                "irq": Out(1),
+                "leds": Out(8),
+            }
 
     def elaborate(self, platform):
         m = Module()
@@ -77,20 +91,29 @@ class EngineTop(ConfigComponent):
 
         # -- control registers -> engine --------------------------------------------------------------
         ctrl = regs.CONTROL
-        m.d.comb += [eng.start.eq(ctrl[CONTROL_BITS["START"]]), eng.push.eq(ctrl[CONTROL_BITS["PUSH"]]),
-                     eng.op.eq(regs.OP), eng.steps.eq(regs.STEPS), eng.g.eq(regs.G), eng.g_mode.eq(regs.G_MODE),
-                     eng.margin.eq(regs.MARGIN), eng.g_lr.eq(regs.G_LR), eng.g_shift.eq(regs.G_SHIFT),
-                     eng.wd_shift.eq(regs.WD_SHIFT), eng.wd_every.eq(regs.WD_EVERY),
-                     eng.requant_shift.eq(regs.REQUANT_SHIFT)]
+        m.d.comb += [
+            eng.start.eq(ctrl[CONTROL_BITS["START"]]),
+            eng.push.eq(ctrl[CONTROL_BITS["PUSH"]]),
+            eng.op.eq(regs.OP),
+            eng.steps.eq(regs.STEPS),
+            eng.g.eq(regs.G),
+            eng.g_mode.eq(regs.G_MODE),
+            eng.margin.eq(regs.MARGIN),
+            eng.g_lr.eq(regs.G_LR),
+            eng.g_shift.eq(regs.G_SHIFT),
+            eng.wd_shift.eq(regs.WD_SHIFT),
+            eng.wd_every.eq(regs.WD_EVERY),
+            eng.requant_shift.eq(regs.REQUANT_SHIFT),
+        ]
 
         # -- write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports ----
         addr = axi.wr_addr
-        window, off = addr[slot_bits:slot_bits + 3], addr[:slot_bits]
+        window, off = addr[slot_bits : slot_bits + 3], addr[:slot_bits]
         strb, wdata = axi.wr_strb, axi.wr_data
         xs = _log2(bmap.x_stride)
-        w_word, w_chunk = off[_log2(C):], off[3:_log2(C)] if chunks > 1 else Const(0, 1)
+        w_word, w_chunk = off[_log2(C) :], off[3 : _log2(C)] if chunks > 1 else Const(0, 1)
         x_example, x_k = off[xs:], off[:xs]
-        x_word, x_chunk = x_k[_log2(C):], x_k[3:_log2(C)] if chunks > 1 else Const(0, 1)
+        x_word, x_chunk = x_k[_log2(C) :], x_k[3 : _log2(C)] if chunks > 1 else Const(0, 1)
         entry = off[3:]
         is_w, is_x = window == win["weights"], window == win["x"]
         is_y, is_b = window == win["labels"], window == win["biases"]
@@ -100,22 +123,42 @@ class EngineTop(ConfigComponent):
         for lane in range(C):
             c, byte = lane // BEAT_BYTES, lane % BEAT_BYTES
             take = (chunk == c) & strb[byte]
-            m.d.comb += merged[lane].eq(Mux(take, wdata[8 * byte:8 * byte + 8], asm[lane]))
+            m.d.comb += merged[lane].eq(Mux(take, wdata[8 * byte : 8 * byte + 8], asm[lane]))
         commit = (chunk == chunks - 1) & strb[BEAT_BYTES - 1]
-        ok = Mux(is_w, w_word < cfg.memory_words,
-             Mux(is_x, (x_example < B) & (x_k < cfg.inputs),
-             Mux(is_y, (entry < B) & (wdata[:8] < O) & strb[0],
-             Mux(is_b, (entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0))))
+        ok = Mux(
+            is_w,
+            w_word < cfg.memory_words,
+            Mux(
+                is_x,
+                (x_example < B) & (x_k < cfg.inputs),
+                Mux(
+                    is_y,
+                    (entry < B) & (wdata[:8] < O) & strb[0],
+                    Mux(is_b, (entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0),
+                ),
+            ),
+        )
 
         s2_valid, s2_bad, s2_kind = Signal(), Signal(), Signal(4)  # kind: one-hot w, x, y, b
-        s2_we, s2_word, s2_example, s2_data = Signal(), Signal(range(max(cfg.memory_words, 2))), Signal(range(B)), \
-            Signal(data.ArrayLayout(8, C))
+        s2_we, s2_word, s2_example, s2_data = (
+            Signal(),
+            Signal(range(max(cfg.memory_words, 2))),
+            Signal(range(B)),
+            Signal(data.ArrayLayout(8, C)),
+        )
         s2_label, s2_bias, s2_out = Signal(range(O)), Signal(signed(32)), Signal(range(max(cfg.total_outputs, 2)))
-        m.d.sync += [s2_valid.eq(axi.wr_valid), s2_bad.eq(axi.wr_valid & ~ok),
-                     s2_kind.eq(Mux(axi.wr_valid & ok, Cat(is_w, is_x, is_y, is_b), 0)),
-                     s2_word.eq(Mux(is_x, x_word, w_word)), s2_example.eq(Mux(is_x, x_example, entry)),
-                     s2_data.eq(merged), s2_label.eq(wdata[:8]), s2_bias.eq(wdata[:32]), s2_out.eq(entry),
-                     s2_we.eq(commit | is_y | is_b)]
+        m.d.sync += [
+            s2_valid.eq(axi.wr_valid),
+            s2_bad.eq(axi.wr_valid & ~ok),
+            s2_kind.eq(Mux(axi.wr_valid & ok, Cat(is_w, is_x, is_y, is_b), 0)),
+            s2_word.eq(Mux(is_x, x_word, w_word)),
+            s2_example.eq(Mux(is_x, x_example, entry)),
+            s2_data.eq(merged),
+            s2_label.eq(wdata[:8]),
+            s2_bias.eq(wdata[:32]),
+            s2_out.eq(entry),
+            s2_we.eq(commit | is_y | is_b),
+        ]
         with m.If(axi.wr_valid & ok & (is_w | is_x)):
             m.d.sync += asm.eq(Mux(commit, 0, merged))
         batch_kind, idle_kind = s2_kind[1] | s2_kind[2], s2_kind[0] | s2_kind[3]
@@ -126,50 +169,76 @@ class EngineTop(ConfigComponent):
             m.d.sync += error.eq(0)
         with m.If(refused):
             m.d.sync += error.eq(1)
-        m.d.comb += [eng.w_wdata.eq(s2_data), eng.w_we.eq(s2_kind[0] & s2_we),
-                     eng.x_example.eq(s2_example), eng.x_word.eq(s2_word), eng.x_wdata.eq(s2_data),
-                     eng.x_we.eq(s2_kind[1] & s2_we),
-                     eng.y_example.eq(s2_example), eng.y_label.eq(s2_label), eng.y_we.eq(s2_kind[2])]
+        m.d.comb += [
+            eng.w_wdata.eq(s2_data),
+            eng.w_we.eq(s2_kind[0] & s2_we),
+            eng.x_example.eq(s2_example),
+            eng.x_word.eq(s2_word),
+            eng.x_wdata.eq(s2_data),
+            eng.x_we.eq(s2_kind[1] & s2_we),
+            eng.y_example.eq(s2_example),
+            eng.y_label.eq(s2_label),
+            eng.y_we.eq(s2_kind[2]),
+        ]
         if has_bias:
             m.d.comb += [eng.b_addr.eq(s2_out), eng.b_wdata.eq(s2_bias), eng.b_we.eq(s2_kind[3])]
 
         # -- read path: R0 (the front end's request registers) -> engine read ports -> aligned answer ---
         raddr = axi.rd_addr
-        r_window, r_off = raddr[slot_bits:slot_bits + 3], raddr[:slot_bits]
-        r_word, r_chunk = r_off[_log2(C):], r_off[3:_log2(C)] if chunks > 1 else Const(0, 1)
+        r_window, r_off = raddr[slot_bits : slot_bits + 3], raddr[:slot_bits]
+        r_word, r_chunk = r_off[_log2(C) :], r_off[3 : _log2(C)] if chunks > 1 else Const(0, 1)
         r_entry = r_off[3:]
         os_, es = _log2(bmap.output_stride), _log2(bmap.example_stride)
-        l_out, l_ex, l_pas, l_bank = (r_entry[:os_] if os_ else Const(0, 1)), r_entry[os_:os_ + es], \
-            r_entry[os_ + es], r_entry[os_ + es + 1]
-        l_ok = (l_ex < B) & (r_entry[os_ + es + 2:] == 0)  # outputs >= O are row padding: they read 0
+        l_out, l_ex, l_pas, l_bank = (
+            (r_entry[:os_] if os_ else Const(0, 1)),
+            r_entry[os_ : os_ + es],
+            r_entry[os_ + es],
+            r_entry[os_ + es + 1],
+        )
+        l_ok = (l_ex < B) & (r_entry[os_ + es + 2 :] == 0)  # outputs >= O are row padding: they read 0
         rec, lane = r_off[5:], r_off[3:5]
         r_is = {name: r_window == win[name] for name in ("weights", "logits", "steps")}
-        r_ok = Mux(r_is["weights"], (r_word < cfg.memory_words) & ~eng.busy,
-               Mux(r_is["logits"], l_ok, Mux(r_is["steps"], rec < STEP_LOG_DEPTH, 0)))
+        r_ok = Mux(
+            r_is["weights"],
+            (r_word < cfg.memory_words) & ~eng.busy,
+            Mux(r_is["logits"], l_ok, Mux(r_is["steps"], rec < STEP_LOG_DEPTH, 0)),
+        )
         # weights: the host port addresses the memory while idle (writes and reads never overlap: the
         # front end runs one burst at a time)
         m.d.comb += eng.w_addr.eq(Mux(s2_kind[0], s2_word, r_word))
-        m.d.comb += [eng.logit_bank.eq(l_bank), eng.logit_pass.eq(l_pas), eng.logit_example.eq(l_ex),
-                     eng.logit_output.eq(l_out)]
+        m.d.comb += [
+            eng.logit_bank.eq(l_bank),
+            eng.logit_pass.eq(l_pas),
+            eng.logit_example.eq(l_ex),
+            eng.logit_output.eq(l_out),
+        ]
         # the step log: L+, L-, g, bank per step
-        log_shape = data.StructLayout({"loss_plus": LOSS_BITS, "loss_minus": LOSS_BITS, "g": signed(G_BITS),
-                                       "bank": 1})
+        log_shape = data.StructLayout({"loss_plus": LOSS_BITS, "loss_minus": LOSS_BITS, "g": signed(G_BITS), "bank": 1})
         m.submodules.step_log = step_log = Memory(shape=log_shape, depth=STEP_LOG_DEPTH, init=[])
         log_w, log_r = step_log.write_port(), step_log.read_port(transparent_for=())
-        m.d.comb += [log_w.addr.eq(eng.steps_done - 1), log_w.en.eq(eng.step_done),
-                     log_w.data.loss_plus.eq(eng.loss_plus), log_w.data.loss_minus.eq(eng.loss_minus),
-                     log_w.data.g.eq(eng.g_used), log_w.data.bank.eq(eng.last_bank), log_r.addr.eq(rec)]
+        m.d.comb += [
+            log_w.addr.eq(eng.steps_done - 1),
+            log_w.en.eq(eng.step_done),
+            log_w.data.loss_plus.eq(eng.loss_plus),
+            log_w.data.loss_minus.eq(eng.loss_minus),
+            log_w.data.g.eq(eng.g_used),
+            log_w.data.bank.eq(eng.last_bank),
+            log_r.addr.eq(rec),
+        ]
         # align: weights and the step log answer after 1 cycle, logits after LOGIT_READ_LATENCY
         L = LOGIT_READ_LATENCY
         kind_t = [Signal(2, name=f"r_kind_{i}") for i in range(L)]  # 0 weights, 1 logits, 2 steps, 3 bad
         pad_t = [Signal(name=f"r_pad_{i}") for i in range(L)]  # a logit row's padding: reads 0
         sel_t = [Signal(max(2, _log2(max(chunks, 2))), name=f"r_sel_{i}") for i in range(L)]
-        m.d.sync += [kind_t[0].eq(Mux(~r_ok, 3, Mux(r_is["weights"], 0, Mux(r_is["logits"], 1, 2)))),
-                     sel_t[0].eq(Mux(r_is["steps"], lane, r_chunk)), pad_t[0].eq(r_is["logits"] & (l_out >= O))]
+        m.d.sync += [
+            kind_t[0].eq(Mux(~r_ok, 3, Mux(r_is["weights"], 0, Mux(r_is["logits"], 1, 2)))),
+            sel_t[0].eq(Mux(r_is["steps"], lane, r_chunk)),
+            pad_t[0].eq(r_is["logits"] & (l_out >= O)),
+        ]
         for i in range(1, L):
             m.d.sync += [kind_t[i].eq(kind_t[i - 1]), sel_t[i].eq(sel_t[i - 1]), pad_t[i].eq(pad_t[i - 1])]
         early = Signal(64)  # weights / step log, one cycle after the request
-        w_chunks = [eng.w_rdata.as_value()[64 * c:64 * c + 64] for c in range(chunks)]
+        w_chunks = [eng.w_rdata.as_value()[64 * c : 64 * c + 64] for c in range(chunks)]
         log_words = [log_r.data.loss_plus, log_r.data.loss_minus, _sext(log_r.data.g, 64), log_r.data.bank]
         m.d.comb += early.eq(Mux(kind_t[0] == 0, _select(sel_t[0], w_chunks), _select(sel_t[0], log_words)))
         delayed = early
@@ -179,8 +248,7 @@ class EngineTop(ConfigComponent):
             delayed = reg
         answer, answer_err = Signal(64), Signal()
         logit_word = Mux(pad_t[L - 1], 0, Cat(eng.logit, _sext(eng.logit_q, 32)))
-        m.d.sync += [answer.eq(Mux(kind_t[L - 1] == 1, logit_word, delayed)),
-                     answer_err.eq(kind_t[L - 1] == 3)]
+        m.d.sync += [answer.eq(Mux(kind_t[L - 1] == 1, logit_word, delayed)), answer_err.eq(kind_t[L - 1] == 3)]
         m.d.comb += [axi.rd_data.eq(answer), axi.rd_err.eq(answer_err)]
 
         # -- status, interrupts, identification ----------------------------------------------------------
@@ -191,16 +259,34 @@ class EngineTop(ConfigComponent):
         m.d.sync += [pending.eq((pending & ~ack) | set_bits), self.irq.eq((pending & irq_enable).any())]
         assert IRQ_BITS == {"DONE": 0, "STEP": 1}
         status = Signal(16)
-        bits = {"BUSY": eng.busy, "DONE": eng.done, "LOAD_READY": eng.load_ready, "LOAD_BANK": eng.load_bank,
-                "ERROR": error, "LAST_BANK": eng.last_bank, "IRQ_DONE": pending[0], "IRQ_STEP": pending[1]}
+        bits = {
+            "BUSY": eng.busy,
+            "DONE": eng.done,
+            "LOAD_READY": eng.load_ready,
+            "LOAD_BANK": eng.load_bank,
+            "ERROR": error,
+            "LAST_BANK": eng.last_bank,
+            "IRQ_DONE": pending[0],
+            "IRQ_STEP": pending[1],
+        }
         for name, value in bits.items():
             m.d.comb += status[STATUS_BITS[name]].eq(value)
-        m.d.comb += status[STATUS_BITS["QUEUED"]:STATUS_BITS["QUEUED"] + 2].eq(eng.queued)
-        m.d.comb += [regs.ID.eq(HOST_ID), regs.VERSION.eq(ENGINE_MAP_VERSION), regs.SHAPE.eq(bmap.shape_word()),
-                     regs.BATCH.eq(bmap.batch_word()), regs.STATUS.eq(status), regs.STEPS_DONE.eq(eng.steps_done),
-                     regs.LOSS_PLUS_LO.eq(eng.loss_plus[:32]), regs.LOSS_PLUS_HI.eq(eng.loss_plus[32:]),
-                     regs.LOSS_MINUS_LO.eq(eng.loss_minus[:32]), regs.LOSS_MINUS_HI.eq(eng.loss_minus[32:]),
-                     regs.G_USED.eq(eng.g_used), regs.CYCLES.eq(eng.cycles), regs.WAIT_CYCLES.eq(eng.wait_cycles)]
+        m.d.comb += status[STATUS_BITS["QUEUED"] : STATUS_BITS["QUEUED"] + 2].eq(eng.queued)
+        m.d.comb += [
+            regs.ID.eq(HOST_ID),
+            regs.VERSION.eq(ENGINE_MAP_VERSION),
+            regs.SHAPE.eq(bmap.shape_word()),
+            regs.BATCH.eq(bmap.batch_word()),
+            regs.STATUS.eq(status),
+            regs.STEPS_DONE.eq(eng.steps_done),
+            regs.LOSS_PLUS_LO.eq(eng.loss_plus[:32]),
+            regs.LOSS_PLUS_HI.eq(eng.loss_plus[32:]),
+            regs.LOSS_MINUS_LO.eq(eng.loss_minus[:32]),
+            regs.LOSS_MINUS_HI.eq(eng.loss_minus[32:]),
+            regs.G_USED.eq(eng.g_used),
+            regs.CYCLES.eq(eng.cycles),
+            regs.WAIT_CYCLES.eq(eng.wait_cycles),
+        ]
         m.d.comb += self.leds.eq(Cat(eng.busy, eng.done, eng.load_ready, error, self.irq, eng.steps_done[:3]))
         return m
 

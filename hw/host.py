@@ -11,9 +11,21 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, HOST_VERSION,
-                         STATUS_BUSY, STATUS_DONE, STATUS_SIGN, STATUS_VALID, STRATEGY_IDS, addr_width,
-                         register_map)
+from pezo.golden.host import (
+    CONTROL_NEXT,
+    CONTROL_REWIND,
+    CONTROL_RUN,
+    CONTROL_SIGN,
+    HOST_ID,
+    HOST_VERSION,
+    STATUS_BUSY,
+    STATUS_DONE,
+    STATUS_SIGN,
+    STATUS_VALID,
+    STRATEGY_IDS,
+    addr_width,
+    register_map,
+)
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
@@ -45,10 +57,10 @@ class StreamHost(ConfigComponent):
         busy, done, remaining = Signal(), Signal(), Signal(32)
         step, cycles, total = Signal(32), Signal(32), Signal(signed(32))
         control = regs.CONTROL
-        next_, rewind, run, sign_bit = (control[_bit(mask)] for mask in
-                                        (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN))
-        m.d.comb += [stream.next.eq(next_), stream.rewind.eq(rewind), stream.sign.eq(sign_bit),
-                     stream.en.eq(busy)]
+        next_, rewind, run, sign_bit = (
+            control[_bit(mask)] for mask in (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN)
+        )
+        m.d.comb += [stream.next.eq(next_), stream.rewind.eq(rewind), stream.sign.eq(sign_bit), stream.en.eq(busy)]
         consumed = busy & stream.valid & ~next_ & ~rewind
         vector_sum = Signal(signed(32))
         m.d.comb += vector_sum.eq(tree_sum(stream.lanes))
@@ -66,17 +78,25 @@ class StreamHost(ConfigComponent):
             for i, lane in enumerate(stream.lanes):
                 m.d.sync += getattr(regs, f"RESULT_{i}").eq(lane)
         with m.If(run):  # after the command's NEXT/REWIND (same edge, later statement wins)
-            m.d.sync += [cycles.eq(0), remaining.eq(regs.COUNT), busy.eq(regs.COUNT != 0),
-                         done.eq(regs.COUNT == 0)]
+            m.d.sync += [cycles.eq(0), remaining.eq(regs.COUNT), busy.eq(regs.COUNT != 0), done.eq(regs.COUNT == 0)]
 
         sign = Signal()
         with m.If(next_ | rewind):
             m.d.sync += sign.eq(sign_bit)
         m.d.comb += [
-            regs.ID.eq(HOST_ID), regs.VERSION.eq(HOST_VERSION), regs.STRATEGY.eq(STRATEGY_IDS[cfg.strategy]),
-            regs.LANES.eq(lanes), regs.STATUS.eq((busy << _bit(STATUS_BUSY)) | (stream.valid << _bit(STATUS_VALID))
-                                                     | (sign << _bit(STATUS_SIGN)) | (done << _bit(STATUS_DONE))),
-            regs.STEP.eq(step), regs.CYCLES.eq(cycles), regs.SUM.eq(total),
+            regs.ID.eq(HOST_ID),
+            regs.VERSION.eq(HOST_VERSION),
+            regs.STRATEGY.eq(STRATEGY_IDS[cfg.strategy]),
+            regs.LANES.eq(lanes),
+            regs.STATUS.eq(
+                (busy << _bit(STATUS_BUSY))
+                | (stream.valid << _bit(STATUS_VALID))
+                | (sign << _bit(STATUS_SIGN))
+                | (done << _bit(STATUS_DONE))
+            ),
+            regs.STEP.eq(step),
+            regs.CYCLES.eq(cycles),
+            regs.SUM.eq(total),
             self.leds.eq(busy | (stream.valid << 1) | (done << 2) | (sign << 3) | (step[:4] << 4)),
         ]
         return m

@@ -10,8 +10,8 @@ stays with the code it belongs to; this module only removes the name-to-thing ma
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from amaranth.lib import wiring
 
@@ -68,26 +68,56 @@ class Strategy:
 def _rewindable(component: type) -> Callable[[PerturbConfig], wiring.Component]:
     def build(config: PerturbConfig) -> wiring.Component:
         return component(config.replace(rewind=True))
+
     build.__qualname__ = build.__name__ = f"rewindable_{component.__name__}"
     return build
 
 
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
-    Strategy(name="otf", label="on-the-fly URNG array (PeZO)", generator=URNGArray, top_name="pezo_urng_array",
-             bench="urng", fields=("n_rngs", "rng_bits"), stream_source=_rewindable(URNGArray),
-             start_input="save", always_rewindable=False,
-             design_name=lambda c: f"otf {c.n_rngs} x {c.rng_bits}"
-             + (f" leap {c.lfsr_leap}" if c.lfsr_leap != 1 else "")
-             + (f" {c.lfsr_bit_order}" if c.lfsr_bit_order != golden_config.DEFAULT_BIT_ORDER else "")),
-    Strategy(name="pregen", label="pre-generated pool in BRAM (PeZO)", generator=PoolReader,
-             top_name="pezo_pool_reader", bench="pool", fields=("pool_size", "pool_bits", "lanes", "banks"),
-             stream_source=PoolReader, start_input="next_perturbation", always_rewindable=True,
-             design_name=lambda c: f"pregen {c.pool_size}x{c.pool_bits}b/{c.banks} banks"),
-    Strategy(name="gaussian", label="CLT Gaussian RNG array (MeZO)", generator=GaussianArray,
-             top_name="pezo_gaussian_array", bench="gaussian", fields=("lanes",),
-             stream_source=_rewindable(GaussianArray), start_input="save", always_rewindable=False,
-             design_name=lambda c: f"gaussian x {c.lanes}"),
-)}
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy(
+            name="otf",
+            label="on-the-fly URNG array (PeZO)",
+            generator=URNGArray,
+            top_name="pezo_urng_array",
+            bench="urng",
+            fields=("n_rngs", "rng_bits"),
+            stream_source=_rewindable(URNGArray),
+            start_input="save",
+            always_rewindable=False,
+            design_name=lambda c: (
+                f"otf {c.n_rngs} x {c.rng_bits}"
+                + (f" leap {c.lfsr_leap}" if c.lfsr_leap != 1 else "")
+                + (f" {c.lfsr_bit_order}" if c.lfsr_bit_order != golden_config.DEFAULT_BIT_ORDER else "")
+            ),
+        ),
+        Strategy(
+            name="pregen",
+            label="pre-generated pool in BRAM (PeZO)",
+            generator=PoolReader,
+            top_name="pezo_pool_reader",
+            bench="pool",
+            fields=("pool_size", "pool_bits", "lanes", "banks"),
+            stream_source=PoolReader,
+            start_input="next_perturbation",
+            always_rewindable=True,
+            design_name=lambda c: f"pregen {c.pool_size}x{c.pool_bits}b/{c.banks} banks",
+        ),
+        Strategy(
+            name="gaussian",
+            label="CLT Gaussian RNG array (MeZO)",
+            generator=GaussianArray,
+            top_name="pezo_gaussian_array",
+            bench="gaussian",
+            fields=("lanes",),
+            stream_source=_rewindable(GaussianArray),
+            start_input="save",
+            always_rewindable=False,
+            design_name=lambda c: f"gaussian x {c.lanes}",
+        ),
+    )
+}
 assert tuple(STRATEGIES) == golden_config.STRATEGIES, "hw.strategies and golden.config.STRATEGIES disagree"
 
 

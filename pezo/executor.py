@@ -7,8 +7,8 @@
   worker joins, within ``timeout`` seconds (default ``$PEZO_SCHEDULER_TIMEOUT`` or 10; a value that is not a
   number > 0 is a ValueError naming the variable).
 * else ``jobs`` > 1 (default: the machine's cores): a ``LocalCluster`` of ``jobs`` worker processes, one
-  thread and one BLAS thread each (Dask's nanny sets ``OMP_NUM_THREADS=1`` etc.), the dashboard on a free port, no memory
-  limit, Dask's own logging silenced below ERROR.
+  thread and one BLAS thread each (Dask's nanny sets ``OMP_NUM_THREADS=1`` etc.), the dashboard on a free port, no
+  memory limit, Dask's own logging silenced below ERROR.
 * else (``jobs == 1``): the calls run in this process, in order (``Executor(None)``).
 
 ``Executor.imap(run, args)`` yields ``(index, run(args[index]))`` as runs finish; ``Executor.map`` returns
@@ -83,8 +83,7 @@ def check_address(address: str) -> str:
     """``address`` if it has the form ``tcp://HOST:PORT`` (or ``tls://``) with a port in 1..65535, else ValueError."""
     match = ADDRESS.fullmatch(str(address).strip())
     if not match or not 1 <= int(match.group(3)) <= 65535:
-        raise ValueError(f"scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got "
-                         f"{address!r}")
+        raise ValueError(f"scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got {address!r}")
     return match.group(0)
 
 
@@ -99,8 +98,9 @@ def scheduler_timeout() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: "
-                         f"{DEFAULT_TIMEOUT:g}), got {text!r}")
+        raise ValueError(
+            f"PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: {DEFAULT_TIMEOUT:g}), got {text!r}"
+        )
     return value
 
 
@@ -141,7 +141,7 @@ class Executor:
         starts = {}
         futures = []
         for start in range(0, len(args), size):
-            future = self.client.submit(_run_chunk, run, args[start:start + size], pure=False)
+            future = self.client.submit(_run_chunk, run, args[start : start + size], pure=False)
             starts[future.key] = start
             futures.append(future)
         try:
@@ -152,8 +152,7 @@ class Executor:
         finally:
             self.client.cancel([f for f in futures if not f.done()])
 
-    def map(self, run: Callable, args: Iterable, progress: bool = True, desc: str = "runs",
-            chunksize: int = 1) -> list:
+    def map(self, run: Callable, args: Iterable, progress: bool = True, desc: str = "runs", chunksize: int = 1) -> list:
         """``[run(a) for a in args]`` (in order), with a progress bar on stderr when ``progress``."""
         args = list(args)
         results: list = [None] * len(args)
@@ -199,8 +198,9 @@ def _close_half_started_clusters() -> None:
 
 
 @contextlib.contextmanager
-def open_executor(jobs: int | None = None, scheduler: str | None = None,
-                  timeout: float | None = None) -> Iterator[Executor]:
+def open_executor(
+    jobs: int | None = None, scheduler: str | None = None, timeout: float | None = None
+) -> Iterator[Executor]:
     """The executor of ``jobs`` local worker processes, of the cluster at ``scheduler``, or in-process
     (module docstring); closed (workers stopped, queued runs cancelled) when the block ends in any way."""
     if scheduler is not None:
@@ -212,15 +212,19 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None,
         try:
             client = Client(address, timeout=f"{timeout}s", set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise SchedulerUnreachable(f"scheduler {address}: no Dask scheduler answered within {timeout:g} s "
-                                       f"({type(exc).__name__}); start one (dask scheduler; dask worker "
-                                       f"{address}) or omit --scheduler for a local cluster") from None
+            raise SchedulerUnreachable(
+                f"scheduler {address}: no Dask scheduler answered within {timeout:g} s "
+                f"({type(exc).__name__}); start one (dask scheduler; dask worker "
+                f"{address}) or omit --scheduler for a local cluster"
+            ) from None
         try:
             try:
                 client.wait_for_workers(1, timeout=timeout)
             except (OSError, TimeoutError):
-                raise SchedulerUnreachable(f"scheduler {address} answered but no worker joined within {timeout:g} "
-                                           f"s; start one (dask worker {address})") from None
+                raise SchedulerUnreachable(
+                    f"scheduler {address} answered but no worker joined within {timeout:g} "
+                    f"s; start one (dask worker {address})"
+                ) from None
             yield Executor(client, f"Dask scheduler {address}")
         finally:
             client.close()
@@ -235,8 +239,14 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None,
     from distributed import Client, LocalCluster
 
     try:
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               memory_limit=0, silence_logs=logging.CRITICAL)
+        cluster = LocalCluster(
+            n_workers=jobs,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            memory_limit=0,
+            silence_logs=logging.CRITICAL,
+        )
     except BaseException:  # e.g. Ctrl-C while the workers start
         _close_half_started_clusters()
         raise

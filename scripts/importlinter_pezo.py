@@ -41,8 +41,10 @@ class MappedPackagesContract(Contract):
 
     def render_broken_contract(self, check: ContractCheck) -> None:
         for package in check.metadata["missing"]:
-            output.print_error(f"{package} has no modules in the import graph (is its folder in pyproject's "
-                               "package-dir, and did scripts/importlinter_pezo.py mirror it?)")
+            output.print_error(
+                f"{package} has no modules in the import graph (is its folder in pyproject's "
+                "package-dir, and did scripts/importlinter_pezo.py mirror it?)"
+            )
 
 
 def _package_dirs(root: Path) -> dict[str, Path]:
@@ -79,8 +81,7 @@ def main(root: Path = ROOT) -> int:
         mirror(root, Path(scratch))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["PYTHONPATH"] = os.pathsep.join([scratch, str(Path(__file__).parent)])
-        run = subprocess.run([str(lint), "--no-cache", "--no-logo", str(root / "pyproject.toml")], cwd=scratch,
-                             env=env)
+        run = subprocess.run([str(lint), "--no-cache", "--no-logo", str(root / "pyproject.toml")], cwd=scratch, env=env)
     return run.returncode
 
 

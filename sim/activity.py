@@ -31,6 +31,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 # ---- 1. stimulus ----------------------------------------------------------------------------------
 
+
 def representative_stimulus(config: PerturbConfig, steps: int = 2) -> list[dict]:
     """Per-cycle inputs ``{en, next, rewind, sign}`` of a MeZO use of the stream, ``steps`` ZO steps.
 
@@ -64,12 +65,12 @@ def representative_stimulus(config: PerturbConfig, steps: int = 2) -> list[dict]
                 got += edge(en=1, sign=sign)
                 cycles += 1
                 if cycles > limit:
-                    raise RuntimeError(f"the golden stream consumed {got} of {vectors} vectors "
-                                       f"in {cycles} cycles")
+                    raise RuntimeError(f"the golden stream consumed {got} of {vectors} vectors in {cycles} cycles")
     return stimulus
 
 
 # ---- 2. simulation --------------------------------------------------------------------------------
+
 
 def _verilog_id(name: str) -> str:
     return name if _IDENT.fullmatch(name) else f"\\{name} "
@@ -81,8 +82,16 @@ def _first_lines(text: str, count: int = 3) -> str:
     return " | ".join(errors[:count]) or "no output"
 
 
-def simulate_vcd(verilog: str, top: str, stimulus: list[dict], workdir, *, clock: str = "clk",
-                 reset: str = "rst", reset_cycles: int = RESET_CYCLES) -> Path:
+def simulate_vcd(
+    verilog: str,
+    top: str,
+    stimulus: list[dict],
+    workdir,
+    *,
+    clock: str = "clk",
+    reset: str = "rst",
+    reset_cycles: int = RESET_CYCLES,
+) -> Path:
     """Simulate ``top`` (in ``verilog``) with Icarus Verilog under ``stimulus``; return the VCD path.
 
     The testbench ``pezo_power_tb`` (timescale 1ns/1ps, clock period 10 ns) instantiates ``top`` as
@@ -163,12 +172,15 @@ endmodule
     (workdir / "tb.v").write_text(tb)
     vcd = workdir / "power.vcd"
     vcd.unlink(missing_ok=True)
-    proc = subprocess.run(["iverilog", "-g2012", "-o", "sim.vvp", "-s", TB_TOP, "tb.v", "dut.v"], cwd=workdir,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["iverilog", "-g2012", "-o", "sim.vvp", "-s", TB_TOP, "tb.v", "dut.v"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"iverilog failed to compile {top}: {_first_lines(proc.stderr + proc.stdout)}")
     proc = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=workdir, capture_output=True, text=True)
     if proc.returncode != 0 or not vcd.exists():
         raise RuntimeError(f"vvp failed (exit {proc.returncode}): {_first_lines(proc.stderr + proc.stdout)}")
     return vcd
-

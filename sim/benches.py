@@ -261,15 +261,21 @@ class StreamBench:
         return hw_perturb.PerturbationStream(self.config)
 
     def expected(self) -> dict:
-        return {"valid": int(self.model.valid),
-                "lanes": pack(self.model.lanes(), STREAM_BITS) if self.model.valid else None}
+        return {
+            "valid": int(self.model.valid),
+            "lanes": pack(self.model.lanes(), STREAM_BITS) if self.model.valid else None,
+        }
 
     def decode(self, port: str, word: int):
         return unpack(word, STREAM_BITS, self.lanes, signed=True) if port == "lanes" else [word]
 
     def drive(self, cycle: int) -> dict[str, int]:
-        inputs = {"en": int(self.rng.random() < 0.9), "next": int(self.rng.random() < 0.01),
-                  "rewind": int(self.rng.random() < 0.01), "sign": self.rng.getrandbits(1)}
+        inputs = {
+            "en": int(self.rng.random() < 0.9),
+            "next": int(self.rng.random() < 0.01),
+            "rewind": int(self.rng.random() < 0.01),
+            "sign": self.rng.getrandbits(1),
+        }
         inputs.update(self.script.get(cycle, {}))
         return inputs
 
@@ -292,8 +298,7 @@ class StreamBench:
             assert c["next"] >= 5 and c["rewind"] >= 5 and 0 < c["minus"] < cycles and c["valid"] > cycles // 2
 
 
-BENCHES = {"urng": URNGBench, "pool": PoolBench, "scale": ScaleBench, "gaussian": GaussianBench,
-           "stream": StreamBench}
+BENCHES = {"urng": URNGBench, "pool": PoolBench, "scale": ScaleBench, "gaussian": GaussianBench, "stream": StreamBench}
 """Bench name -> bench; a strategy's generator bench is ``hw.strategies.strategy(name).bench``."""
 UNIT_BENCHES = ("stream", "scale")
 """Units other than the generator with a bench of their own (named as the unit)."""

@@ -83,7 +83,9 @@ async def _protocol_checks(bus, driver: EngineDriver, flat) -> dict:
         channel.clear_pause_generator()
         channel.pause = False
     got = await bus.axi.read(base, 16, burst=AxiBurstType.FIXED)
-    out["fixed_read"] = int(got.resp) == 0 and bytes(got.data) == bytes(np.asarray(flat[:8], dtype=np.int8).tobytes()) * 2
+    out["fixed_read"] = (
+        int(got.resp) == 0 and bytes(got.data) == bytes(np.asarray(flat[:8], dtype=np.int8).tobytes()) * 2
+    )
     wrap = await bus.axi.write(base, bytes(16), burst=AxiBurstType.WRAP)
     out["wrap_slverr"] = int(wrap.resp) == RESP_SLVERR
     out["weights_intact"] = np.array_equal(await driver.read_weights(), np.asarray(flat))
@@ -102,26 +104,41 @@ async def _queue_checks(driver: EngineDriver, model: NetEngine, xs, labels, mism
     await driver.push()
     c_ok = await driver.write_batch(xs[c][::-1], labels[c])  # a different batch, refused
     base = driver.map.window("weights").base
-    weights_busy = (await driver.bus.write_burst(base, bytes(8)) == RESP_SLVERR
-                    and (await driver.bus.read_burst(base, 8))[1] == RESP_SLVERR)
+    weights_busy = (
+        await driver.bus.write_burst(base, bytes(8)) == RESP_SLVERR
+        and (await driver.bus.read_burst(base, 8))[1] == RESP_SLVERR
+    )
     status = await driver.status()
     busy_after = status["busy"]
     await driver.wait_done()
     bank = (await driver.status())["last_bank"]
-    _compare(mismatches, "inference of batch A", (await driver.read_logits(bank, passes=(0,)))[0][0],
-             model.infer(xs[a]))
-    _compare(mismatches, "inference of batch B (written while the engine ran)",
-             await driver.infer_queued(), model.infer(xs[b]))
+    _compare(
+        mismatches, "inference of batch A", (await driver.read_logits(bank, passes=(0,)))[0][0], model.infer(xs[a])
+    )
+    _compare(
+        mismatches,
+        "inference of batch B (written while the engine ran)",
+        await driver.infer_queued(),
+        model.infer(xs[b]),
+    )
     error_set = status["error"]
     await driver.control("CLEAR_ERROR")
     error_cleared = not (await driver.status())["error"]
-    _compare(mismatches, "inference of batch C (after the refused write)", await driver.infer(xs[c], labels[c]),
-             model.infer(xs[c]))
+    _compare(
+        mismatches,
+        "inference of batch C (after the refused write)",
+        await driver.infer(xs[c], labels[c]),
+        model.infer(xs[c]),
+    )
     _compare(mismatches, "weights after the refused write while busy", await driver.read_weights(), model.flat)
-    return {"written_while_busy": bool(busy_before and busy_after), "free_bank_write_ok": bool(b_ok),
-            "weights_refused_while_busy": bool(weights_busy),
-            "full_queue_write_refused": not c_ok, "error_bit_set": bool(error_set),
-            "error_bit_cleared": bool(error_cleared)}
+    return {
+        "written_while_busy": bool(busy_before and busy_after),
+        "free_bank_write_ok": bool(b_ok),
+        "weights_refused_while_busy": bool(weights_busy),
+        "full_queue_write_refused": not c_ok,
+        "error_bit_set": bool(error_set),
+        "error_bit_cleared": bool(error_cleared),
+    }
 
 
 @cocotb.test()
@@ -131,7 +148,7 @@ async def engine_top_trains_like_golden(dut):
     expect = LossConfig(**json.loads(os.environ.get("PEZO_EXPECT_LOSS") or os.environ["PEZO_LOSS"]))  # golden
     with np.load(os.environ["PEZO_ENGINE_DATA"]) as f:
         xs, labels, weights = f["xs"], f["labels"], f["weights"]
-        biases = ([f[f"biases_{i}"] for i in range(len(config.layers))] if "biases_0" in f.files else None)
+        biases = [f[f"biases_{i}"] for i in range(len(config.layers))] if "biases_0" in f.files else None
     bmap = BoardMap(config)
     await start_and_reset(dut, cycles=4)
     started = time.perf_counter()
@@ -179,12 +196,25 @@ async def engine_top_trains_like_golden(dut):
         if not ok:
             mismatches.append(f"batch queue: {name} failed")
     wall = run.end_time - run.start_time
-    result = {"match": not mismatches, "mismatches": mismatches[:10], "mismatch_count": len(mismatches),
-              "steps": steps, "cycles_per_step": wall / steps, "bus_cycles_per_step": bus_cycles / steps,
-              "engine_cycles_per_step": run.engine_cycles / steps, "wait_cycles": run.wait_cycles,
-              "logit_steps_checked": steps - stale, "records": records, "slverr": errors, "queue": queue, "protocol": protocol,
-              "final_weights_nonzero": int(np.count_nonzero(final)), "test_seconds": time.perf_counter() - started,
-              "bus_transfers": bus.transfers, "use_irq": use_irq}
+    result = {
+        "match": not mismatches,
+        "mismatches": mismatches[:10],
+        "mismatch_count": len(mismatches),
+        "steps": steps,
+        "cycles_per_step": wall / steps,
+        "bus_cycles_per_step": bus_cycles / steps,
+        "engine_cycles_per_step": run.engine_cycles / steps,
+        "wait_cycles": run.wait_cycles,
+        "logit_steps_checked": steps - stale,
+        "records": records,
+        "slverr": errors,
+        "queue": queue,
+        "protocol": protocol,
+        "final_weights_nonzero": int(np.count_nonzero(final)),
+        "test_seconds": time.perf_counter() - started,
+        "bus_transfers": bus.transfers,
+        "use_irq": use_irq,
+    }
     with open(os.environ["PEZO_RESULT"], "w") as f:
         json.dump(result, f, indent=2)
     dut._log.info("engine top: match %s, %.1f cycles/step", result["match"], result["cycles_per_step"])

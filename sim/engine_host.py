@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.engine.zo_engine import ZOEngine
 from pezo.golden.engine.int8 import requantize
+from pezo.golden.engine.zo_engine import ZOEngine
 from pezo.golden.zo.int8_head import Int8TrainConfig, update_scale
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
@@ -40,7 +40,7 @@ class EngineDriver(HostDriver):
             io.set("x_example", b)
             for j in range(cfg.words_per_output):
                 io.set("x_word", j)
-                io.set("x_wdata", pack(x[b, j * cfg.array.cols:(j + 1) * cfg.array.cols], 8))
+                io.set("x_wdata", pack(x[b, j * cfg.array.cols : (j + 1) * cfg.array.cols], 8))
                 await io.tick()
         io.set("x_we", 0)
 
@@ -63,13 +63,15 @@ class EngineDriver(HostDriver):
                     io.set("logit_output", o)
                     for _ in range(LOGIT_READ_LATENCY):
                         await io.tick()
-                    out[i, b, o] = (to_signed(io.get("logit_q"), 8) if shift is not None
-                                    else to_signed(io.get("logit"), 32))
+                    out[i, b, o] = (
+                        to_signed(io.get("logit_q"), 8) if shift is not None else to_signed(io.get("logit"), 32)
+                    )
         return out
 
 
-async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int, weights=None,
-                      infer_shift: int = 6) -> dict:
+async def zo_training(
+    io, train: Int8TrainConfig, xs, labels, act_exponent: int, weights=None, infer_shift: int = 6
+) -> dict:
     """The co-simulation host loop over ``len(xs)`` ZO steps (module docstring). ``xs``: [steps, batch,
     inputs] int8, ``labels``: [steps, batch]. Returns match, steps, cycles per step (forward + update),
     mismatch details, and a final plain-inference check (int32 and requantised logits)."""
@@ -87,8 +89,9 @@ async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int,
         for name, got, want in (("logits+", got_plus, want_plus), ("logits-", got_minus, want_minus)):
             if not np.array_equal(got, want):
                 bad = np.argwhere(got != want)[0]
-                mismatches.append(f"step {step} {name}[{bad[0]}, {bad[1]}]: rtl {got[tuple(bad)]}, "
-                                  f"golden {want[tuple(bad)]}")
+                mismatches.append(
+                    f"step {step} {name}[{bad[0]}, {bad[1]}]: rtl {got[tuple(bad)]}, golden {want[tuple(bad)]}"
+                )
         g, loss_plus, loss_minus = update_scale(got_plus, got_minus, y, train, act_exponent)
         losses.append((loss_plus, loss_minus))
         update_cycles.append(await driver.run(OP_UPDATE, g))
@@ -97,8 +100,10 @@ async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int,
     weights_match = bool(np.array_equal(final, model.weights))
     if not weights_match:
         bad = np.argwhere(final != model.weights)[0]
-        mismatches.append(f"final weight [{bad[0]}, {bad[1]}]: rtl {final[tuple(bad)]}, golden "
-                          f"{model.weights[tuple(bad)]} ({int((final != model.weights).sum())} differ)")
+        mismatches.append(
+            f"final weight [{bad[0]}, {bad[1]}]: rtl {final[tuple(bad)]}, golden "
+            f"{model.weights[tuple(bad)]} ({int((final != model.weights).sum())} differ)"
+        )
     # plain inference of the last batch with the trained weights: int32 and requantised logits
     await driver.run(OP_INFER)
     logits = (await driver.read_logits(passes=(0,)))[0]
@@ -107,9 +112,18 @@ async def zo_training(io, train: Int8TrainConfig, xs, labels, act_exponent: int,
     if not (np.array_equal(logits, want) and np.array_equal(logits_q, requantize(want, infer_shift))):
         mismatches.append("plain inference logits differ")
     cycles = [f + u for f, u in zip(forward_cycles, update_cycles)]
-    return {"match": not mismatches, "steps": len(xs), "weights_match": weights_match,
-            "mismatches": mismatches[:10], "mismatch_count": len(mismatches),
-            "cycles_per_step": float(np.mean(cycles)), "cycles_per_step_max": int(max(cycles)),
-            "forward_cycles": forward_cycles, "update_cycles": update_cycles,
-            "losses": losses, "final_weights_nonzero": int(np.count_nonzero(final)),
-            "final_weight_range": [int(final.min()), int(final.max())], "op_infer": OP_INFER}
+    return {
+        "match": not mismatches,
+        "steps": len(xs),
+        "weights_match": weights_match,
+        "mismatches": mismatches[:10],
+        "mismatch_count": len(mismatches),
+        "cycles_per_step": float(np.mean(cycles)),
+        "cycles_per_step_max": int(max(cycles)),
+        "forward_cycles": forward_cycles,
+        "update_cycles": update_cycles,
+        "losses": losses,
+        "final_weights_nonzero": int(np.count_nonzero(final)),
+        "final_weight_range": [int(final.min()), int(final.max())],
+        "op_infer": OP_INFER,
+    }

@@ -37,8 +37,13 @@ async def matches_golden(dut):
         for name, expected in bench.expected().items():
             if expected is None:  # not defined this cycle (e.g. lanes while not valid)
                 continue
-            board.compare(cycle, name, port_value(outputs[name]), expected,
-                          decode=lambda word, name=name: bench.decode(name, word))
+            board.compare(
+                cycle,
+                name,
+                port_value(outputs[name]),
+                expected,
+                decode=lambda word, name=name: bench.decode(name, word),
+            )
         inputs = bench.drive(cycle)
         for name, value in inputs.items():
             ports[name].value = value

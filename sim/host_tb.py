@@ -16,8 +16,17 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, RESULT_BASE, STATUS_DONE,
-                              STATUS_VALID, StreamHost, register_map)
+from pezo.golden.host import (
+    CONTROL_NEXT,
+    CONTROL_REWIND,
+    CONTROL_RUN,
+    CONTROL_SIGN,
+    RESULT_BASE,
+    STATUS_DONE,
+    STATUS_VALID,
+    StreamHost,
+    register_map,
+)
 from pezo.sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
 
 IDENTIFICATION = ("ID", "VERSION", "STRATEGY", "LANES")
@@ -40,8 +49,9 @@ async def host_matches_golden(dut):
     counts = {"reads": 0, "writes": 0, "runs": 0, "slverr": 0}
     registers = register_map(cfg)
     offset_of = {r.name: r.offset for r in registers}
-    STATUS, SUM, COUNT, G, CONTROL, STEP, CYCLES = (offset_of[name] for name in
-                                                    ("STATUS", "SUM", "COUNT", "G", "CONTROL", "STEP", "CYCLES"))
+    STATUS, SUM, COUNT, G, CONTROL, STEP, CYCLES = (
+        offset_of[name] for name in ("STATUS", "SUM", "COUNT", "G", "CONTROL", "STEP", "CYCLES")
+    )
     if UNMAPPED in offset_of.values():
         raise AssertionError(f"{UNMAPPED:#x} is mapped: pick another unmapped offset")
     readable = [r.offset for r in registers if r.kind != "cmd" and r.offset != CYCLES]  # CYCLES: bounds only
@@ -50,8 +60,9 @@ async def host_matches_golden(dut):
         got = await bus.read(offset, 4)
         value, resp = model.read(offset)
         board.compare(counts["reads"], f"rresp@{offset:#x}{what}", int(got.resp), resp)
-        board.compare(counts["reads"], f"rdata@{offset:#x}{what}", int.from_bytes(got.data, "little") & mask,
-                      value & mask)
+        board.compare(
+            counts["reads"], f"rdata@{offset:#x}{what}", int.from_bytes(got.data, "little") & mask, value & mask
+        )
         counts["reads"] += 1
         counts["slverr"] += resp != 0
         return value
@@ -100,8 +111,8 @@ async def host_matches_golden(dut):
     await write(G, rng.getrandbits(32), nbytes=1, byte=rng.randrange(4))
     await read(G)
     await write(offset_of["ID"], 0x1234)  # read-only: SLVERR
-    await read(CONTROL)                   # write-only: SLVERR
-    await read(UNMAPPED)                  # unmapped: SLVERR
+    await read(CONTROL)  # write-only: SLVERR
+    await read(UNMAPPED)  # unmapped: SLVERR
     await write(UNMAPPED, 1)
 
     vectors = -(-cfg.perturb_dim // model.lanes)

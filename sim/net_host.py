@@ -20,7 +20,8 @@ import numpy as np
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
-from pezo.hw.engine.net_engine import LOGIT_READ_LATENCY, OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
+from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
+from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.sim.benches import pack
 from pezo.sim.host_driver import HostDriver, to_signed
 
@@ -50,7 +51,7 @@ class NetDriver(HostDriver):
     async def load_biases(self, biases) -> None:
         io, index = self.io, 0
         io.set("b_we", 1)
-        for layer, bias in zip(self.config.layers, biases):
+        for _layer, bias in zip(self.config.layers, biases):
             for value in np.asarray(bias, dtype=np.int64):
                 io.set("b_addr", index)
                 io.set("b_wdata", int(value) & 0xFFFFFFFF)
@@ -67,7 +68,7 @@ class NetDriver(HostDriver):
         cfg, items = self.config, []
         for b in range(cfg.array.batch):
             for j in range(cfg.inputs // cfg.array.cols):
-                items.append(("x", b, j, pack(x[b, j * cfg.array.cols:(j + 1) * cfg.array.cols], 8)))
+                items.append(("x", b, j, pack(x[b, j * cfg.array.cols : (j + 1) * cfg.array.cols], 8)))
             items.append(("y", b, int(labels[b])))
         items.append(("push",))
         self.load_items = items[::-1]
@@ -115,12 +116,22 @@ class NetDriver(HostDriver):
 
     def _step_finished(self) -> None:
         io, cfg = self.io, self.config
-        self.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"),
-                           "g": to_signed(io.get("g_used"), G_BITS), "bank": io.get("last_bank"),
-                           "logits": np.zeros((2, cfg.array.batch, cfg.outputs), dtype=np.int64)})
+        self.steps.append(
+            {
+                "loss_plus": io.get("loss_plus"),
+                "loss_minus": io.get("loss_minus"),
+                "g": to_signed(io.get("g_used"), G_BITS),
+                "bank": io.get("last_bank"),
+                "logits": np.zeros((2, cfg.array.batch, cfg.outputs), dtype=np.int64),
+            }
+        )
         record = self.steps[-1]
-        self.reads.extend((record["logits"], record["bank"], s, b, o)
-                          for s in (0, 1) for b in range(cfg.array.batch) for o in range(cfg.outputs))
+        self.reads.extend(
+            (record["logits"], record["bank"], s, b, o)
+            for s in (0, 1)
+            for b in range(cfg.array.batch)
+            for o in range(cfg.outputs)
+        )
 
     async def tick(self) -> None:
         self._service()
@@ -131,9 +142,17 @@ class NetDriver(HostDriver):
     async def run(self, op: int, steps: int = 1, g: int = 0, loss: LossConfig | None = None) -> int:
         """Start ``op``; service the host every cycle until ``done``. Returns the engine's busy cycles."""
         loss = loss or LossConfig()
-        return await self.run_op(op, g, steps=steps, g_mode=G_MODE_CODES[loss.mode], margin=loss.margin,
-                                 g_lr=loss.g_lr, g_shift=loss.g_shift, wd_shift=loss.wd_shift,
-                                 wd_every=loss.wd_every)
+        return await self.run_op(
+            op,
+            g,
+            steps=steps,
+            g_mode=G_MODE_CODES[loss.mode],
+            margin=loss.margin,
+            g_lr=loss.g_lr,
+            g_shift=loss.g_shift,
+            wd_shift=loss.wd_shift,
+            wd_every=loss.wd_every,
+        )
 
     async def drain_reads(self) -> None:
         while self.reads or any(r is not None for r in self.inflight):
@@ -143,7 +162,9 @@ class NetDriver(HostDriver):
         """int32 logits [len(passes), batch, outputs] of logit bank ``bank`` (pipelined, one a cycle)."""
         cfg = self.config
         out = np.zeros((2, cfg.array.batch, cfg.outputs), dtype=np.int64)
-        self.reads.extend((out, bank, s, b, o) for s in passes for b in range(cfg.array.batch) for o in range(cfg.outputs))
+        self.reads.extend(
+            (out, bank, s, b, o) for s in passes for b in range(cfg.array.batch) for o in range(cfg.outputs)
+        )
         await self.drain_reads()
         return out[list(passes)]
 
@@ -163,8 +184,9 @@ def _compare(mismatches: list, what: str, got, want) -> None:
         mismatches.append(f"{what}: rtl {detail}")
 
 
-async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weights, biases=None,
-                       overlap: bool = True, g_of=None) -> dict:
+async def net_training(
+    io, config: NetConfig, loss: LossConfig, xs, labels, weights, biases=None, overlap: bool = True, g_of=None
+) -> dict:
     """The co-simulation host loop over ``len(xs)`` steps (module docstring). ``overlap``: batches are
     loaded while the engine computes (the double-buffered queue) -- otherwise each batch is loaded after
     the previous step, with the engine idle. ``g_of(logits_plus, logits_minus, labels) -> int``: the host's
@@ -201,8 +223,15 @@ async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weig
             plus, minus = await driver.read_logits(bank)
             g = g_of(plus, minus, y) if g_of else host_g(plus, minus, y, loss)
             busy += await driver.run(OP_UPDATE, g=g, loss=loss)
-            driver.steps.append({"loss_plus": io.get("loss_plus"), "loss_minus": io.get("loss_minus"), "g": g,
-                                 "bank": bank, "logits": np.stack([plus, minus])})
+            driver.steps.append(
+                {
+                    "loss_plus": io.get("loss_plus"),
+                    "loss_minus": io.get("loss_minus"),
+                    "g": g,
+                    "bank": bank,
+                    "logits": np.stack([plus, minus]),
+                }
+            )
     wall = driver.ticks - started
     await driver.drain_reads()
     if len(driver.steps) != steps:
@@ -224,10 +253,20 @@ async def net_training(io, config: NetConfig, loss: LossConfig, xs, labels, weig
     await driver.run(OP_INFER, loss=loss)
     inferred = (await driver.read_logits(io.get("last_bank"), passes=(0,)))[0]
     _compare(mismatches, "plain inference logits", inferred, model.infer(xs[-1]))
-    return {"match": not mismatches, "mismatches": mismatches[:10], "mismatch_count": len(mismatches),
-            "steps": steps, "wall_cycles": wall, "busy_cycles": busy, "cycles_per_step": wall / steps,
-            "busy_cycles_per_step": busy / steps, "records": records,
-            "final_weights_nonzero": int(np.count_nonzero(final)),
-            "final_weight_range": [int(final.min()), int(final.max())], "final_weight_digest": weights_digest(final),
-            "overlap": overlap,
-            "wait_cycles": train_wait, "load_hidden": train_wait == 0}
+    return {
+        "match": not mismatches,
+        "mismatches": mismatches[:10],
+        "mismatch_count": len(mismatches),
+        "steps": steps,
+        "wall_cycles": wall,
+        "busy_cycles": busy,
+        "cycles_per_step": wall / steps,
+        "busy_cycles_per_step": busy / steps,
+        "records": records,
+        "final_weights_nonzero": int(np.count_nonzero(final)),
+        "final_weight_range": [int(final.min()), int(final.max())],
+        "final_weight_digest": weights_digest(final),
+        "overlap": overlap,
+        "wait_cycles": train_wait,
+        "load_hidden": train_wait == 0,
+    }

@@ -31,7 +31,7 @@ async def net_engine_trains_like_golden(dut):
     loss = LossConfig(**json.loads(os.environ["PEZO_LOSS"]))
     with np.load(os.environ["PEZO_ENGINE_DATA"]) as f:
         xs, labels, weights = f["xs"], f["labels"], f["weights"]
-        biases = ([f[f"biases_{i}"] for i in range(len(config.layers))] if "biases_0" in f.files else None)
+        biases = [f[f"biases_{i}"] for i in range(len(config.layers))] if "biases_0" in f.files else None
     for name in ("start", "w_we", "x_we", "y_we", "push") + (("b_we",) if biases is not None else ()):
         getattr(dut, name).value = 0
     g_of = None
@@ -43,8 +43,17 @@ async def net_engine_trains_like_golden(dut):
         g_of = lambda plus, minus, labels: host_g(plus, minus, labels, train, act_exponent)[0]  # noqa: E731
     await start_and_reset(dut, cycles=2)
     started = time.perf_counter()
-    result = await net_training(CocotbIO(dut), config, loss, xs, labels, weights, biases,
-                                overlap=os.environ.get("PEZO_OVERLAP", "1") == "1", g_of=g_of)
+    result = await net_training(
+        CocotbIO(dut),
+        config,
+        loss,
+        xs,
+        labels,
+        weights,
+        biases,
+        overlap=os.environ.get("PEZO_OVERLAP", "1") == "1",
+        g_of=g_of,
+    )
     result["test_seconds"] = time.perf_counter() - started
     with open(os.environ["PEZO_RESULT"], "w") as f:
         json.dump(result, f, indent=2)

@@ -103,15 +103,22 @@ def _forget_foreign_objects(build_dir: Path) -> None:
     stamp.write_text(origin)
 
 
-def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator: str, build_dir: Path,
-               extra_env: dict[str, str] | None = None) -> dict:
+def run_cocotb(
+    *,
+    verilog_path: Path,
+    toplevel: str,
+    test_module: str,
+    simulator: str,
+    build_dir: Path,
+    extra_env: dict[str, str] | None = None,
+) -> dict:
     """Build ``verilog_path`` for ``simulator`` in ``build_dir`` and run cocotb ``test_module`` on it.
 
     Raises ``AssertionError`` naming the log if the cocotb test failed. Returns timing:
     ``{"build_s": ..., "test_s": ...}``.
     """
-    from cocotb_tools.runner import get_runner
     from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
 
     if simulator not in SIMULATORS:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {simulator!r}")
@@ -123,17 +130,29 @@ def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal", "--output-split", "0"] if simulator == "verilator" else []
     start = time.perf_counter()
-    runner.build(sources=[verilog_path], hdl_toplevel=toplevel, build_dir=build_dir,
-                 timescale=TIMESCALE, build_args=build_args, always=simulator == "icarus",
-                 log_file=build_dir / "build.log")
+    runner.build(
+        sources=[verilog_path],
+        hdl_toplevel=toplevel,
+        build_dir=build_dir,
+        timescale=TIMESCALE,
+        build_args=build_args,
+        always=simulator == "icarus",
+        log_file=build_dir / "build.log",
+    )
     built = time.perf_counter()
-    env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT)] + sys.path),
-           "COCOTB_ANSI_OUTPUT": "0"}
+    env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT)] + sys.path), "COCOTB_ANSI_OUTPUT": "0"}
     env.update(extra_env or {})
     log = build_dir / "test.log"
     try:
-        results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
-                              test_dir=build_dir, extra_env=env, timescale=TIMESCALE, log_file=log)
+        results = runner.test(
+            test_module=test_module,
+            hdl_toplevel=toplevel,
+            build_dir=build_dir,
+            test_dir=build_dir,
+            extra_env=env,
+            timescale=TIMESCALE,
+            log_file=log,
+        )
         _, failed = get_results(results)
     except SystemExit:  # cocotb's runner exits on a failed test
         failed = True
@@ -143,8 +162,9 @@ def run_cocotb(*, verilog_path: Path, toplevel: str, test_module: str, simulator
     return {"build_s": built - start, "test_s": done - built}
 
 
-def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1,
-              expect_config=None) -> dict:
+def run_bench(
+    bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1, expect_config=None
+) -> dict:
     """Write the bench's component as Verilog, run ``sim.golden_tb`` on ``simulator``; return the
     testbench's result (cycles, comparisons, cycles_per_s, coverage counts) plus build/test times.
 
@@ -158,16 +178,24 @@ def run_bench(bench: str, config, simulator: str, build_dir: Path, cycles: int, 
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file = build_dir / "result.json"
     result_file.unlink(missing_ok=True)
-    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.golden_tb", simulator=simulator,
-                        build_dir=build_dir,
-                        extra_env={"PEZO_BENCH": bench, "PEZO_CYCLES": str(cycles), "PEZO_STIM_SEED": str(seed),
-                                   "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
-                                   "PEZO_RESULT": str(result_file)})
+    timing = run_cocotb(
+        verilog_path=verilog,
+        toplevel=top,
+        test_module="pezo.sim.golden_tb",
+        simulator=simulator,
+        build_dir=build_dir,
+        extra_env={
+            "PEZO_BENCH": bench,
+            "PEZO_CYCLES": str(cycles),
+            "PEZO_STIM_SEED": str(seed),
+            "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+            "PEZO_RESULT": str(result_file),
+        },
+    )
     return {**json.loads(result_file.read_text()), **timing}
 
 
-def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1,
-             expect_config=None) -> dict:
+def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1, expect_config=None) -> dict:
     """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
     ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
@@ -177,16 +205,25 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file = build_dir / "result.json"
     result_file.unlink(missing_ok=True)
-    timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.host_tb", simulator=simulator,
-                        build_dir=build_dir,
-                        extra_env={"PEZO_STEPS": str(steps), "PEZO_STIM_SEED": str(seed),
-                                   "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
-                                   "PEZO_RESULT": str(result_file)})
+    timing = run_cocotb(
+        verilog_path=verilog,
+        toplevel=top,
+        test_module="pezo.sim.host_tb",
+        simulator=simulator,
+        build_dir=build_dir,
+        extra_env={
+            "PEZO_STEPS": str(steps),
+            "PEZO_STIM_SEED": str(seed),
+            "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+            "PEZO_RESULT": str(result_file),
+        },
+    )
     return {**json.loads(result_file.read_text()), **timing}
 
 
-def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None,
-               expect_train=None) -> dict:
+def run_engine(
+    train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None, expect_train=None
+) -> dict:
     """Run ``sim.engine_tb`` (the host loop of ZO training) on ``hw.engine.zo_engine.ZOEngine(train.engine)``:
     ``len(xs)`` steps on ``simulator``. Returns the testbench's result (``match``, ``steps``,
     ``cycles_per_step``, ...) plus build/test times; a mismatch returns ``match`` False (with details)
@@ -201,16 +238,28 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
     result_file.unlink(missing_ok=True)
-    arrays = {"xs": np.asarray(xs, dtype=np.int64), "labels": np.asarray(labels, dtype=np.int64),
-              "act_exponent": np.int64(act_exponent)}
+    arrays = {
+        "xs": np.asarray(xs, dtype=np.int64),
+        "labels": np.asarray(labels, dtype=np.int64),
+        "act_exponent": np.int64(act_exponent),
+    }
     if weights is not None:
         arrays["weights"] = np.asarray(weights, dtype=np.int64)
     np.savez(data_file, **arrays)
-    env = {"PEZO_TRAIN": json.dumps((expect_train or train).to_dict()), "PEZO_ENGINE_DATA": str(data_file),
-           "PEZO_RESULT": str(result_file)}
+    env = {
+        "PEZO_TRAIN": json.dumps((expect_train or train).to_dict()),
+        "PEZO_ENGINE_DATA": str(data_file),
+        "PEZO_RESULT": str(result_file),
+    }
     try:
-        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.engine_tb",
-                            simulator=simulator, build_dir=build_dir, extra_env=env)
+        timing = run_cocotb(
+            verilog_path=verilog,
+            toplevel=top,
+            test_module="pezo.sim.engine_tb",
+            simulator=simulator,
+            build_dir=build_dir,
+            extra_env=env,
+        )
     except AssertionError:
         if not result_file.exists():
             raise
@@ -218,8 +267,19 @@ def run_engine(train, xs, labels, act_exponent: int, simulator: str, build_dir: 
     return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
 
 
-def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir: Path, biases=None,
-                   overlap: bool = True, expect_loss=None, host_g=None) -> dict:
+def run_net_engine(
+    config,
+    loss,
+    xs,
+    labels,
+    weights,
+    simulator: str,
+    build_dir: Path,
+    biases=None,
+    overlap: bool = True,
+    expect_loss=None,
+    host_g=None,
+) -> dict:
     """Run ``sim.net_tb`` on ``hw.engine.net_engine.NetEngine(config)``: ``len(xs)`` steps on ``simulator``
     (``loss``: a ``golden.engine.loss.LossConfig``). Returns the testbench's result plus build/test times;
     a mismatch returns ``match`` False instead of raising, other failures raise. ``expect_loss`` (default
@@ -236,17 +296,31 @@ def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir:
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
     result_file.unlink(missing_ok=True)
-    arrays = {"xs": np.asarray(xs, dtype=np.int64), "labels": np.asarray(labels, dtype=np.int64),
-              "weights": np.asarray(weights, dtype=np.int64).ravel()}
+    arrays = {
+        "xs": np.asarray(xs, dtype=np.int64),
+        "labels": np.asarray(labels, dtype=np.int64),
+        "weights": np.asarray(weights, dtype=np.int64).ravel(),
+    }
     for i, bias in enumerate(biases or ()):
         arrays[f"biases_{i}"] = np.zeros(config.layers[i].outputs, dtype=np.int64) if bias is None else np.asarray(bias)
     np.savez(data_file, **arrays)
-    env = {"PEZO_NET": config.to_json(), "PEZO_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
-           "PEZO_OVERLAP": "1" if overlap else "0", "PEZO_ENGINE_DATA": str(data_file),
-           "PEZO_RESULT": str(result_file), "PEZO_HOST_G": json.dumps(host_g) if host_g else ""}
+    env = {
+        "PEZO_NET": config.to_json(),
+        "PEZO_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
+        "PEZO_OVERLAP": "1" if overlap else "0",
+        "PEZO_ENGINE_DATA": str(data_file),
+        "PEZO_RESULT": str(result_file),
+        "PEZO_HOST_G": json.dumps(host_g) if host_g else "",
+    }
     try:
-        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.net_tb",
-                            simulator=simulator, build_dir=build_dir, extra_env=env)
+        timing = run_cocotb(
+            verilog_path=verilog,
+            toplevel=top,
+            test_module="pezo.sim.net_tb",
+            simulator=simulator,
+            build_dir=build_dir,
+            extra_env=env,
+        )
     except AssertionError:
         if not result_file.exists():
             raise
@@ -254,8 +328,18 @@ def run_net_engine(config, loss, xs, labels, weights, simulator: str, build_dir:
     return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
 
 
-def run_board(config, loss, xs, labels, weights, simulator: str, build_dir: Path, biases=None,
-              expect_loss=None, use_irq: bool = True) -> dict:
+def run_board(
+    config,
+    loss,
+    xs,
+    labels,
+    weights,
+    simulator: str,
+    build_dir: Path,
+    biases=None,
+    expect_loss=None,
+    use_irq: bool = True,
+) -> dict:
     """Run ``sim.board_tb`` on ``hw.engine_top.EngineTop(config)``: the driver (``pezo.driver.engine``)
     trains ``len(xs)`` steps through AXI on ``simulator``. Returns the testbench's result plus build/test
     times; a mismatch returns ``match`` False instead of raising, other failures raise. ``expect_loss``
@@ -271,17 +355,31 @@ def run_board(config, loss, xs, labels, weights, simulator: str, build_dir: Path
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file, data_file = build_dir / "result.json", build_dir / "board_data.npz"
     result_file.unlink(missing_ok=True)
-    arrays = {"xs": np.asarray(xs, dtype=np.int64), "labels": np.asarray(labels, dtype=np.int64),
-              "weights": np.asarray(weights, dtype=np.int64).ravel()}
+    arrays = {
+        "xs": np.asarray(xs, dtype=np.int64),
+        "labels": np.asarray(labels, dtype=np.int64),
+        "weights": np.asarray(weights, dtype=np.int64).ravel(),
+    }
     for i, bias in enumerate(biases or ()):
         arrays[f"biases_{i}"] = np.zeros(config.layers[i].outputs, dtype=np.int64) if bias is None else np.asarray(bias)
     np.savez(data_file, **arrays)
-    env = {"PEZO_NET": config.to_json(), "PEZO_LOSS": json.dumps(dataclasses.asdict(loss)),
-           "PEZO_EXPECT_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
-           "PEZO_ENGINE_DATA": str(data_file), "PEZO_RESULT": str(result_file), "PEZO_USE_IRQ": "1" if use_irq else "0"}
+    env = {
+        "PEZO_NET": config.to_json(),
+        "PEZO_LOSS": json.dumps(dataclasses.asdict(loss)),
+        "PEZO_EXPECT_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
+        "PEZO_ENGINE_DATA": str(data_file),
+        "PEZO_RESULT": str(result_file),
+        "PEZO_USE_IRQ": "1" if use_irq else "0",
+    }
     try:
-        timing = run_cocotb(verilog_path=verilog, toplevel=top, test_module="pezo.sim.board_tb",
-                            simulator=simulator, build_dir=build_dir, extra_env=env)
+        timing = run_cocotb(
+            verilog_path=verilog,
+            toplevel=top,
+            test_module="pezo.sim.board_tb",
+            simulator=simulator,
+            build_dir=build_dir,
+            extra_env=env,
+        )
     except AssertionError:
         if not result_file.exists():
             raise

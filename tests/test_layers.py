@@ -31,8 +31,14 @@ def _clean_env() -> dict:
 
 def _lint(root: Path) -> subprocess.CompletedProcess:
     """scripts/importlinter_pezo.py: lint-imports with pyproject's contracts on the package as Python imports it."""
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "importlinter_pezo.py"), str(root)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env=_clean_env())
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "importlinter_pezo.py"), str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_clean_env(),
+    )
 
 
 def test_import_linter_contracts_hold():
@@ -66,23 +72,27 @@ def test_every_package_folder_is_a_listed_package():
                 return ".".join([package, *rel.relative_to(folder).parts])
         raise AssertionError(f"{rel} is under no package-dir entry of pyproject.toml")
 
-    found = {dotted(init) for top in FOLDERS for init in (ROOT / top).rglob("__init__.py")
-             if "__pycache__" not in init.parts}
+    found = {
+        dotted(init) for top in FOLDERS for init in (ROOT / top).rglob("__init__.py") if "__pycache__" not in init.parts
+    }
     assert found - listed == set(), f"package folders missing from [tool.setuptools] packages: {sorted(found - listed)}"
     assert listed - found == set(), f"listed packages without a folder (__init__.py): {sorted(listed - found)}"
 
 
 def test_code_imports_as_pezo_only(tmp_path):
-    code = ("import importlib.util, sys\n"
-            "assert importlib.util.find_spec('golden') is None, 'a top-level golden package is importable'\n"
-            "try:\n"
-            "    import golden\n"
-            "except ModuleNotFoundError:\n"
-            "    pass\n"
-            "else:\n"
-            "    sys.exit('import golden worked outside the checkout')\n"
-            "import pezo.golden\n"
-            "import pezo.golden.config\n")
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env=_clean_env())
+    code = (
+        "import importlib.util, sys\n"
+        "assert importlib.util.find_spec('golden') is None, 'a top-level golden package is importable'\n"
+        "try:\n"
+        "    import golden\n"
+        "except ModuleNotFoundError:\n"
+        "    pass\n"
+        "else:\n"
+        "    sys.exit('import golden worked outside the checkout')\n"
+        "import pezo.golden\n"
+        "import pezo.golden.config\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_clean_env()
+    )
     assert run.returncode == 0, run.stdout + run.stderr

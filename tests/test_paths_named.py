@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pezo", "golden", "hw", "sim", "boards", "scripts")
 TOPS = ("tests", "golden", "hw", "sim", "boards", "pezo", "benchmarks", "scripts", "docs")
-PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./-]*?(?:\.[A-Za-z][A-Za-z0-9]{0,7}|/))(?![\w/-])" % "|".join(TOPS))
+PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(TOPS) + r")/[\w./-]*?(?:\.[A-Za-z][A-Za-z0-9]{0,7}|/))(?![\w/-])")
 OUTPUTS = {
     ("scripts/importlinter_pezo.py", "pezo/golden/"): "the scratch mirror's layout (pezo.golden as Python imports it)",
     ("scripts/importlinter_pezo.py", "pezo/hw/"): "the scratch mirror's layout (pezo.hw as Python imports it)",
@@ -46,16 +46,21 @@ def _named() -> list[tuple[str, int, str]]:
 
 
 def test_the_pattern_finds_files_and_directories_only():
-    text = ("see tests/hw/test_host.py::test_x, golden/rng/ and ``boards/flow/report.py``; "
-            "not build/report/x.json, golden.rng.lfsr, tests/ alone or tests/golden/test_{name}.py")
+    text = (
+        "see tests/hw/test_host.py::test_x, golden/rng/ and ``boards/flow/report.py``; "
+        "not build/report/x.json, golden.rng.lfsr, tests/ alone or tests/golden/test_{name}.py"
+    )
     assert named_paths(text) == ["tests/hw/test_host.py", "golden/rng/", "boards/flow/report.py"]
 
 
 def test_every_named_repository_path_exists():
     named = _named()
     assert len(named) > 10, "the scan found almost no paths: is the pattern still right?"
-    missing = [f"{source}:{line}: {path}" for source, line, path in named
-               if (source, path) not in OUTPUTS and not (ROOT / path).exists()]
+    missing = [
+        f"{source}:{line}: {path}"
+        for source, line, path in named
+        if (source, path) not in OUTPUTS and not (ROOT / path).exists()
+    ]
     assert not missing, "paths named in the sources that do not exist:\n" + "\n".join(missing)
 
 

@@ -33,6 +33,8 @@ PEZO_TABLE6 = [  # PeZO Table 6, random-number generation part on ZCU102 (Vivado
     {"design": "PeZO on-the-fly: 32 URNGs x 8 bit", "LUT": 32, "FF": 449, "BRAM": 0},
     {"design": "PeZO on-the-fly: 32 URNGs x 14 bit", "LUT": 32, "FF": 512, "BRAM": 0},
 ]
+
+
 @dataclass(frozen=True)
 class Design:
     """One row of the comparison: a config and the unit synthesised (unit ``engine``: an ``EngineConfig``)."""
@@ -44,8 +46,10 @@ class Design:
     def name(self) -> str:
         c = self.config
         if self.unit == "board":
-            return (f"ZCU102 trainer: engine top {c.name} {c.array.rows}x{c.array.cols} B={c.array.batch} + "
-                    f"{c.stream.strategy}")
+            return (
+                f"ZCU102 trainer: engine top {c.name} {c.array.rows}x{c.array.cols} B={c.array.batch} + "
+                f"{c.stream.strategy}"
+            )
         if self.unit == "engine":
             return f"ZO engine {c.array.rows}x{c.array.cols} INT8 + {c.stream.strategy} stream"
         if self.unit == "scale":
@@ -63,23 +67,37 @@ def comparison_designs(seed: int = 1) -> list[Design]:
     """PeZO's on-the-fly sizes (bare, rewind), PeZO's pool, the CLT Gaussian array (1 and 32 generators),
     the three stream units at default sizes, the scale LUT at a d where its entries differ, and the ZO
     engine (PE array + stream) with either PeZO stream."""
-    otf = [Design(PerturbConfig(n_rngs=n, rng_bits=b, seed=seed, rewind=rewind))
-           for n, b in PEZO_SIZES for rewind in (False, True)]
-    gaussian = [Design(PerturbConfig(strategy="gaussian", lanes=g, seed=seed))
-                for g in (1, GAUSSIAN_SYNTHESISED)]
+    otf = [
+        Design(PerturbConfig(n_rngs=n, rng_bits=b, seed=seed, rewind=rewind))
+        for n, b in PEZO_SIZES
+        for rewind in (False, True)
+    ]
+    gaussian = [Design(PerturbConfig(strategy="gaussian", lanes=g, seed=seed)) for g in (1, GAUSSIAN_SYNTHESISED)]
     streams = [Design(PerturbConfig(strategy=s, seed=seed), "stream") for s in STRATEGY_ORDER]
     hosts = [Design(PerturbConfig(strategy=s, seed=seed), "host") for s in STRATEGY_ORDER]
-    engines = [Design(EngineConfig().replace(strategy=s, seed=seed), "engine")
-               for s in STRATEGY_ORDER if STRATEGIES[s].engine]
-    return (otf + [Design(PerturbConfig(strategy="pregen", seed=seed))] + gaussian + streams + hosts
-            + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")] + engines + trainer_designs(seed))
+    engines = [
+        Design(EngineConfig().replace(strategy=s, seed=seed), "engine") for s in STRATEGY_ORDER if STRATEGIES[s].engine
+    ]
+    return (
+        otf
+        + [Design(PerturbConfig(strategy="pregen", seed=seed))]
+        + gaussian
+        + streams
+        + hosts
+        + [Design(PerturbConfig(perturb_dim=64, seed=seed), "scale")]
+        + engines
+        + trainer_designs(seed)
+    )
 
 
 def trainer_designs(seed: int = 1) -> list[Design]:
     """The ZCU102 trainer's logic (``pezo build --design engine``, what ``make run`` writes): the engine top of
     the default network with the trainer's defaults (digits-mlp, 8x8, batch 128), one per PeZO stream."""
-    return [Design(NetTrainConfig().replace(net=DEFAULT_TRAINER_NET, strategy=s, stream_seed=seed).net_config, "board")
-            for s in STRATEGY_ORDER if STRATEGIES[s].engine]
+    return [
+        Design(NetTrainConfig().replace(net=DEFAULT_TRAINER_NET, strategy=s, stream_seed=seed).net_config, "board")
+        for s in STRATEGY_ORDER
+        if STRATEGIES[s].engine
+    ]
 
 
 def _budget_text(r: dict) -> str:
@@ -130,8 +148,12 @@ def paper_figures(design: Design) -> dict | None:
 
 def _percentages(row: dict) -> dict:
     cap = ZCU102_CAPACITY
-    return {"LUT_pct": 100 * row["LUT"] / cap["LUT"], "FF_pct": 100 * row["FF"] / cap["FF"],
-            "BRAM_pct": 100 * row["BRAM36"] / cap["BRAM36"], "DSP_pct": 100 * row["DSP"] / cap["DSP"]}
+    return {
+        "LUT_pct": 100 * row["LUT"] / cap["LUT"],
+        "FF_pct": 100 * row["FF"] / cap["FF"],
+        "BRAM_pct": 100 * row["BRAM36"] / cap["BRAM36"],
+        "DSP_pct": 100 * row["DSP"] / cap["DSP"],
+    }
 
 
 def _row(design: Design, r: dict, source: str) -> dict:
@@ -139,18 +161,30 @@ def _row(design: Design, r: dict, source: str) -> dict:
     paper = paper_figures(design)
     est = analytical(design)
     fields = strategy(c.strategy).fields
-    row = {"design": design.name, "strategy": c.strategy, "unit": design.unit,
-           "n_rngs": c.n_rngs if "n_rngs" in fields else "",
-           "rng_bits": c.rng_bits if "rng_bits" in fields else "", "rewind": r.get("rewind", True),
-           **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
-           "BRAM36": r["RAMB36"] + r["RAMB18"] / 2, "source": source,
-           "budget": _budget_text(r), "within_budget": r.get("within_budget", ""),
-           "pezo_table6": _paper_text(paper), "extrapolated": False,
-           "analytical_LUT": est and est["LUT"], "analytical_FF": est and est["FF"],
-           "analytical_BRAM36": est and est["BRAM36"],
-           "paper_LUT": paper and paper["LUT"], "paper_FF": paper and paper["FF"],
-           "paper_BRAM": paper and paper["BRAM"], "activity": None, "activity_per_value": None,
-           "activity_rtl": None}
+    row = {
+        "design": design.name,
+        "strategy": c.strategy,
+        "unit": design.unit,
+        "n_rngs": c.n_rngs if "n_rngs" in fields else "",
+        "rng_bits": c.rng_bits if "rng_bits" in fields else "",
+        "rewind": r.get("rewind", True),
+        **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+        "BRAM36": r["RAMB36"] + r["RAMB18"] / 2,
+        "source": source,
+        "budget": _budget_text(r),
+        "within_budget": r.get("within_budget", ""),
+        "pezo_table6": _paper_text(paper),
+        "extrapolated": False,
+        "analytical_LUT": est and est["LUT"],
+        "analytical_FF": est and est["FF"],
+        "analytical_BRAM36": est and est["BRAM36"],
+        "paper_LUT": paper and paper["LUT"],
+        "paper_FF": paper and paper["FF"],
+        "paper_BRAM": paper and paper["BRAM"],
+        "activity": None,
+        "activity_per_value": None,
+        "activity_rtl": None,
+    }
     row.update(_percentages(row))
     if "overhead" in r:
         row.update(overhead_LUT=r["overhead"]["LUT"], overhead_FF=r["overhead"]["FF"])
@@ -162,15 +196,32 @@ def _row(design: Design, r: dict, source: str) -> dict:
 def engine_row(design: Design, use_cache: bool = True) -> dict:
     """The comparison row of a ZO engine (``boards.flow.report.engine_report``); budget = the DSP estimate."""
     r = engine_report(design.config, use_cache=use_cache)
-    row = {"design": design.name, "strategy": r["strategy"], "unit": "engine", "source": "yosys",
-           "n_rngs": r.get("n_rngs", ""), "rng_bits": r.get("rng_bits", ""), "rewind": True,
-           **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
-           "BRAM36": r["BRAM36"], "budget": f"DSP {r['DSP']} <= {r['analytical_DSP']} "
-                                             f"({'ok' if r['within_budget'] else 'OVER'})",
-           "within_budget": r["within_budget"], "pezo_table6": "", "extrapolated": False,
-           "analytical_LUT": None, "analytical_FF": None, "analytical_BRAM36": r["analytical_BRAM36"],
-           "analytical_DSP": r["analytical_DSP"], "paper_LUT": None, "paper_FF": None, "paper_BRAM": None,
-           "activity": None, "activity_per_value": None, "activity_rtl": None, "cycle_bound": r["cycle_bound"]}
+    row = {
+        "design": design.name,
+        "strategy": r["strategy"],
+        "unit": "engine",
+        "source": "yosys",
+        "n_rngs": r.get("n_rngs", ""),
+        "rng_bits": r.get("rng_bits", ""),
+        "rewind": True,
+        **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+        "BRAM36": r["BRAM36"],
+        "budget": f"DSP {r['DSP']} <= {r['analytical_DSP']} ({'ok' if r['within_budget'] else 'OVER'})",
+        "within_budget": r["within_budget"],
+        "pezo_table6": "",
+        "extrapolated": False,
+        "analytical_LUT": None,
+        "analytical_FF": None,
+        "analytical_BRAM36": r["analytical_BRAM36"],
+        "analytical_DSP": r["analytical_DSP"],
+        "paper_LUT": None,
+        "paper_FF": None,
+        "paper_BRAM": None,
+        "activity": None,
+        "activity_per_value": None,
+        "activity_rtl": None,
+        "cycle_bound": r["cycle_bound"],
+    }
     row.update(_percentages(row))
     return row
 
@@ -180,15 +231,33 @@ def board_row(design: Design, use_cache: bool = True) -> dict:
     registers + AXI4 burst slave); budget = its AXI overhead over the engine alone when that is cached."""
     r = board_report(design.config, use_cache=use_cache)
     overhead = r.get("axi_overhead")
-    row = {"design": design.name, "strategy": r["strategy"], "unit": "board", "source": "yosys",
-           "n_rngs": "", "rng_bits": design.config.stream.rng_bits if design.config.stream.strategy == "otf" else "",
-           "rewind": True, **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
-           "BRAM36": r["BRAM36"],
-           "budget": f"AXI +{overhead['LUT']} LUT / +{overhead['FF']} FF over the engine" if overhead else "",
-           "within_budget": "", "pezo_table6": "", "extrapolated": False, "analytical_LUT": None,
-           "analytical_FF": None, "analytical_BRAM36": None, "paper_LUT": None, "paper_FF": None, "paper_BRAM": None,
-           "activity": None, "activity_per_value": None, "activity_rtl": None, "cycle_bound": r["cycle_bound"],
-           "net": r["net"], "batch": r["batch"]}
+    row = {
+        "design": design.name,
+        "strategy": r["strategy"],
+        "unit": "board",
+        "source": "yosys",
+        "n_rngs": "",
+        "rng_bits": design.config.stream.rng_bits if design.config.stream.strategy == "otf" else "",
+        "rewind": True,
+        **{k: r[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")},
+        "BRAM36": r["BRAM36"],
+        "budget": f"AXI +{overhead['LUT']} LUT / +{overhead['FF']} FF over the engine" if overhead else "",
+        "within_budget": "",
+        "pezo_table6": "",
+        "extrapolated": False,
+        "analytical_LUT": None,
+        "analytical_FF": None,
+        "analytical_BRAM36": None,
+        "paper_LUT": None,
+        "paper_FF": None,
+        "paper_BRAM": None,
+        "activity": None,
+        "activity_per_value": None,
+        "activity_rtl": None,
+        "cycle_bound": r["cycle_bound"],
+        "net": r["net"],
+        "batch": r["batch"],
+    }
     row.update(_percentages(row))
     return row
 
@@ -196,8 +265,11 @@ def board_row(design: Design, use_cache: bool = True) -> dict:
 def _paper_text(paper: dict | None) -> str:
     if paper is None:
         return ""
-    parts = [f"{paper['LUT']} LUT" if paper["LUT"] else "", f"{paper['FF']} FF" if paper["FF"] else "",
-             f"{paper['BRAM']} BRAM" if paper["BRAM"] else ""]
+    parts = [
+        f"{paper['LUT']} LUT" if paper["LUT"] else "",
+        f"{paper['FF']} FF" if paper["FF"] else "",
+        f"{paper['BRAM']} BRAM" if paper["BRAM"] else "",
+    ]
     return " / ".join(p for p in parts if p)
 
 
@@ -210,8 +282,9 @@ def add_timing(row: dict, design: Design, timing: bool, use_cache: bool = True) 
     return {**row, **{k: t[k] for k in TIMING_KEYS}}
 
 
-def comparison_rows(designs, progress=None, activity: bool = False, timing: bool = False,
-                    executor=None, use_cache: bool = True) -> list[dict]:
+def comparison_rows(
+    designs, progress=None, activity: bool = False, timing: bool = False, executor=None, use_cache: bool = True
+) -> list[dict]:
     """One row per design (accepts Designs or PerturbConfigs), plus the 1024-generator extrapolation
     after the largest Gaussian array. With ``activity``, stream units carry the switching-activity
     proxy of ``boards.flow.power`` (a relative figure per cycle, not watts); with ``timing``, every row its
@@ -259,22 +332,42 @@ def _design_rows(job) -> list[dict]:
     row = add_timing(_row(design, r, "yosys"), design, timing, use_cache=use_cache)
     if activity and design.unit == "stream":
         proxy = stream_activity(c, use_cache=use_cache)
-        row.update(activity=round(proxy["activity_proxy_synth_scaled"], 1),
-                   activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
-                   activity_rtl=round(proxy["activity_proxy"], 1))
+        row.update(
+            activity=round(proxy["activity_proxy_synth_scaled"], 1),
+            activity_per_value=round(proxy["activity_per_value_synth_scaled"], 2),
+            activity_rtl=round(proxy["activity_proxy"], 1),
+        )
     rows = [row]
     if c.strategy == "gaussian" and design.unit == "generator" and c.lanes == GAUSSIAN_SYNTHESISED:
         e = r["extrapolated_1024"]
-        ext = {"design": "gaussian x 1024 (MeZO)", "strategy": "gaussian", "unit": "generator",
-               "n_rngs": "", "rng_bits": "", "rewind": False,
-               **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
-               "RAMB18": 0, "RAMB36": 0, "LUTRAM": 0, "BRAM36": 0, "source": "extrapolated",
-               "budget": f"linear from {c.lanes} synthesised", "within_budget": "",
-               "pezo_table6": _paper_text(PEZO_TABLE6[0]), "extrapolated": True,
-               "analytical_LUT": grng_lut_estimate() * 1024, "analytical_FF": 127 * 1024,
-               "analytical_BRAM36": 0, "paper_LUT": PEZO_TABLE6[0]["LUT"], "paper_FF": PEZO_TABLE6[0]["FF"],
-               "paper_BRAM": 0, "activity": None, "activity_per_value": None, "activity_rtl": None,
-               **{k: None for k in TIMING_KEYS}}
+        ext = {
+            "design": "gaussian x 1024 (MeZO)",
+            "strategy": "gaussian",
+            "unit": "generator",
+            "n_rngs": "",
+            "rng_bits": "",
+            "rewind": False,
+            **{k: e[k] for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")},
+            "RAMB18": 0,
+            "RAMB36": 0,
+            "LUTRAM": 0,
+            "BRAM36": 0,
+            "source": "extrapolated",
+            "budget": f"linear from {c.lanes} synthesised",
+            "within_budget": "",
+            "pezo_table6": _paper_text(PEZO_TABLE6[0]),
+            "extrapolated": True,
+            "analytical_LUT": grng_lut_estimate() * 1024,
+            "analytical_FF": 127 * 1024,
+            "analytical_BRAM36": 0,
+            "paper_LUT": PEZO_TABLE6[0]["LUT"],
+            "paper_FF": PEZO_TABLE6[0]["FF"],
+            "paper_BRAM": 0,
+            "activity": None,
+            "activity_per_value": None,
+            "activity_rtl": None,
+            **{k: None for k in TIMING_KEYS},
+        }
         ext.update(_percentages(ext))
         rows.append(ext)
     return rows
@@ -295,8 +388,7 @@ def vivado_row(run_dir: Path) -> dict:
         meta = json.loads((run_dir / "config.json").read_text())
         config = PerturbConfig(**meta["config"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise VivadoReportError(f"--vivado {run_dir}: no readable config.json written by pezo build ({exc})") \
-            from None
+        raise VivadoReportError(f"--vivado {run_dir}: no readable config.json written by pezo build ({exc})") from None
     r = {k: vivado[k] for k in ("LUT", "FF", "CARRY", "BRAM", "RAMB18", "RAMB36", "DSP", "LUTRAM")}
     row = _row(Design(config, "host"), {**r, "rewind": True}, "vivado")
     row["design"] = f"{Design(config, 'host').name} [ZCU102 top, {vivado['tool']}]"
@@ -305,8 +397,14 @@ def vivado_row(run_dir: Path) -> dict:
     if timing is not None:
         per_cycle = values_per_cycle(config, "host")
         throughput = per_cycle * timing["fmax_mhz"] * 1e6
-        row.update(fmax_mhz=timing["fmax_mhz"], fmax_source="vivado", fmax_target="ZCU102 xczu9eg (Vivado)",
-                   logic_levels=timing.get("logic_levels"), values_per_cycle=per_cycle,
-                   throughput_values_per_s=throughput, throughput_per_lut=round(throughput / row["LUT"], 1),
-                   critical_path_ends=timing.get("report", ""))
+        row.update(
+            fmax_mhz=timing["fmax_mhz"],
+            fmax_source="vivado",
+            fmax_target="ZCU102 xczu9eg (Vivado)",
+            logic_levels=timing.get("logic_levels"),
+            values_per_cycle=per_cycle,
+            throughput_values_per_s=throughput,
+            throughput_per_lut=round(throughput / row["LUT"], 1),
+            critical_path_ends=timing.get("report", ""),
+        )
     return row

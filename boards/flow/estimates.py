@@ -43,18 +43,23 @@ def budget(config: PerturbConfig) -> dict:
     leap-forward LFSR), and of the rewind overhead."""
     n, b = config.n_rngs, config.rng_bits
     log_n = math.ceil(math.log2(n)) if n > 1 else 0
-    return {"bare": {"LUT": n * lfsr_luts(b, config.lfsr_leap) + log_n, "FF": n * b + log_n + 2},
-            "rewind_overhead": {"LUT": n * b, "FF": n * b}}
+    return {
+        "bare": {"LUT": n * lfsr_luts(b, config.lfsr_leap) + log_n, "FF": n * b + log_n + 2},
+        "rewind_overhead": {"LUT": n * b, "FF": n * b},
+    }
 
 
 def engine_bram36_estimate(config) -> float:
     """Fewest BRAM36 tiles by hand: weight memory (words of C int8) and activation memory (R x C int8 per
     word), each ceil(width / 72) tiles of a 512 x 72 port while depth <= 512 (else 1K x 36 ...), plus the
     pregen pool (``pool_bram18_minimum`` / 2); the logit memory (2 * tiles * outputs words) is LUT-RAM."""
+
     def tiles(depth: int, width: int) -> int:
         return min(-(-depth // d) * -(-width // w) for d, w in ((512, 72), (1024, 36), (2048, 18), (4096, 9)))
-    total = tiles(config.weight_words, 8 * config.array.cols) + tiles(config.array.tiles * config.words_per_output,
-                                                                      8 * config.array.cols * config.array.rows)
+
+    total = tiles(config.weight_words, 8 * config.array.cols) + tiles(
+        config.array.tiles * config.words_per_output, 8 * config.array.cols * config.array.rows
+    )
     if config.stream.strategy == "pregen":
         total += pool_bram18_minimum(config.perturb) / 2
     return float(total)

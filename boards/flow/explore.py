@@ -58,27 +58,36 @@ from pathlib import Path
 from pezo.executor import raise_if_interrupted
 from pezo.golden.config import MAX_LANES, RNG_BITS_RANGE, STRATEGIES, PerturbConfig
 
-OBJECTIVES = {"accuracy": "maximize", "lut": "minimize", "ff": "minimize", "bram": "minimize", "dsp": "minimize",
-              "power": "minimize", "cycles": "minimize"}
+OBJECTIVES = {
+    "accuracy": "maximize",
+    "lut": "minimize",
+    "ff": "minimize",
+    "bram": "minimize",
+    "dsp": "minimize",
+    "power": "minimize",
+    "cycles": "minimize",
+}
 DEFAULT_OBJECTIVES = ("accuracy", "lut", "ff", "bram")
 SAMPLERS = ("tpe", "nsga2")
 FAMILY = {"otf": "pezo-otf", "pregen": "pezo-pregen", "gaussian": "gaussian"}
 ENGINE_STREAMS = ("otf", "pregen")
 """The strategies the engine has a stream for (``golden.engine.zo_engine.ENGINE_STRATEGIES``)."""
-FIELDS = {"otf": ("n_rngs", "rng_bits", "eps_shift"),
-          "pregen": ("pool_size", "pool_bits", "lanes", "banks", "eps_shift"),
-          "gaussian": ("lanes", "eps_shift")}
+FIELDS = {
+    "otf": ("n_rngs", "rng_bits", "eps_shift"),
+    "pregen": ("pool_size", "pool_bits", "lanes", "banks", "eps_shift"),
+    "gaussian": ("lanes", "eps_shift"),
+}
 """The configuration fields each strategy reads (the others are not drawn for it)."""
 DEFAULT_SPACE = {
     "strategy": list(STRATEGIES),
-    "n_rngs": [3, 5, 7, 15, 31, 32, 63],           # 3 | 2^b-1 for even b, 7 for b = 3k, 31 for b = 5k: traps
-    "rng_bits": {"low": 4, "high": 14},           # PeZO: 8 and 14; 16 is a 64K-entry scale LUT (minutes of Yosys)
+    "n_rngs": [3, 5, 7, 15, 31, 32, 63],  # 3 | 2^b-1 for even b, 7 for b = 3k, 31 for b = 5k: traps
+    "rng_bits": {"low": 4, "high": 14},  # PeZO: 8 and 14; 16 is a 64K-entry scale LUT (minutes of Yosys)
     "pool_size": [511, 1023, 2047, 4095, 4096, 4240, 8191],  # 4096 and 4240 share 64 / 848 with digits' d = 3392
     "pool_bits": {"low": 6, "high": 14},
     "lanes": [4, 8, 16],
     "banks": [1, 2, 4, 8],
     "eps_shift": {"low": 7, "high": 13},
-    "rows": [4, 8, 16],                            # the PE array's rows R (drawn only for the cycles objective)
+    "rows": [4, 8, 16],  # the PE array's rows R (drawn only for the cycles objective)
 }
 """The default search space: a list is a categorical choice, ``{"low", "high"}`` an integer range."""
 SPACE_KEYS = tuple(DEFAULT_SPACE)
@@ -105,25 +114,35 @@ def check_space(space) -> dict:
                 raise SpaceError(f"key 'strategy' must be a non-empty list of {', '.join(STRATEGIES)}, got {value!r}")
         elif isinstance(value, list):
             if not value or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-                raise SpaceError(f"key {key!r} must be a non-empty list of integers or {{\"low\": L, \"high\": H}}, "
-                                 f"got {value!r}")
+                raise SpaceError(
+                    f'key {key!r} must be a non-empty list of integers or {{"low": L, "high": H}}, got {value!r}'
+                )
         elif isinstance(value, dict):
             lo, hi = value.get("low"), value.get("high")
-            if set(value) - {"low", "high", "log"} or any(isinstance(v, bool) or not isinstance(v, int)
-                                                        for v in (lo, hi)) or lo > hi:
-                raise SpaceError(f"key {key!r} must be {{\"low\": L, \"high\": H}} with integers L <= H, got {value!r}")
+            if (
+                set(value) - {"low", "high", "log"}
+                or any(isinstance(v, bool) or not isinstance(v, int) for v in (lo, hi))
+                or lo > hi
+            ):
+                raise SpaceError(f'key {key!r} must be {{"low": L, "high": H}} with integers L <= H, got {value!r}')
             if value.get("log") and lo < 1:
                 raise SpaceError(f"key {key!r}: a log range needs low >= 1, got {value!r}")
         else:
-            raise SpaceError(f"key {key!r} must be a list of integers or {{\"low\": L, \"high\": H}}, got {value!r}")
+            raise SpaceError(f'key {key!r} must be a list of integers or {{"low": L, "high": H}}, got {value!r}')
         if key != "strategy":
             check_bounds(key, value)
         out[key] = value
     return out
 
 
-_WIDEST = {"strategy": "otf", "n_rngs": 1, "rng_bits": RNG_BITS_RANGE[1], "lanes": MAX_LANES, "banks": 1,
-           "pool_size": 1}
+_WIDEST = {
+    "strategy": "otf",
+    "n_rngs": 1,
+    "rng_bits": RNG_BITS_RANGE[1],
+    "lanes": MAX_LANES,
+    "banks": 1,
+    "pool_size": 1,
+}
 """A PerturbConfig in which no field narrows another's range (otf: the pool's relations to lanes do not bind;
 the widest LFSR allows the most URNGs), so each field meets its own widest range."""
 
@@ -135,8 +154,9 @@ def check_bounds(key: str, value) -> None:
     from pezo.golden.config import check_int
     from pezo.golden.engine.zo_engine import MAX_ROWS
 
-    bounds = [("value", v) for v in value] if isinstance(value, list) else [("low", value["low"]),
-                                                                           ("high", value["high"])]
+    bounds = (
+        [("value", v) for v in value] if isinstance(value, list) else [("low", value["low"]), ("high", value["high"])]
+    )
     for name, bound in bounds:
         try:
             if key == "rows":
@@ -248,9 +268,16 @@ def _evaluate(job: tuple) -> dict:
         return _pruned(f"config: {exc}")
     strategy = params["strategy"]
     options = {"otf": ("n_rngs", "rng_bits"), "pregen": ("pool_size", "pool_bits"), "gaussian": ()}[strategy]
-    method = MethodConfig(method="mezo", task=setting.task, seed=setting.seed, steps=setting.steps,
-                          eval_every=max(1, setting.steps // 4), family=FAMILY[strategy],
-                          family_options=tuple((k, params[k]) for k in options), eps=2.0 ** -params["eps_shift"])
+    method = MethodConfig(
+        method="mezo",
+        task=setting.task,
+        seed=setting.seed,
+        steps=setting.steps,
+        eval_every=max(1, setting.steps // 4),
+        family=FAMILY[strategy],
+        family_options=tuple((k, params[k]) for k in options),
+        eps=2.0 ** -params["eps_shift"],
+    )
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             run = train_method(method)
@@ -260,11 +287,20 @@ def _evaluate(job: tuple) -> dict:
         return _pruned(f"diverged: {exc}")
     sampler = run.get("sampler") or {}
     d = int(sampler.get("dim") or run["trainable_params"])
-    attrs = {"perturb_dim": d, "start_accuracy": run["start_accuracy"],
-             "val_accuracy": float(run["best_val_accuracy"]), "test_accuracy": float(run["test_accuracy"]),
-             "distinct_perturbations": sampler.get("distinct_perturbations"),
-             "gcd": (math.gcd(params["pool_size"], d) if strategy == "pregen" else
-                     math.gcd(params["n_rngs"], (1 << params["rng_bits"]) - 1) if strategy == "otf" else None)}
+    attrs = {
+        "perturb_dim": d,
+        "start_accuracy": run["start_accuracy"],
+        "val_accuracy": float(run["best_val_accuracy"]),
+        "test_accuracy": float(run["test_accuracy"]),
+        "distinct_perturbations": sampler.get("distinct_perturbations"),
+        "gcd": (
+            math.gcd(params["pool_size"], d)
+            if strategy == "pregen"
+            else math.gcd(params["n_rngs"], (1 << params["rng_bits"]) - 1)
+            if strategy == "otf"
+            else None
+        ),
+    }
     values = {"accuracy": attrs["val_accuracy"]}  # the objective: validation, never test
     try:
         config = config_of(params, d)
@@ -274,19 +310,30 @@ def _evaluate(job: tuple) -> dict:
     except SynthesisError as exc:  # e.g. a pool bank with more read ports than Yosys maps: kept, with the reason
         return _pruned(f"synthesis failed: {str(exc)[:300]}", attrs)
     values.update(lut=resources["LUT"], ff=resources["FF"], bram=resources["BRAM"], dsp=resources["DSP"])
-    attrs.update(LUT=resources["LUT"], FF=resources["FF"], BRAM=resources["BRAM"], DSP=resources["DSP"],
-                 CARRY=resources.get("CARRY"))
+    attrs.update(
+        LUT=resources["LUT"],
+        FF=resources["FF"],
+        BRAM=resources["BRAM"],
+        DSP=resources["DSP"],
+        CARRY=resources.get("CARRY"),
+    )
     if "cycles" in setting.objectives:
         from pezo.golden.engine.nets import net_config
         from pezo.golden.engine.zo_engine import ENGINE_STRATEGIES
 
         if strategy not in ENGINE_STRATEGIES:
-            return _pruned(f"cycles: the engine has no {strategy} stream (only {', '.join(ENGINE_STRATEGIES)})",
-                           attrs)
+            return _pruned(f"cycles: the engine has no {strategy} stream (only {', '.join(ENGINE_STRATEGIES)})", attrs)
         try:
-            net = net_config(_net(setting.task), strategy=strategy, rows=params.get("rows", 8), cols=config.lanes,
-                             rng_bits=config.rng_bits,
-                             pool_size=config.pool_size, pool_bits=config.pool_bits, eps_shift=config.eps_shift)
+            net = net_config(
+                _net(setting.task),
+                strategy=strategy,
+                rows=params.get("rows", 8),
+                cols=config.lanes,
+                rng_bits=config.rng_bits,
+                pool_size=config.pool_size,
+                pool_bits=config.pool_bits,
+                eps_shift=config.eps_shift,
+            )
         except ValueError as exc:
             return _pruned(f"cycles: {exc}", attrs)
         values["cycles"] = attrs["cycles"] = int(net.cycle_bound())
@@ -305,8 +352,10 @@ def space_digest(space: dict) -> str:
 
 def default_study_name(setting: Setting, space: dict) -> str:
     """A name that changes with every setting, so a rerun of the same command resumes the same study."""
-    return (f"{setting.task}-{setting.steps}steps-seed{setting.seed}-{'+'.join(setting.objectives)}-"
-            f"space{space_digest(space)}")
+    return (
+        f"{setting.task}-{setting.steps}steps-seed{setting.seed}-{'+'.join(setting.objectives)}-"
+        f"space{space_digest(space)}"
+    )
 
 
 class StudyMismatch(ValueError):
@@ -319,11 +368,15 @@ def open_study(storage: str, name: str, setting: Setting, space: dict, sampler: 
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     seed = setting.seed
-    chosen = (optuna.samplers.NSGAIISampler(seed=seed, population_size=8) if sampler == "nsga2" else
-              optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, constant_liar=True))
+    chosen = (
+        optuna.samplers.NSGAIISampler(seed=seed, population_size=8)
+        if sampler == "nsga2"
+        else optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, constant_liar=True)
+    )
     directions = [OBJECTIVES[o] for o in setting.objectives]
-    study = optuna.create_study(storage=storage, study_name=name, directions=directions, sampler=chosen,
-                                load_if_exists=True)
+    study = optuna.create_study(
+        storage=storage, study_name=name, directions=directions, sampler=chosen, load_if_exists=True
+    )
     wanted = {"setting": setting.to_dict(), "space": space}
     stored = {k: study.user_attrs.get(k) for k in wanted}
     if stored["setting"] is None:
@@ -332,9 +385,11 @@ def open_study(storage: str, name: str, setting: Setting, space: dict, sampler: 
     elif stored != json.loads(json.dumps(wanted)):
         theirs = stored["setting"] or {}
         diff = [k for k in wanted["setting"] if theirs.get(k) != wanted["setting"][k]] or ["space"]
-        raise StudyMismatch(f"study {name!r} in this storage was made with other settings ({', '.join(diff)}: "
-                            f"{', '.join(str(theirs.get(k, '...')) for k in diff if k != 'space')}); "
-                            "name another --study or give the same settings")
+        raise StudyMismatch(
+            f"study {name!r} in this storage was made with other settings ({', '.join(diff)}: "
+            f"{', '.join(str(theirs.get(k, '...')) for k in diff if k != 'space')}); "
+            "name another --study or give the same settings"
+        )
     return study
 
 
@@ -344,8 +399,9 @@ def finished(study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
-def run_study(study, setting: Setting, space: dict, trials: int, executor,
-              on_trial: Callable[[dict], None] | None = None) -> int:
+def run_study(
+    study, setting: Setting, space: dict, trials: int, executor, on_trial: Callable[[dict], None] | None = None
+) -> int:
     """Evaluate trials on ``executor`` until the study holds ``trials`` finished trials; returns how many
     this call finished. Each batch asks as many trials as the executor has workers; a trial is told as soon
     as it finishes. On any exception (Ctrl-C too) the trials still in flight are told FAIL, then it re-raises."""
@@ -401,8 +457,15 @@ def trial_rows(study, setting: Setting) -> list[dict]:
         if t.state.name not in ("COMPLETE", "PRUNED", "FAIL"):
             continue
         values = dict(zip(setting.objectives, t.values)) if t.values is not None else {}
-        rows.append({"number": t.number, "state": t.state.name.lower(), "params": dict(t.params), "values": values,
-                     **{k: v for k, v in t.user_attrs.items()}})
+        rows.append(
+            {
+                "number": t.number,
+                "state": t.state.name.lower(),
+                "params": dict(t.params),
+                "values": values,
+                **{k: v for k, v in t.user_attrs.items()},
+            }
+        )
     for row in rows:
         row["trap"] = trap(row)
     return rows
@@ -431,18 +494,22 @@ def _value_text(name: str, value) -> str:
 
 def front_markdown(front: list[dict], setting: Setting, study_name: str, counts: dict) -> str:
     cols = list(setting.objectives)
-    lines = [f"Pareto front of study `{study_name}`: {len(front)} of {counts['complete']} complete trials "
-             f"({counts['pruned']} pruned); task {setting.task}, {setting.steps} MeZO steps, seed {setting.seed}; "
-             "accuracy = validation accuracy (%, the objective), test = the same checkpoint's test accuracy (%); "
-             "resources = Yosys xcup of the stream unit (compare designs with each other; not Vivado).", "",
-             "| trial | strategy | configuration | " + " | ".join(cols)
-             + " | test | distinct perturbations | gcd trap |",
-             "|---|---|---|" + "---|" * len(cols) + "---|---|---|"]
+    lines = [
+        f"Pareto front of study `{study_name}`: {len(front)} of {counts['complete']} complete trials "
+        f"({counts['pruned']} pruned); task {setting.task}, {setting.steps} MeZO steps, seed {setting.seed}; "
+        "accuracy = validation accuracy (%, the objective), test = the same checkpoint's test accuracy (%); "
+        "resources = Yosys xcup of the stream unit (compare designs with each other; not Vivado).",
+        "",
+        "| trial | strategy | configuration | " + " | ".join(cols) + " | test | distinct perturbations | gcd trap |",
+        "|---|---|---|" + "---|" * len(cols) + "---|---|---|",
+    ]
     for r in front:
-        lines.append(f"| {r['number']} | {r['params']['strategy']} | {_params_text(r['params'])} | "
-                     + " | ".join(_value_text(c, r["values"].get(c)) for c in cols)
-                     + f" | {_value_text('accuracy', r.get('test_accuracy'))}"
-                     + f" | {r.get('distinct_perturbations') or '-'} | {r['trap'] or '-'} |")
+        lines.append(
+            f"| {r['number']} | {r['params']['strategy']} | {_params_text(r['params'])} | "
+            + " | ".join(_value_text(c, r["values"].get(c)) for c in cols)
+            + f" | {_value_text('accuracy', r.get('test_accuracy'))}"
+            + f" | {r.get('distinct_perturbations') or '-'} | {r['trap'] or '-'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -457,8 +524,22 @@ def write_csv(rows: list[dict], setting: Setting, path: Path) -> None:
     """One row per trial: the objectives under their names (accuracy a fraction, as in the JSON), then the
     resources, ``val_accuracy`` / ``test_accuracy`` and the same in % (``*_pct``), the traps and the reason."""
     pct = [f"{name}_pct" for name in ACCURACIES]
-    fields = ["number", "state", *CSV_PARAMS, *setting.objectives, "LUT", "FF", "BRAM", "DSP", *ACCURACIES, *pct,
-              "distinct_perturbations", "gcd", "trap", "reason"]
+    fields = [
+        "number",
+        "state",
+        *CSV_PARAMS,
+        *setting.objectives,
+        "LUT",
+        "FF",
+        "BRAM",
+        "DSP",
+        *ACCURACIES,
+        *pct,
+        "distinct_perturbations",
+        "gcd",
+        "trap",
+        "reason",
+    ]
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
@@ -484,13 +565,25 @@ def plot_front(rows: list[dict], front: list[dict], path: Path, title: str) -> N
             continue
         for marker, group in (("o", [r for r in mine if not r["trap"]]), ("X", [r for r in mine if r["trap"]])):
             if group:
-                ax.scatter([r["LUT"] + r["FF"] for r in group], [100 * r["values"]["accuracy"] for r in group],
-                           c=colour, marker=marker, s=40, alpha=0.75,
-                           label=f"{strategy}{' (gcd trap)' if marker == 'X' else ''}")
+                ax.scatter(
+                    [r["LUT"] + r["FF"] for r in group],
+                    [100 * r["values"]["accuracy"] for r in group],
+                    c=colour,
+                    marker=marker,
+                    s=40,
+                    alpha=0.75,
+                    label=f"{strategy}{' (gcd trap)' if marker == 'X' else ''}",
+                )
     front_pts = sorted((r["LUT"] + r["FF"], 100 * r["values"]["accuracy"]) for r in done if r["number"] in on_front)
     if front_pts:
-        ax.scatter(*zip(*front_pts), s=140, facecolors="none", edgecolors="black", linewidths=1.5,
-                   label="Pareto front (all objectives)")
+        ax.scatter(
+            *zip(*front_pts),
+            s=140,
+            facecolors="none",
+            edgecolors="black",
+            linewidths=1.5,
+            label="Pareto front (all objectives)",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("LUT + FF of the stream unit (Yosys xcup)")
     ax.set_ylabel("validation accuracy (%)")
@@ -512,8 +605,14 @@ def write_outputs(study, setting: Setting, directory: Path, storage: str) -> tup
     rows = trial_rows(study, setting)
     front = pareto_rows(study, setting)
     counts = counts_of(rows)
-    summary = {"study": study.study_name, "storage": storage, "setting": setting.to_dict(), "counts": counts,
-               "pareto": front, "trials": rows}
+    summary = {
+        "study": study.study_name,
+        "storage": storage,
+        "setting": setting.to_dict(),
+        "counts": counts,
+        "pareto": front,
+        "trials": rows,
+    }
     paths = [directory / n for n in ("front.md", "front.csv", "front.json", "trials.csv", "front.png")]
     paths[0].write_text(front_markdown(front, setting, study.study_name, counts))
     write_csv(front, setting, paths[1])
@@ -521,4 +620,3 @@ def write_outputs(study, setting: Setting, directory: Path, storage: str) -> tup
     write_csv(rows, setting, paths[3])
     plot_front(rows, front, paths[4], f"{study.study_name}: {counts['complete']} trials, front ringed")
     return summary, paths
-

@@ -103,8 +103,9 @@ def _cached_synthesis(key: str, top: str, verilog_text, use_cache: bool) -> dict
 
 
 def _synthesize(config: PerturbConfig, use_cache: bool, unit: str = "generator") -> dict:
-    return _cached_synthesis(design_key(config, unit), top_name(config, unit),
-                             lambda: generator_verilog(config, unit)[0], use_cache)
+    return _cached_synthesis(
+        design_key(config, unit), top_name(config, unit), lambda: generator_verilog(config, unit)[0], use_cache
+    )
 
 
 def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator") -> dict:
@@ -117,15 +118,20 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
     """
     check_unit(config, unit)
     resources = _synthesize(config, use_cache, unit)
-    out = {"strategy": config.strategy, "unit": unit, "n_rngs": config.n_rngs, "rng_bits": config.rng_bits,
-           "seed": config.seed, "rewind": config.rewind}
+    out = {
+        "strategy": config.strategy,
+        "unit": unit,
+        "n_rngs": config.n_rngs,
+        "rng_bits": config.rng_bits,
+        "seed": config.seed,
+        "rewind": config.rewind,
+    }
     if config.strategy == "otf":
         out["lfsr_leap"] = config.lfsr_leap
         out["lfsr_bit_order"] = config.lfsr_bit_order
     out.update(resources)
     if unit != "generator":
-        out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift,
-                   rewind=True)
+        out.update(lanes=config.lanes, perturb_dim=config.perturb_dim, eps_shift=config.eps_shift, rewind=True)
         # the strategy's own fields not listed yet (pregen: pool_size, pool_bits, banks)
         out.update({k: v for k, v in strategy(config.strategy).config_fields(config).items() if k not in out})
         if unit == "scale":
@@ -133,21 +139,32 @@ def report(config: PerturbConfig, use_cache: bool = True, unit: str = "generator
     elif config.strategy == "pregen":
         bram18 = resources["RAMB18"] + 2 * resources["RAMB36"]
         minimum = pool_bram18_minimum(config)
-        out.update(pool_size=config.pool_size, pool_bits=config.pool_bits, lanes=config.lanes,
-                   banks=config.banks, perturb_dim=config.perturb_dim, BRAM18_equivalent=bram18,
-                   budget={"BRAM18_equivalent": minimum, "LUTRAM": 0},
-                   rewind=True)  # the pool's start register makes every pool rewindable
+        out.update(
+            pool_size=config.pool_size,
+            pool_bits=config.pool_bits,
+            lanes=config.lanes,
+            banks=config.banks,
+            perturb_dim=config.perturb_dim,
+            BRAM18_equivalent=bram18,
+            budget={"BRAM18_equivalent": minimum, "LUTRAM": 0},
+            rewind=True,
+        )  # the pool's start register makes every pool rewindable
         out["within_budget"] = bram18 == minimum and resources["LUTRAM"] == 0
     elif config.strategy == "gaussian":
         lanes = config.lanes
         per = {k: resources[k] / lanes for k in ("LUT", "FF", "CARRY", "BRAM", "DSP")}
         ff = 127 * lanes * (2 if config.rewind else 1)
-        out.update(lanes=lanes, generators=lanes, per_generator=per,
-                   extrapolated_1024={k: round(v * 1024) for k, v in per.items()},
-                   extrapolation=f"linear from {lanes} synthesised generators (each generator is independent "
-                                 "logic; tests/boards/test_synth.py checks 1 vs 32)",
-                   analytical_LUT=grng_lut_estimate() * lanes, budget={"FF": ff},
-                   within_budget=resources["FF"] == ff)
+        out.update(
+            lanes=lanes,
+            generators=lanes,
+            per_generator=per,
+            extrapolated_1024={k: round(v * 1024) for k, v in per.items()},
+            extrapolation=f"linear from {lanes} synthesised generators (each generator is independent "
+            "logic; tests/boards/test_synth.py checks 1 vs 32)",
+            analytical_LUT=grng_lut_estimate() * lanes,
+            budget={"FF": ff},
+            within_budget=resources["FF"] == ff,
+        )
     elif config.rewind:
         limits = budget(config)
         bare = _synthesize(config.replace(rewind=False), use_cache)
@@ -181,17 +198,34 @@ def engine_report(config, use_cache: bool = True) -> dict:
     DSP count (one DSP48E2 per int8 MAC + one per lane for g * p) and BRAM36 estimate, and the step's
     cycle bound."""
     resources = _cached_synthesis(
-        engine_key(config), ENGINE_TOP,
-        lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), use_cache)
+        engine_key(config),
+        ENGINE_TOP,
+        lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False),
+        use_cache,
+    )
     dsp_budget = config.array.macs + config.array.cols
-    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "engine", **resources,
-           "rows": config.array.rows, "cols": config.array.cols, "macs": config.array.macs, "batch": config.array.batch,
-           "inputs": config.inputs, "outputs": config.outputs, "weights": config.weights,
-           "eps_shift": config.stream.eps_shift, "seed": config.stream.seed, "rewind": True,
-           "cycle_bound": config.cycle_bound(), "engine": config.to_dict(),
-           "analytical_DSP": dsp_budget, "analytical_BRAM36": engine_bram36_estimate(config),
-           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
-           "budget": {"DSP": dsp_budget}, "within_budget": resources["DSP"] <= dsp_budget}
+    out = {
+        "strategy": f"engine-{config.stream.strategy}",
+        "unit": "engine",
+        **resources,
+        "rows": config.array.rows,
+        "cols": config.array.cols,
+        "macs": config.array.macs,
+        "batch": config.array.batch,
+        "inputs": config.inputs,
+        "outputs": config.outputs,
+        "weights": config.weights,
+        "eps_shift": config.stream.eps_shift,
+        "seed": config.stream.seed,
+        "rewind": True,
+        "cycle_bound": config.cycle_bound(),
+        "engine": config.to_dict(),
+        "analytical_DSP": dsp_budget,
+        "analytical_BRAM36": engine_bram36_estimate(config),
+        "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
+        "budget": {"DSP": dsp_budget},
+        "within_budget": resources["DSP"] <= dsp_budget,
+    }
     if config.stream.strategy == "otf":
         out.update(n_rngs=config.array.cols, rng_bits=config.stream.rng_bits)
     else:
@@ -206,17 +240,32 @@ def net_engine_report(config, use_cache: bool = True) -> dict:
     the same DSP budget: one DSP48E2 per int8 MAC + one per lane for g * p."""
     key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
     resources = _cached_synthesis(
-        key, NET_ENGINE_TOP, lambda: verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False),
-        use_cache)
+        key, NET_ENGINE_TOP, lambda: verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), use_cache
+    )
     dsp_budget = config.array.macs + config.array.cols
-    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "engine", **resources, "net": config.name,
-           "layers": [layer.describe() for layer in config.layers], "rows": config.array.rows,
-           "cols": config.array.cols, "macs": config.array.macs, "batch": config.array.batch, "inputs": config.inputs,
-           "outputs": config.outputs,
-           "weights": config.weights, "eps_shift": config.stream.eps_shift, "seed": config.stream.seed, "rewind": True,
-           "cycle_bound": config.cycle_bound(), "engine": config.to_dict(), "analytical_DSP": dsp_budget,
-           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "budget": {"DSP": dsp_budget},
-           "within_budget": resources["DSP"] <= dsp_budget}
+    out = {
+        "strategy": f"engine-{config.stream.strategy}",
+        "unit": "engine",
+        **resources,
+        "net": config.name,
+        "layers": [layer.describe() for layer in config.layers],
+        "rows": config.array.rows,
+        "cols": config.array.cols,
+        "macs": config.array.macs,
+        "batch": config.array.batch,
+        "inputs": config.inputs,
+        "outputs": config.outputs,
+        "weights": config.weights,
+        "eps_shift": config.stream.eps_shift,
+        "seed": config.stream.seed,
+        "rewind": True,
+        "cycle_bound": config.cycle_bound(),
+        "engine": config.to_dict(),
+        "analytical_DSP": dsp_budget,
+        "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
+        "budget": {"DSP": dsp_budget},
+        "within_budget": resources["DSP"] <= dsp_budget,
+    }
     if config.stream.strategy == "otf":
         out.update(n_rngs=config.array.cols, rng_bits=config.stream.rng_bits)
     else:
@@ -238,14 +287,26 @@ def board_report(config: NetConfig, use_cache: bool = True) -> dict:
     bmap = BoardMap(config)
     map_source = hashlib.sha256(Path(board_map.__file__).read_bytes()).hexdigest()  # not in CIRCUIT_SOURCES
     key = json.dumps({"engine_top": config.to_dict(), "source": source_hash(), "map": map_source}, sort_keys=True)
-    resources = _cached_synthesis(key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP,
-                                                                          emit_src=False), use_cache)
-    out = {"strategy": f"engine-{config.stream.strategy}", "unit": "board",
-           "design": "engine top (AXI4-Lite + AXI4 + engine)", **resources, "net": config.name,
-           "layers": [l.describe() for l in config.layers], "rows": config.array.rows, "cols": config.array.cols,
-           "batch": config.array.batch, "weights": config.weights, "engine": config.to_dict(),
-           "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2, "cycle_bound": config.cycle_bound(),
-           "axi_addr_width": bmap.addr_width, "tool": TOOL}
+    resources = _cached_synthesis(
+        key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP, emit_src=False), use_cache
+    )
+    out = {
+        "strategy": f"engine-{config.stream.strategy}",
+        "unit": "board",
+        "design": "engine top (AXI4-Lite + AXI4 + engine)",
+        **resources,
+        "net": config.name,
+        "layers": [l.describe() for l in config.layers],
+        "rows": config.array.rows,
+        "cols": config.array.cols,
+        "batch": config.array.batch,
+        "weights": config.weights,
+        "engine": config.to_dict(),
+        "BRAM36": resources["RAMB36"] + resources["RAMB18"] / 2,
+        "cycle_bound": config.cycle_bound(),
+        "axi_addr_width": bmap.addr_width,
+        "tool": TOOL,
+    }
     engine_key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
     if is_cached(engine_key, NET_ENGINE_TOP):  # the engine alone, when pezo report --net has synthesised it
         engine = _cached_synthesis(engine_key, NET_ENGINE_TOP, lambda: "", True)

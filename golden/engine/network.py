@@ -47,13 +47,33 @@ from typing import ClassVar
 import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
-from pezo.golden.engine.int8 import (ACC_BITS, ACT_MIN, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8, round_shift,
-                                     saturate)
+from pezo.golden.engine.int8 import (
+    ACC_BITS,
+    ACT_MIN,
+    SHIFT_RANGE,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+    check_int8,
+    round_shift,
+    saturate,
+)
 from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
-from pezo.golden.engine.zo_engine import (ENGINE_STREAM, EngineFlatConfig, FORWARD_LATENCY, UPDATE_LATENCY,
-                                          WD_EVERY_RANGE, ArrayConfig, check_batch, check_engine_stream,
-                                          check_engine_strategy, check_nested, check_wd_shift, engine_stream,
-                                          perturbed_weights, updated_weights)
+from pezo.golden.engine.zo_engine import (
+    ENGINE_STREAM,
+    FORWARD_LATENCY,
+    UPDATE_LATENCY,
+    WD_EVERY_RANGE,
+    ArrayConfig,
+    EngineFlatConfig,
+    check_batch,
+    check_engine_strategy,
+    check_engine_stream,
+    check_nested,
+    check_wd_shift,
+    engine_stream,
+    perturbed_weights,
+    updated_weights,
+)
 from pezo.golden.rng.perturb import PerturbationStream
 
 MAX_LAYERS = 8
@@ -119,8 +139,22 @@ class NetConfig(EngineFlatConfig):
     weight_depth: int = 0
 
     NESTED: ClassVar[tuple] = ("stream", "array")
-    JSON_KEYS: ClassVar[tuple] = ("layers", "name", "strategy", "rows", "cols", "batch", "rng_bits", "seed",
-                                  "pool_size", "pool_bits", "eps_shift", "weight_depth", "lfsr_leap", "lfsr_bit_order")
+    JSON_KEYS: ClassVar[tuple] = (
+        "layers",
+        "name",
+        "strategy",
+        "rows",
+        "cols",
+        "batch",
+        "rng_bits",
+        "seed",
+        "pool_size",
+        "pool_bits",
+        "eps_shift",
+        "weight_depth",
+        "lfsr_leap",
+        "lfsr_bit_order",
+    )
 
     def __post_init__(self):
         layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)
@@ -133,27 +167,39 @@ class NetConfig(EngineFlatConfig):
             if not isinstance(layer, Layer):
                 raise ValueError(f"layer {i} must be a Layer, got {type(layer).__name__}")
             if i and layer.inputs != layers[i - 1].outputs:
-                raise ValueError(f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
-                                 f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs")
+                raise ValueError(
+                    f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
+                    f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs"
+                )
             if layer.inputs % cols:
-                raise ValueError(f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
-                                 f"multiple of cols={cols} (the engine does not pad)")
+                raise ValueError(
+                    f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
+                    f"multiple of cols={cols} (the engine does not pad)"
+                )
             peak = layer.inputs * WEIGHT_MAX * -ACT_MIN
             if peak > ACC_MAX:
-                raise ValueError(f"layer {i} ({layer.describe()}): {layer.inputs} inputs can overflow the int32 "
-                                 f"accumulator (at most {ACC_MAX // (WEIGHT_MAX * -ACT_MIN)})")
+                raise ValueError(
+                    f"layer {i} ({layer.describe()}): {layer.inputs} inputs can overflow the int32 "
+                    f"accumulator (at most {ACC_MAX // (WEIGHT_MAX * -ACT_MIN)})"
+                )
         if layers[-1].relu:
             raise ValueError(f"the last layer ({layers[-1].describe()}) gives the logits: it has no ReLU")
         if layers[-1].outputs < 2:
-            raise ValueError(f"the last layer ({layers[-1].describe()}) gives the classes' logits: it needs at "
-                             "least 2 outputs (the on-chip loss classifies)")
+            raise ValueError(
+                f"the last layer ({layers[-1].describe()}) gives the classes' logits: it needs at "
+                "least 2 outputs (the on-chip loss classifies)"
+            )
         check_int("weight_depth", self.weight_depth, 0, MAX_WEIGHT_WORDS)
         if self.weight_words > MAX_WEIGHT_WORDS:
-            raise ValueError(f"the network needs {self.weight_words} weight words of {cols}; the engine "
-                             f"holds at most {MAX_WEIGHT_WORDS}")
+            raise ValueError(
+                f"the network needs {self.weight_words} weight words of {cols}; the engine "
+                f"holds at most {MAX_WEIGHT_WORDS}"
+            )
         if self.weight_depth and self.weight_depth < self.weight_words:
-            raise ValueError(f"weight_depth={self.weight_depth} words is too small for the network: it needs "
-                             f"{self.weight_words} words of {cols} weights ({self.weights} weights)")
+            raise ValueError(
+                f"weight_depth={self.weight_depth} words is too small for the network: it needs "
+                f"{self.weight_words} words of {cols} weights ({self.weights} weights)"
+            )
         check_engine_stream(self.perturb)
 
     # -- shapes -------------------------------------------------------------------------------
@@ -215,8 +261,14 @@ class NetConfig(EngineFlatConfig):
         for i, layer in enumerate(self.layers):
             words = self.layer_words(i)
             gap = LAYER_GAP if i < len(self.layers) - 1 else 0
-            out.append({"layer": i, "shape": layer.describe(), "words_per_tile": words,
-                        "mac_utilisation": round(words / (words + gap), 4)})
+            out.append(
+                {
+                    "layer": i,
+                    "shape": layer.describe(),
+                    "words_per_tile": words,
+                    "mac_utilisation": round(words / (words + gap), 4),
+                }
+            )
         return out
 
     # -- serialisation ------------------------------------------------------------------------
@@ -277,7 +329,7 @@ class NetEngine:
     def _split(self, flat) -> list[np.ndarray]:
         out, offsets = [], self.config.layer_offsets()
         for layer, start in zip(self.config.layers, offsets):
-            out.append(flat[start:start + layer.weights].reshape(layer.outputs, layer.inputs))
+            out.append(flat[start : start + layer.weights].reshape(layer.outputs, layer.inputs))
         return out
 
     @property
@@ -294,7 +346,9 @@ class NetEngine:
             for i, (layer, w) in enumerate(zip(self.config.layers, weights)):
                 w = check_int8(f"layer {i} weights", w, WEIGHT_MIN, WEIGHT_MAX)
                 if w.shape != (layer.outputs, layer.inputs):
-                    raise ValueError(f"layer {i} weights must have shape {(layer.outputs, layer.inputs)}, got {w.shape}")
+                    raise ValueError(
+                        f"layer {i} weights must have shape {(layer.outputs, layer.inputs)}, got {w.shape}"
+                    )
                 parts.append(w.ravel())
             flat = np.concatenate(parts)
         else:
@@ -337,8 +391,7 @@ class NetEngine:
         """The +epsilon and -epsilon logits [batch, outputs] of a new perturbation."""
         x = check_batch(self.config, x)
         p = self.next_perturbation()
-        return (self._logits(x, perturbed_weights(self.flat, p)),
-                self._logits(x, perturbed_weights(self.flat, -p)))
+        return (self._logits(x, perturbed_weights(self.flat, p)), self._logits(x, perturbed_weights(self.flat, -p)))
 
     def digest(self) -> str:
         """``weights_digest`` of the current weights."""

@@ -83,8 +83,10 @@ class ArrayConfig:
         check_int("cols", self.cols, 1, MAX_COLS)
         check_int("batch", self.batch, 1, MAX_BATCH)
         if self.batch % self.rows:
-            raise ValueError(f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "
-                             "(the array does not pad)")
+            raise ValueError(
+                f"rows={self.rows} does not tile batch={self.batch}: batch must be a multiple of rows "
+                "(the array does not pad)"
+            )
 
     @property
     def tiles(self) -> int:
@@ -95,7 +97,7 @@ class ArrayConfig:
     def macs(self) -> int:
         return self.rows * self.cols
 
-    def replace(self, **changes) -> "ArrayConfig":
+    def replace(self, **changes) -> ArrayConfig:
         return dataclasses.replace(self, **changes)
 
 
@@ -135,16 +137,31 @@ class EngineConfig(EngineFlatConfig):
     outputs: int = 2
 
     NESTED: ClassVar[tuple] = ("stream", "array")
-    JSON_KEYS: ClassVar[tuple] = ("strategy", "rows", "cols", "inputs", "outputs", "batch", "rng_bits", "seed",
-                                  "pool_size", "pool_bits", "eps_shift", "lfsr_leap", "lfsr_bit_order")
+    JSON_KEYS: ClassVar[tuple] = (
+        "strategy",
+        "rows",
+        "cols",
+        "inputs",
+        "outputs",
+        "batch",
+        "rng_bits",
+        "seed",
+        "pool_size",
+        "pool_bits",
+        "eps_shift",
+        "lfsr_leap",
+        "lfsr_bit_order",
+    )
 
     def __post_init__(self):
         check_nested(self, stream=StreamConfig, array=ArrayConfig)
         check_engine_strategy(self.stream.strategy)
         check_int("inputs", self.inputs, 1, MAX_INPUTS)
         if self.inputs % self.array.cols:
-            raise ValueError(f"cols={self.array.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
-                             "of cols (the array does not pad)")
+            raise ValueError(
+                f"cols={self.array.cols} does not tile inputs={self.inputs}: inputs must be a multiple "
+                "of cols (the array does not pad)"
+            )
         check_int("outputs", self.outputs, 1, MAX_OUTPUTS)
         check_engine_stream(self.perturb)
 
@@ -201,8 +218,9 @@ def engine_stream(stream: StreamConfig, cols: int, weights: int) -> PerturbConfi
     """The rewindable stream an engine of ``cols`` lanes consumes: ``cols`` URNGs (otf) or a pool read ``cols``
     values a cycle from the largest power-of-two bank count <= 8 dividing ``cols`` (pregen), d = ``weights``."""
     banks = 1 << min(3, (cols & -cols).bit_length() - 1)
-    return PerturbConfig(**dataclasses.asdict(stream), n_rngs=cols, rewind=True, lanes=cols, banks=banks,
-                         perturb_dim=weights)
+    return PerturbConfig(
+        **dataclasses.asdict(stream), n_rngs=cols, rewind=True, lanes=cols, banks=banks, perturb_dim=weights
+    )
 
 
 def g_to_fixed(value: float) -> int:
@@ -303,8 +321,7 @@ class ZOEngine:
         """The +epsilon and -epsilon logits [batch, outputs] (int64) of a new perturbation."""
         x = check_batch(self.config, x)
         p = self.next_perturbation()
-        return (matmul(x, perturbed_weights(self.weights, p)),
-                matmul(x, perturbed_weights(self.weights, -p)))
+        return (matmul(x, perturbed_weights(self.weights, p)), matmul(x, perturbed_weights(self.weights, -p)))
 
     def update(self, g: int) -> np.ndarray:
         """Replay the current perturbation and update the weights in place (Q8.16 ``g``)."""

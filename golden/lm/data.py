@@ -97,8 +97,13 @@ def _load_rotten_tomatoes() -> TaskData:
             if seen.setdefault(text, label) != label:
                 seen[text] = -1  # contradictory duplicate: drop it
     kept = {t: y for t, y in seen.items() if y >= 0}
-    return TaskData("rotten_tomatoes", tuple(kept), np.fromiter(kept.values(), dtype=np.int64, count=len(kept)),
-                    _RT_CLASSES, rows - len(kept))
+    return TaskData(
+        "rotten_tomatoes",
+        tuple(kept),
+        np.fromiter(kept.values(), dtype=np.int64, count=len(kept)),
+        _RT_CLASSES,
+        rows - len(kept),
+    )
 
 
 def _read_text(path: Path) -> str:
@@ -122,7 +127,7 @@ def _load_bbc_news() -> TaskData:
     return TaskData("bbc_news", tuple(texts), np.asarray(labels, dtype=np.int64), classes)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_task(name: str) -> TaskData:
     """The task's texts and labels, read once per process."""
     if name not in TASKS:
@@ -145,15 +150,20 @@ def few_shot_split(data: TaskData, shots: int, seed: int, test_size: int = 1000)
     n_classes = len(data.classes)
     max_test = len(data) - 2 * n_classes
     if not _is_int(test_size) or not 1 <= test_size <= max_test:
-        raise ValueError(f"test_size must be in 1..{max_test} for task {data.name} "
-                         f"({len(data)} examples, at least 2 per class go to train+val), got {test_size!r}")
+        raise ValueError(
+            f"test_size must be in 1..{max_test} for task {data.name} "
+            f"({len(data)} examples, at least 2 per class go to train+val), got {test_size!r}"
+        )
     smallest = int(np.argmin(counts))
     by_class = int(counts[smallest]) // 2
     by_test = (len(data) - test_size) // (2 * n_classes)
     max_shots = min(by_class, by_test)
     if not _is_int(shots) or not 1 <= shots <= max_shots:
-        why = (f"smallest class '{data.classes[smallest]}' has {counts[smallest]} examples" if by_class <= by_test
-               else f"{len(data)} examples, {test_size} kept for test")
+        why = (
+            f"smallest class '{data.classes[smallest]}' has {counts[smallest]} examples"
+            if by_class <= by_test
+            else f"{len(data)} examples, {test_size} kept for test"
+        )
         raise ValueError(f"shots must be in 1..{max_shots} for task {data.name} ({why}), got {shots!r}")
     shots, test_size = int(shots), int(test_size)
     rng = np.random.default_rng(seed)
@@ -161,9 +171,8 @@ def few_shot_split(data: TaskData, shots: int, seed: int, test_size: int = 1000)
     for label in range(len(data.classes)):
         members = rng.permutation(np.flatnonzero(data.labels == label))
         train.append(members[:shots])
-        val.append(members[shots:2 * shots])
-        rest.append(members[2 * shots:])
+        val.append(members[shots : 2 * shots])
+        rest.append(members[2 * shots :])
     remaining = np.concatenate(rest)
     test = rng.choice(remaining, size=int(test_size), replace=False)
-    return Split(np.concatenate(train).astype(np.int64), np.concatenate(val).astype(np.int64),
-                 test.astype(np.int64))
+    return Split(np.concatenate(train).astype(np.int64), np.concatenate(val).astype(np.int64), test.astype(np.int64))

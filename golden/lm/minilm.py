@@ -50,14 +50,22 @@ _EMBEDDING_NAMES = (
     "embeddings.LayerNorm.bias",
 )
 _LAYER_SUFFIXES = (
-    "attention.self.query.weight", "attention.self.query.bias",
-    "attention.self.key.weight", "attention.self.key.bias",
-    "attention.self.value.weight", "attention.self.value.bias",
-    "attention.output.dense.weight", "attention.output.dense.bias",
-    "attention.output.LayerNorm.weight", "attention.output.LayerNorm.bias",
-    "intermediate.dense.weight", "intermediate.dense.bias",
-    "output.dense.weight", "output.dense.bias",
-    "output.LayerNorm.weight", "output.LayerNorm.bias",
+    "attention.self.query.weight",
+    "attention.self.query.bias",
+    "attention.self.key.weight",
+    "attention.self.key.bias",
+    "attention.self.value.weight",
+    "attention.self.value.bias",
+    "attention.output.dense.weight",
+    "attention.output.dense.bias",
+    "attention.output.LayerNorm.weight",
+    "attention.output.LayerNorm.bias",
+    "intermediate.dense.weight",
+    "intermediate.dense.bias",
+    "output.dense.weight",
+    "output.dense.bias",
+    "output.LayerNorm.weight",
+    "output.LayerNorm.bias",
 )
 _UNUSED_PREFIXES = ("pooler.", "embeddings.position_ids")
 
@@ -194,15 +202,17 @@ class MiniLM:
         for name, tensor in load_file(str(self.folder / "model.safetensors")).items():
             for prefix in ("bert.", "model."):
                 if name.startswith(prefix):
-                    name = name[len(prefix):]
+                    name = name[len(prefix) :]
             if not name.startswith(_UNUSED_PREFIXES):
                 raw[name] = tensor
         order = self.embedding_param_names()
         for i in range(self.config.num_hidden_layers):
             order += self.layer_param_names(i)
         if set(raw) != set(order):
-            raise ValueError(f"unexpected weights in {self.folder}: missing {sorted(set(order) - set(raw))}, "
-                             f"extra {sorted(set(raw) - set(order))}")
+            raise ValueError(
+                f"unexpected weights in {self.folder}: missing {sorted(set(order) - set(raw))}, "
+                f"extra {sorted(set(raw) - set(order))}"
+            )
         self.params: dict[str, np.ndarray] = {}
         for name in order:
             array = np.ascontiguousarray(raw[name], dtype=np.float32)
@@ -247,8 +257,8 @@ class MiniLM:
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.float32)
         for row, e in enumerate(encodings):
-            ids[row, :len(e.ids)] = e.ids
-            mask[row, :len(e.ids)] = 1
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
         return TokenBatch(ids, mask)
 
     def tokenize(self, texts: Sequence[str], max_length: int = DEFAULT_MAX_LENGTH) -> TokenBatch:
@@ -262,7 +272,7 @@ class MiniLM:
         encodings = self._encodings(texts, max_length)
         order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             yield idx, self._pad([encodings[j] for j in idx])
 
     # -- forward ----------------------------------------------------------------------------------
@@ -279,8 +289,9 @@ class MiniLM:
         x += token_type[0]
         return layer_norm(x, ln_w, ln_b, self.config.layer_norm_eps)
 
-    def run_layer(self, i: int, hidden: np.ndarray, mask: np.ndarray,
-                  params: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    def run_layer(
+        self, i: int, hidden: np.ndarray, mask: np.ndarray, params: Mapping[str, np.ndarray] | None = None
+    ) -> np.ndarray:
         """Layer ``i`` on hidden [B, T, H] with mask [B, T]; reads its 16 tensors once each, in order."""
         p = self.params if params is None else params
         cfg = self.config
@@ -317,8 +328,14 @@ class MiniLM:
             hidden = self.run_layer(i, hidden, batch.mask, params)
         return hidden
 
-    def forward_from(self, layer: int, hidden: np.ndarray, mask: np.ndarray,
-                     params: Mapping[str, np.ndarray] | None = None, normalize: bool = False) -> np.ndarray:
+    def forward_from(
+        self,
+        layer: int,
+        hidden: np.ndarray,
+        mask: np.ndarray,
+        params: Mapping[str, np.ndarray] | None = None,
+        normalize: bool = False,
+    ) -> np.ndarray:
         """Layers ``layer``..5 on the cached inputs of ``layer``, then mean pooling: [B, H].
 
         Reads the tensors of those layers once each, in order; L2-normalised only if ``normalize``.
@@ -340,24 +357,42 @@ class MiniLM:
 
     # -- whole corpora ----------------------------------------------------------------------------
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, normalize: bool = True,
-               progress: bool = False, max_length: int = DEFAULT_MAX_LENGTH) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        normalize: bool = True,
+        progress: bool = False,
+        max_length: int = DEFAULT_MAX_LENGTH,
+    ) -> np.ndarray:
         """Sentence embeddings [N, H] float32 in input order (sentence-transformers' output when normalized)."""
         out = np.zeros((len(texts), self.config.hidden_size), dtype=np.float32)
-        for idx, batch in self._progress(self._length_batches(texts, batch_size, max_length),
-                                         len(texts), batch_size, "encode", progress):
+        for idx, batch in self._progress(
+            self._length_batches(texts, batch_size, max_length), len(texts), batch_size, "encode", progress
+        ):
             out[idx] = self.mean_pool(self.forward(batch), batch.mask)
         return l2_normalize(out) if normalize else out
 
-    def hidden_states(self, texts: Sequence[str], layer: int, batch_size: int = 32, progress: bool = False,
-                      max_length: int = DEFAULT_MAX_LENGTH) -> HiddenCache:
+    def hidden_states(
+        self,
+        texts: Sequence[str],
+        layer: int,
+        batch_size: int = 32,
+        progress: bool = False,
+        max_length: int = DEFAULT_MAX_LENGTH,
+    ) -> HiddenCache:
         """The inputs of layer ``layer`` for all texts, in length-sorted batches (the frozen prefix cache)."""
         n = self.config.num_hidden_layers
         if not 0 <= layer <= n:
             raise ValueError(f"layer must be in 0..{n}, got {layer}")
         batches = []
-        for idx, batch in self._progress(self._length_batches(texts, batch_size, max_length),
-                                         len(texts), batch_size, f"layer {layer} inputs", progress):
+        for idx, batch in self._progress(
+            self._length_batches(texts, batch_size, max_length),
+            len(texts),
+            batch_size,
+            f"layer {layer} inputs",
+            progress,
+        ):
             hidden = self.embed(batch)
             for i in range(layer):
                 hidden = self.run_layer(i, hidden, batch.mask)

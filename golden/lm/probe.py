@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def fit_linear_probe(x: np.ndarray, labels: np.ndarray, classes: int, scale: float = 20.0,
-                     l2: float = 1.0, max_iter: int = 500) -> tuple[np.ndarray, np.ndarray]:
+def fit_linear_probe(
+    x: np.ndarray, labels: np.ndarray, classes: int, scale: float = 20.0, l2: float = 1.0, max_iter: int = 500
+) -> tuple[np.ndarray, np.ndarray]:
     """(W [classes, H], b [classes]) float32 minimising the regularised cross-entropy."""
     from scipy.optimize import minimize
 
@@ -26,7 +27,7 @@ def fit_linear_probe(x: np.ndarray, labels: np.ndarray, classes: int, scale: flo
     rows = np.arange(n)
 
     def objective(w):
-        weight, bias = w[:classes * h].reshape(classes, h), w[classes * h:]
+        weight, bias = w[: classes * h].reshape(classes, h), w[classes * h :]
         z = scale * (x @ weight.T + bias)
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
@@ -38,19 +39,27 @@ def fit_linear_probe(x: np.ndarray, labels: np.ndarray, classes: int, scale: flo
         grad_w = g.T @ x + l2 / n * weight
         return loss, np.concatenate([grad_w.ravel(), g.sum(axis=0)])
 
-    result = minimize(objective, np.zeros(classes * h + classes), jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iter})
+    result = minimize(
+        objective, np.zeros(classes * h + classes), jac=True, method="L-BFGS-B", options={"maxiter": max_iter}
+    )
     w = result.x
-    return w[:classes * h].reshape(classes, h).astype(np.float32), w[classes * h:].astype(np.float32)
+    return w[: classes * h].reshape(classes, h).astype(np.float32), w[classes * h :].astype(np.float32)
 
 
 #: The documented L2 grid the probe baselines search on the validation split (never test).
 L2_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-3, 5, 17))
 
 
-def fit_linear_probe_val(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
-                         classes: int, grid: tuple[float, ...] = L2_GRID, scale: float = 20.0,
-                         max_iter: int = 500) -> tuple[np.ndarray, np.ndarray, float]:
+def fit_linear_probe_val(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_val: np.ndarray,
+    y_val: np.ndarray,
+    classes: int,
+    grid: tuple[float, ...] = L2_GRID,
+    scale: float = 20.0,
+    max_iter: int = 500,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """(W, b, l2): the probe whose ``l2`` (from ``grid``) scores best on the validation split.
 
     Ties go to the larger ``l2`` (the simpler model). The test split is never seen here.

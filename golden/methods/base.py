@@ -56,8 +56,9 @@ class MethodConfig:
 
     split: ElasticZO's C -- an int in 0..L or full-zo (C = L), cls2 (L-1), cls1 (L-2), full-bp (0).
     g_clip: ElasticZO's |g| bound (not given in the paper; ours). bp_lr: ElasticZO's BP-tail learning rate
-    (``BP_LR_DEFAULT``; the paper tunes one eta per configuration, which for a shared eta starves the tail). r_max, p_zero (a fraction, or None = the schedule), b_zo, b_bp (None =
-    the schedule), loss_sign: ElasticZO-INT8. mu_weight, mu_node, perturbation, block: Poor Man's.
+    (``BP_LR_DEFAULT``; the paper tunes one eta per configuration, which for a shared eta starves the tail). r_max,
+    p_zero (a fraction, or None = the schedule), b_zo, b_bp (None = the schedule), loss_sign: ElasticZO-INT8.
+    mu_weight, mu_node, perturbation, block: Poor Man's.
     weight_bits, act_bits, z_scale: Stepping Forward (z_scale ``pow2``: Delta_z = 2^-5, the corrected
     scale; ``one-q``: 1/36; ``literal``: the paper's 3.5/127, whose Delta_z * 1_q = 0.992 shrinks weights).
     """
@@ -111,20 +112,25 @@ class MethodConfig:
             _finite_positive("bp_lr", self.bp_lr)
         if self.queries is not None:
             check_int("queries" if self.method != "sign-m-spsa" else "m (queries)", self.queries, 1, 1024)
-        if not (isinstance(self.hidden, tuple) and all(isinstance(h, int) and not isinstance(h, bool) for h in self.hidden)):
+        if not (
+            isinstance(self.hidden, tuple) and all(isinstance(h, int) and not isinstance(h, bool) for h in self.hidden)
+        ):
             raise ValueError(f"hidden must be a tuple of layer widths, got {self.hidden!r}")
         for i, h in enumerate(self.hidden):
             check_int(f"hidden[{i}]", h, 1, 4096)
         if self.lr_schedule not in ("constant", "cosine"):
             raise ValueError(f"lr_schedule must be one of constant, cosine, got {self.lr_schedule!r}")
         if self.family is not None and self.family not in FAMILIES:
-            raise ValueError(f"family must be one of {', '.join(FAMILIES)} (or None: the method's own), "
-                             f"got {self.family!r}")
+            raise ValueError(
+                f"family must be one of {', '.join(FAMILIES)} (or None: the method's own), got {self.family!r}"
+            )
         for name, _ in self.family_options:
             allowed = FAMILY_OPTIONS.get(self.family or "", ())
             if name not in allowed:
-                raise ValueError(f"family option {name!r} does not apply to family {self.family!r} "
-                                 f"(it takes: {', '.join(allowed) or 'none'})")
+                raise ValueError(
+                    f"family option {name!r} does not apply to family {self.family!r} "
+                    f"(it takes: {', '.join(allowed) or 'none'})"
+                )
         if isinstance(self.split, str):
             if self.split not in SPLITS:
                 raise ValueError(f"split must be an integer 0..L or one of {', '.join(SPLITS)}, got {self.split!r}")
@@ -144,7 +150,9 @@ class MethodConfig:
             raise ValueError(f"perturbation must be one of {', '.join(PERTURBATIONS)}, got {self.perturbation!r}")
         if isinstance(self.block, str):
             if self.block not in BLOCKS:
-                raise ValueError(f"block must be a layer index 0..L-1 or one of {', '.join(BLOCKS)}, got {self.block!r}")
+                raise ValueError(
+                    f"block must be a layer index 0..L-1 or one of {', '.join(BLOCKS)}, got {self.block!r}"
+                )
         else:
             check_int("block", self.block, 0, len(self.hidden))
         check_int("weight_bits", self.weight_bits, 4, 16)
@@ -190,7 +198,7 @@ class MethodConfig:
         """0, 1, 2: before 20 %, before 50 %, after 50 % of the steps (the papers' epochs 20 and 50 of 100)."""
         return 0 if step < 0.2 * self.steps else 1 if step < 0.5 * self.steps else 2
 
-    def replace(self, **changes) -> "MethodConfig":
+    def replace(self, **changes) -> MethodConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -234,7 +242,7 @@ class FloatMLPMethod:
 def accuracy(method, x, y, batch: int = 512) -> float:
     correct = 0
     for s in range(0, len(y), batch):
-        correct += int((method.logits(x[s:s + batch]).argmax(axis=1) == y[s:s + batch]).sum())
+        correct += int((method.logits(x[s : s + batch]).argmax(axis=1) == y[s : s + batch]).sum())
     return correct / len(y)
 
 
@@ -244,4 +252,4 @@ def batch_stream(n: int, batch: int, rng: np.random.Generator):
     while True:
         order = rng.permutation(n)
         for s in range(0, n - size + 1, size):
-            yield order[s:s + size]
+            yield order[s : s + size]

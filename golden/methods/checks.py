@@ -40,8 +40,8 @@ import math
 import numpy as np
 
 from pezo.golden.config import check_int
-from pezo.golden.zo.families import MAX_SEED, Sampler, make_sampler
 from pezo.golden.methods.xorshift import XorShiftRademacherSampler
+from pezo.golden.zo.families import MAX_SEED, Sampler, make_sampler
 
 MAX_DIM = 1 << 24
 MAX_QUERIES = 1 << 16
@@ -75,8 +75,9 @@ def _matrix(sampler: Sampler, first: int, rows: int) -> np.ndarray:
     return out
 
 
-def rge_norm_inflation(dim: int, queries: int, trials: int, seed: int, family: str = "rademacher",
-                       **family_options) -> dict:
+def rge_norm_inflation(
+    dim: int, queries: int, trials: int, seed: int, family: str = "rademacher", **family_options
+) -> dict:
     """Mean ||ghat||^2 / ||g||^2 and mean cos(ghat, g) of Eq. 8's RGE on a linear loss, over ``trials``
     independent estimates of ``queries`` perturbations each (perturbation index trial * queries + q).
 
@@ -108,14 +109,25 @@ def rge_norm_inflation(dim: int, queries: int, trials: int, seed: int, family: s
     s2, s4 = s2 / n, s4 / n
     expected = (queries + dim - 1) / queries
     measured = float(inflation.mean())
-    stderr = (lambda a: float(a.std(ddof=1) / math.sqrt(trials)) if trials > 1 else float("nan"))
+
+    def stderr(a) -> float:
+        return float(a.std(ddof=1) / math.sqrt(trials)) if trials > 1 else float("nan")
+
     return {
-        "dim": dim, "queries": queries, "trials": trials, "family": family, "options": dict(family_options),
-        "measured_inflation": measured, "expected_inflation": expected, "inflation_ratio": measured / expected,
+        "dim": dim,
+        "queries": queries,
+        "trials": trials,
+        "family": family,
+        "options": dict(family_options),
+        "measured_inflation": measured,
+        "expected_inflation": expected,
+        "inflation_ratio": measured / expected,
         "inflation_stderr": stderr(inflation),
-        "measured_cosine": float(cosine.mean()), "expected_cosine": math.sqrt(queries / (queries + dim - 1)),
+        "measured_cosine": float(cosine.mean()),
+        "expected_cosine": math.sqrt(queries / (queries + dim - 1)),
         "cosine_stderr": stderr(cosine),
-        "second_moment": s2, "fourth_moment": s4,
+        "second_moment": s2,
+        "fourth_moment": s4,
         "moment_prediction": (s4 + (dim + queries - 2) * s2 * s2) / queries,
         "normalized_inflation": measured / (s2 * s2) if s2 > 0 else float("nan"),
     }
@@ -144,8 +156,12 @@ def sign_spsa_expectation(dim: int, samples: int, seed: int, family: str = "gaus
     s2 /= samples * dim
     norm = float(np.linalg.norm(mean))
     return {
-        "dim": dim, "samples": samples, "family": family, "options": dict(family_options),
-        "measured_norm": norm, "expected_norm": SQRT_2_OVER_PI if family == "gaussian" else None,
+        "dim": dim,
+        "samples": samples,
+        "family": family,
+        "options": dict(family_options),
+        "measured_norm": norm,
+        "expected_norm": SQRT_2_OVER_PI if family == "gaussian" else None,
         "clt_norm": math.sqrt(2.0 / math.pi * s2),
         "cosine": float(mean @ grad) / norm if norm > 0 else 0.0,
         "second_moment": s2,
@@ -172,8 +188,15 @@ def lag_correlations(sampler: Sampler, perturbations: int, max_lag: int) -> np.n
     return np.array([float((z[:, :-lag] * z[:, lag:]).mean()) / var for lag in range(1, max_lag + 1)])
 
 
-def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials: int = 200, seed: int = 1,
-                         max_lag: int | None = None, **family_options) -> dict:
+def perturbation_quality(
+    family: str,
+    dim: int = 100,
+    queries: int = 100,
+    trials: int = 200,
+    seed: int = 1,
+    max_lag: int | None = None,
+    **family_options,
+) -> dict:
     """How independent one family's perturbation values are, and what that does to the estimator.
 
     * ``lag_correlations`` (L = 1 .. ``max_lag``, default 2n with n the family's ``n_rngs`` or
@@ -202,14 +225,27 @@ def perturbation_quality(family: str, dim: int = 100, queries: int = 100, trials
     worst = int(np.argmax(np.abs(lags)))
     extra = {"near_repeat": repeat} if repeat is not None else {}
     return {
-        "family": family, "d": dim, "queries": queries, "trials": trials, "seed": seed,
-        "options": dict(family_options), "max_lag": max_lag, "lag_correlations": [round(float(v), 5) for v in lags],
-        "max_lag_correlation": float(abs(lags[worst])), "max_lag_correlation_lag": worst + 1,
+        "family": family,
+        "d": dim,
+        "queries": queries,
+        "trials": trials,
+        "seed": seed,
+        "options": dict(family_options),
+        "max_lag": max_lag,
+        "lag_correlations": [round(float(v), 5) for v in lags],
+        "max_lag_correlation": float(abs(lags[worst])),
+        "max_lag_correlation_lag": worst + 1,
         "max_lag_correlation_signed": float(lags[worst]),
-        "lag_perturbations": count, "lag_noise": 3.0 / math.sqrt(count * (dim - max_lag)),
-        "cosine": rge["measured_cosine"], "cosine_theory": rge["expected_cosine"], "cosine_stderr": rge["cosine_stderr"],
-        "inflation": rge["measured_inflation"], "inflation_theory": rge["moment_prediction"],
+        "lag_perturbations": count,
+        "lag_noise": 3.0 / math.sqrt(count * (dim - max_lag)),
+        "cosine": rge["measured_cosine"],
+        "cosine_theory": rge["expected_cosine"],
+        "cosine_stderr": rge["cosine_stderr"],
+        "inflation": rge["measured_inflation"],
+        "inflation_theory": rge["moment_prediction"],
         "inflation_excess": rge["measured_inflation"] / rge["moment_prediction"] - 1.0,
-        "inflation_stderr": rge["inflation_stderr"], "second_moment": rge["second_moment"],
-        "fourth_moment": rge["fourth_moment"], **extra,
+        "inflation_stderr": rge["inflation_stderr"],
+        "second_moment": rge["second_moment"],
+        "fourth_moment": rge["fourth_moment"],
+        **extra,
     }

@@ -40,9 +40,17 @@ from pezo.golden.engine.int8 import exponent_for, round_half_up
 from pezo.golden.losses import cross_entropy
 from pezo.golden.methods.base import FloatMLPMethod, StepStats
 from pezo.golden.methods.nets import backward, forward, forward_macs, layers_of, softmax_grad, weight_name
-from pezo.golden.methods.niti import (cross_entropy_int8, fc_backward_int8, float_ce_sign, integer_ce_sign,
-                                     loss_gradient_int8, pseudo_stochastic_round, quantize_tensor,
-                                     relu_backward, requantize_tensor)
+from pezo.golden.methods.niti import (
+    cross_entropy_int8,
+    fc_backward_int8,
+    float_ce_sign,
+    integer_ce_sign,
+    loss_gradient_int8,
+    pseudo_stochastic_round,
+    quantize_tensor,
+    relu_backward,
+    requantize_tensor,
+)
 from pezo.golden.zo.families import make_sampler
 from pezo.golden.zo.mezo import MeZO, MeZOConfig
 
@@ -64,8 +72,12 @@ class ElasticZO(FloatMLPMethod):
         if self.c:
             dim = sum(self.params[n].size for n in self.zo_names)
             self.sampler = config.sampler(dim) or make_sampler("gaussian", dim, seed=config.seed + 1)
-            self.mezo = MeZO(self.params, self.zo_names, self.sampler,
-                             MeZOConfig(lr=config.learning_rate, eps=config.epsilon, mode="inplace"))
+            self.mezo = MeZO(
+                self.params,
+                self.zo_names,
+                self.sampler,
+                MeZOConfig(lr=config.learning_rate, eps=config.epsilon, mode="inplace"),
+            )
 
     def step(self, step, next_batch):
         x, y = next_batch()
@@ -92,8 +104,15 @@ class ElasticZO(FloatMLPMethod):
         return StepStats(loss, passes, passes * macs)
 
     def describe(self):
-        out = {"split_C": self.c, "layers": self.layers, "zo_params": sum(self.params[n].size for n in self.zo_names),
-               "g_clip": self.config.g_clip, "eps": self.config.epsilon, "bp_lr": self.config.bp_learning_rate, "bp_activations": "minus pass"}
+        out = {
+            "split_C": self.c,
+            "layers": self.layers,
+            "zo_params": sum(self.params[n].size for n in self.zo_names),
+            "g_clip": self.config.g_clip,
+            "eps": self.config.epsilon,
+            "bp_lr": self.config.bp_learning_rate,
+            "bp_activations": "minus pass",
+        }
         if self.sampler is not None:
             out["sampler"] = self.sampler.describe()
         return out
@@ -207,12 +226,19 @@ class ElasticZOInt8:
         return float(np.mean([a == b for a, b in self.sign_log]))
 
     def describe(self):
-        out = {"split_C": self.c, "layers": self.layers, "weight_exponents": self.exponents,
-               "r_max": self.config.r_max, "b_zo": self.config.b_zo, "loss_sign": self.config.loss_sign,
-               "p_zero": self.config.p_zero if self.config.p_zero is not None else list(P_ZERO_SCHEDULE),
-               "b_bp": self.config.b_bp if self.config.b_bp is not None else list(B_BP_SCHEDULE),
-               "sign_agreement": self.sign_agreement(), "sign_steps": len(self.sign_log),
-               "zero_signs": int(sum(1 for f, _ in self.sign_log if f == 0))}
+        out = {
+            "split_C": self.c,
+            "layers": self.layers,
+            "weight_exponents": self.exponents,
+            "r_max": self.config.r_max,
+            "b_zo": self.config.b_zo,
+            "loss_sign": self.config.loss_sign,
+            "p_zero": self.config.p_zero if self.config.p_zero is not None else list(P_ZERO_SCHEDULE),
+            "b_bp": self.config.b_bp if self.config.b_bp is not None else list(B_BP_SCHEDULE),
+            "sign_agreement": self.sign_agreement(),
+            "sign_steps": len(self.sign_log),
+            "zero_signs": int(sum(1 for f, _ in self.sign_log if f == 0)),
+        }
         sampler = next((s for s in self.samplers if s is not None), None)
         out["sampler"] = sampler.describe() if sampler else {"family": "sparse-uniform (PCG64)"}
         return out

@@ -85,8 +85,7 @@ class LayerSpec:
 def _fc(name: str, n_in: int, n_out: int, per_sample: int = 1, bias: bool = True) -> LayerSpec:
     """A fully connected layer (shared over ``per_sample`` positions, e.g. PointNet's points)."""
     weights = n_in * n_out
-    return LayerSpec(name, n_out * per_sample, weights + (n_out if bias else 0), weights, True,
-                     n_in * per_sample)
+    return LayerSpec(name, n_out * per_sample, weights + (n_out if bias else 0), weights, True, n_in * per_sample)
 
 
 def _act(name: str, elements: int) -> LayerSpec:
@@ -101,10 +100,16 @@ def _conv(name: str, c_in: int, c_out: int, k: int, hw_in: int, hw_out: int) -> 
 
 
 LENET5: tuple[LayerSpec, ...] = (
-    _conv("conv1", 1, 6, 5, 28, 28), _act("relu1", 6 * 28 * 28), _act("pool1", 6 * 14 * 14),
-    _conv("conv2", 6, 16, 5, 14, 14), _act("relu2", 16 * 14 * 14), _act("pool2", 16 * 7 * 7),
-    _fc("fc1", 784, 120), _act("relu3", 120),
-    _fc("fc2", 120, 84), _act("relu4", 84),
+    _conv("conv1", 1, 6, 5, 28, 28),
+    _act("relu1", 6 * 28 * 28),
+    _act("pool1", 6 * 14 * 14),
+    _conv("conv2", 6, 16, 5, 14, 14),
+    _act("relu2", 16 * 14 * 14),
+    _act("pool2", 16 * 7 * 7),
+    _fc("fc1", 784, 120),
+    _act("relu3", 120),
+    _fc("fc2", 120, 84),
+    _act("relu4", 84),
     _fc("fc3", 84, 10),
 )
 """Reconstructed LeNet-5 (digest 5.1): 107,786 fp32 params, 18,058 activations per sample."""
@@ -116,13 +121,19 @@ def _pointnet(points: int = POINTNET_POINTS) -> tuple[LayerSpec, ...]:
     widths = (3, 64, 64, 64, 128, 1024)
     entries: list[LayerSpec] = []
     for i, (d_in, d) in enumerate(zip(widths, widths[1:]), start=1):
-        entries += [_fc(f"feat_fc{i}", d_in, d, points, bias=False),
-                    LayerSpec(f"feat_bn{i}", d * points, 2 * d, 2 * d, True, d * points),
-                    _act(f"feat_relu{i}", d * points)]
-    entries += [_act("maxpool", 1024),
-                _fc("fc1", 1024, 512), _act("relu1", 512),
-                _fc("fc2", 512, 256), _act("relu2", 256),
-                _fc("fc3", 256, 40)]
+        entries += [
+            _fc(f"feat_fc{i}", d_in, d, points, bias=False),
+            LayerSpec(f"feat_bn{i}", d * points, 2 * d, 2 * d, True, d * points),
+            _act(f"feat_relu{i}", d * points),
+        ]
+    entries += [
+        _act("maxpool", 1024),
+        _fc("fc1", 1024, 512),
+        _act("relu1", 512),
+        _fc("fc2", 512, 256),
+        _act("relu2", 256),
+        _fc("fc3", 256, 40),
+    ]
     return tuple(entries)
 
 
@@ -209,8 +220,15 @@ def memory_int8(layers: Sequence[LayerSpec], batch: int, first_bp: int) -> dict[
     return parts
 
 
-def poormans_memory(params_bytes: int, peak_inference_bytes: int, layers_trained: int, queries: int,
-                    batch: int, largest_weight_grad: int, mode: str) -> dict[str, int]:
+def poormans_memory(
+    params_bytes: int,
+    peak_inference_bytes: int,
+    layers_trained: int,
+    queries: int,
+    batch: int,
+    largest_weight_grad: int,
+    mode: str,
+) -> dict[str, int]:
     """Peak training memory in bytes of Poor Man's Training, Table 3 "efficient" rows + Sec. 4.3.
 
     total = params_bytes + peak_inference_bytes + extra (the analytic memory of the paper's Sec. 4.3):
@@ -236,9 +254,15 @@ def poormans_memory(params_bytes: int, peak_inference_bytes: int, layers_trained
     seeds = SEED_BYTES * layers_trained
     grad_buffer = largest_weight_grad if node else 0
     extra = losses + seeds + grad_buffer
-    return {"params": params_bytes, "peak_inference": peak_inference_bytes, "losses": losses,
-            "seeds": seeds, "grad_buffer": grad_buffer, "extra": extra,
-            "total": params_bytes + peak_inference_bytes + extra}
+    return {
+        "params": params_bytes,
+        "peak_inference": peak_inference_bytes,
+        "losses": losses,
+        "seeds": seeds,
+        "grad_buffer": grad_buffer,
+        "extra": extra,
+        "total": params_bytes + peak_inference_bytes + extra,
+    }
 
 
 def mlp_specs(sizes: Sequence[int], relu: bool = True, bias: bool = True) -> tuple[LayerSpec, ...]:
@@ -282,17 +306,30 @@ def method_memory(config, sizes: Sequence[int]) -> dict:
         c = layers if method == "mezo" else config.split_point(layers)
         first_bp = len(specs) if c == layers else fc_entries[c]
         parts = (memory_int8 if method == "elasticzo-int8" else memory_fp32)(specs, batch, first_bp)
-        parts["formula"] = {"mezo": "ElasticZO Eq. 3 (Full ZO, fp32)", "elasticzo": f"ElasticZO Eq. 4 (C = {c}, fp32)",
-                            "elasticzo-int8": f"ElasticZO Eq. 15 (C = {c}, int8 + int32 buffers)"}[method]
+        parts["formula"] = {
+            "mezo": "ElasticZO Eq. 3 (Full ZO, fp32)",
+            "elasticzo": f"ElasticZO Eq. 4 (C = {c}, fp32)",
+            "elasticzo-int8": f"ElasticZO Eq. 15 (C = {c}, int8 + int32 buffers)",
+        }[method]
         return parts
     weights = [sizes[i] * sizes[i + 1] for i in range(layers)]
     if method == "poormans":
-        node = [i for i in range(layers) if (config.perturbation == "node" or (
-            config.perturbation == "adaptive" and weights[i] >= sizes[i + 1]))]
+        node = [
+            i
+            for i in range(layers)
+            if (config.perturbation == "node" or (config.perturbation == "adaptive" and weights[i] >= sizes[i + 1]))
+        ]
         trained = layers if config.block in ("all", "adaptive") else 1
         peak = batch * max(sizes[i] + sizes[i + 1] for i in range(layers))
-        parts = poormans_memory(sum(weights), peak, trained, config.n_queries, batch,
-                                max((weights[i] for i in node), default=0), "np" if node else "wp")
+        parts = poormans_memory(
+            sum(weights),
+            peak,
+            trained,
+            config.n_queries,
+            batch,
+            max((weights[i] for i in node), default=0),
+            "np" if node else "wp",
+        )
         parts["formula"] = "Poor Man's Table 3 (efficient) + Sec. 4.3"
         return parts
     params = 2 * sum(weights)

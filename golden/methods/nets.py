@@ -90,7 +90,7 @@ def backward(params, inputs: list[np.ndarray], dlogits: np.ndarray, first: int) 
 def forward_macs(sizes, batch: int, first: int = 0) -> int:
     """Multiply-accumulates of one forward pass from layer ``first`` for ``batch`` examples."""
     sizes = check_sizes(sizes)
-    return batch * sum(a * b for a, b in zip(sizes[first:-1], sizes[first + 1:]))
+    return batch * sum(a * b for a, b in zip(sizes[first:-1], sizes[first + 1 :]))
 
 
 class Adam:
@@ -104,7 +104,7 @@ class Adam:
 
     def step(self, grads) -> None:
         self.t += 1
-        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        c1, c2 = 1 - self.b1**self.t, 1 - self.b2**self.t
         for k, g in grads.items():
             self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * g
             self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * g * g

@@ -57,8 +57,19 @@ import functools
 
 import numpy as np
 
-from pezo.golden.engine.int8 import (ACT_MAX, ACT_MIN, MAX_INPUTS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN, check_int8,
-                         exponent_for, matmul, quantize, requantize)
+from pezo.golden.engine.int8 import (
+    ACT_MAX,
+    ACT_MIN,
+    MAX_INPUTS,
+    SHIFT_RANGE,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+    check_int8,
+    exponent_for,
+    matmul,
+    quantize,
+    requantize,
+)
 
 LOG2E_Q15 = 47274
 """log2(e) ~ 47274 * 2^-15 = 1.4426880 (true 1.4426950), ElasticZO Eq. 9."""
@@ -115,8 +126,10 @@ def _logit_batch(alpha, beta, labels) -> tuple[np.ndarray, np.ndarray | None, np
             raise ValueError(f"beta must have the shape of alpha {a.shape}, got {np.shape(beta)}")
     t = np.atleast_1d(_int_array("labels", labels))
     if t.shape != (a.shape[0],) or t.min() < 0 or t.max() >= a.shape[1]:
-        raise ValueError(f"labels must be {a.shape[0]} class indices in 0..{a.shape[1] - 1}, "
-                         f"got shape {t.shape} values {t.tolist()[:8]}")
+        raise ValueError(
+            f"labels must be {a.shape[0]} class indices in 0..{a.shape[1] - 1}, "
+            f"got shape {t.shape} values {t.tolist()[:8]}"
+        )
     return a, b, t
 
 
@@ -219,15 +232,15 @@ def sto_shift(x, shift: int, rng: np.random.Generator) -> np.ndarray:
     return (x >> shift) + (u < low)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exp2_table(frac_bits: int) -> tuple[int, ...]:
     """EXP2[k] = round-half-up(2^(15 + k / 2^frac_bits)), k < 2^frac_bits, by exact integer arithmetic."""
     n_frac = 1 << frac_bits
     table = []
     for k in range(n_frac):
-        target = 1 << ((EXP2_Q + 1) * n_frac + k)        # (2 * 2^(Q + k/P))^P; never an odd number's power
+        target = 1 << ((EXP2_Q + 1) * n_frac + k)  # (2 * 2^(Q + k/P))^P; never an odd number's power
         n = round(2.0 ** (EXP2_Q + k / n_frac))
-        while (2 * n + 1) ** n_frac <= target:            # want (2n - 1)^P <= target < (2n + 1)^P
+        while (2 * n + 1) ** n_frac <= target:  # want (2n - 1)^P <= target < (2n + 1)^P
             n += 1
         while (2 * n - 1) ** n_frac > target:
             n -= 1
@@ -235,8 +248,9 @@ def exp2_table(frac_bits: int) -> tuple[int, ...]:
     return tuple(table)
 
 
-def loss_gradient_int8(logits, exponent: int, labels, rng: np.random.Generator,
-                       frac_bits: int = 6) -> tuple[np.ndarray, int]:
+def loss_gradient_int8(
+    logits, exponent: int, labels, rng: np.random.Generator, frac_bits: int = 6
+) -> tuple[np.ndarray, int]:
     """Integer TiLoss: (err, 0) with err * 2^-7 ~ softmax(logits * 2^exponent) - onehot(labels), per sample."""
     o, _, t = _logit_batch(logits, None, labels)
     exponent = _logit_exponent("exponent", exponent)

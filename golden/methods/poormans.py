@@ -65,8 +65,11 @@ class PoorMans:
         self.trainable_params = sum(w.size for w in self.wq)
         self.modes = [self.mode(i) for i in range(self.layers)]
         self.samplers = {}
-        self.chosen = None if config.block == "adaptive" else (
-            list(range(self.layers)) if config.block == "all" else [config.block])
+        self.chosen = (
+            None
+            if config.block == "adaptive"
+            else (list(range(self.layers)) if config.block == "all" else [config.block])
+        )
         if config.block != "all" and not isinstance(config.block, str) and config.block >= self.layers:
             raise ValueError(f"block must be in 0..{self.layers - 1}, got {config.block}")
         self.selection = {}
@@ -172,7 +175,9 @@ class PoorMans:
         for layer in range(self.layers):
             for s in range(epoch):
                 x, y = next_batch()
-                stats = self._train_layers(SELECTION_INDEX + layer * epoch + s, self.config.learning_rate, x, y, [layer])
+                stats = self._train_layers(
+                    SELECTION_INDEX + layer * epoch + s, self.config.learning_rate, x, y, [layer]
+                )
                 total.forward_passes += stats.forward_passes
                 total.forward_macs += stats.forward_macs
             gains[layer] = accuracy(self, self.task.x_val, self.task.y_val) - base
@@ -198,10 +203,17 @@ class PoorMans:
         self.wq = [w.copy() for w in state]
 
     def describe(self):
-        out = {"modes": self.modes, "queries_per_layer": self.config.n_queries, "mu_weight": self.config.mu_weight,
-               "mu_node": self.config.mu_node, "block": self.config.block, "trained_layers": self.chosen,
-               "selection": self.selection,
-               "d_w": [int(w.size) for w in self.wq], "d_a": [int(w.shape[0]) for w in self.wq]}
+        out = {
+            "modes": self.modes,
+            "queries_per_layer": self.config.n_queries,
+            "mu_weight": self.config.mu_weight,
+            "mu_node": self.config.mu_node,
+            "block": self.config.block,
+            "trained_layers": self.chosen,
+            "selection": self.selection,
+            "d_w": [int(w.size) for w in self.wq],
+            "d_a": [int(w.shape[0]) for w in self.wq],
+        }
         sampler = next(iter(self.samplers.values()), None)
         out["sampler"] = sampler.describe() if sampler else {"family": "xorshift-rademacher"}
         return out

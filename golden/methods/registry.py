@@ -59,8 +59,9 @@ class MeZOMethod(FloatMLPMethod):
         dim = sum(self.params[n].size for n in names)
         sampler = config.sampler(dim) or make_sampler("gaussian", dim, seed=config.seed + 1)
         self.sampler = sampler
-        self.mezo_config = MeZOConfig(lr=config.learning_rate, eps=config.epsilon, queries=config.n_queries,
-                                      mode="stream")
+        self.mezo_config = MeZOConfig(
+            lr=config.learning_rate, eps=config.epsilon, queries=config.n_queries, mode="stream"
+        )
         self.optimiser = MeZO(self.params, names, sampler, self.mezo_config)
         self.trainable_params = dim
 
@@ -136,20 +137,35 @@ def train_method(config: MethodConfig, progress: bool = False, task=None, stop_o
     test_accuracy = accuracy(method, task.x_test, task.y_test)
     full = forward_macs(task.sizes, config.batch_size)
     summary = {
-        "method": config.method, "family": config.family or "native", "task": config.task,
+        "method": config.method,
+        "family": config.family or "native",
+        "task": config.task,
         "shots": config.shots if config.task not in ("digits", "digits-rot30", "digits-rot45") else len(task.y_train),
-        "steps": config.steps, "seed": config.seed, "test_accuracy": test_accuracy,
-        "start_accuracy": start_accuracy, "seconds_per_step": seconds / config.steps,
-        "final_test_accuracy": final_test, "best_step": best_step, "best_val_accuracy": best_val,
-        "start_val_accuracy": start_val, "val_history": val_history,
-        "train_loss_start": float(np.mean(losses[:20])), "train_loss_end": float(np.mean(losses[-20:])),
+        "steps": config.steps,
+        "seed": config.seed,
+        "test_accuracy": test_accuracy,
+        "start_accuracy": start_accuracy,
+        "seconds_per_step": seconds / config.steps,
+        "final_test_accuracy": final_test,
+        "best_step": best_step,
+        "best_val_accuracy": best_val,
+        "start_val_accuracy": start_val,
+        "val_history": val_history,
+        "train_loss_start": float(np.mean(losses[:20])),
+        "train_loss_end": float(np.mean(losses[-20:])),
         "trainable": "all layers" if config.method != "poormans" else f"block {config.block}",
-        "trainable_params": int(method.trainable_params), "forward_passes": int(passes),
+        "trainable_params": int(method.trainable_params),
+        "forward_passes": int(passes),
         "forward_equivalents": macs / full if full else 0.0,
-        "train_size": int(len(task.y_train)), "val_size": int(len(task.y_val)), "test_size": int(len(task.y_test)),
+        "train_size": int(len(task.y_train)),
+        "val_size": int(len(task.y_val)),
+        "test_size": int(len(task.y_test)),
         "split": config.split if config.method.startswith("elasticzo") else None,
-        "sizes": list(task.sizes), "memory_bytes": method_memory(config, task.sizes),
-        "method_details": method.describe(), "task_info": task.info, "config": config.to_dict(),
+        "sizes": list(task.sizes),
+        "memory_bytes": method_memory(config, task.sizes),
+        "method_details": method.describe(),
+        "task_info": task.info,
+        "config": config.to_dict(),
     }
     summary["sampler"] = summary["method_details"].get("sampler", {"family": summary["family"]})
     return summary

@@ -42,7 +42,7 @@ from pezo.golden.zo.families import make_sampler
 
 Z_BITS = 8
 Z_MAX_Q = (1 << (Z_BITS - 1)) - 1
-Z_STEPS = {"pow2": 2.0 ** -5, "one-q": 1.0 / 36.0, "literal": 3.5 / 127.0}
+Z_STEPS = {"pow2": 2.0**-5, "one-q": 1.0 / 36.0, "literal": 3.5 / 127.0}
 UPDATE_SHIFT = 24
 
 
@@ -76,15 +76,21 @@ class SignMSPSA:
             self.wq.append(np.clip(_round(w / dw), -self.w_top, self.w_top))
             eps_q = int(_round(config.epsilon / dw))
             if eps_q == 0:
-                raise ValueError(f"eps={config.epsilon:g} rounds to 0 weight LSBs for {weight_name(layer)} at "
-                                 f"weight_bits={bits} (max|w| = {dw * self.w_top:.4g}, Delta_w = {dw:.3g}): eps must "
-                                 f"be >= Delta_w/2 = {dw / 2:.3g}, or use more weight bits (the paper's 16w8a; its "
-                                 f"8-bit weights do not train for exactly this reason)")
+                raise ValueError(
+                    f"eps={config.epsilon:g} rounds to 0 weight LSBs for {weight_name(layer)} at "
+                    f"weight_bits={bits} (max|w| = {dw * self.w_top:.4g}, Delta_w = {dw:.3g}): eps must "
+                    f"be >= Delta_w/2 = {dw / 2:.3g}, or use more weight bits (the paper's 16w8a; its "
+                    f"8-bit weights do not train for exactly this reason)"
+                )
             self.eps_q.append(eps_q)
         if config.z_scale == "literal":
-            warnings.warn(f"z_scale='literal': Delta_z * 1_q = {self.delta_z * self.one_q:.5f} != 1, so each of the "
-                          f"three in-place requantisations per perturbation scales every weight by that factor "
-                          f"(Stepping Forward's printed constants; use 'pow2')", LiteralScaleWarning, stacklevel=3)
+            warnings.warn(
+                f"z_scale='literal': Delta_z * 1_q = {self.delta_z * self.one_q:.5f} != 1, so each of the "
+                f"three in-place requantisations per perturbation scales every weight by that factor "
+                f"(Stepping Forward's printed constants; use 'pow2')",
+                LiteralScaleWarning,
+                stacklevel=3,
+            )
         self.sizes = [w.size for w in self.wq]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
         dim = int(self.offsets[-1])
@@ -111,8 +117,9 @@ class SignMSPSA:
         """The paper's PerturbParameters as printed: w <- round(Delta_z (w 1_q + k eps_q z_q)), in place."""
         for layer, z in enumerate(zq):
             w = self.wq[layer]
-            self.wq[layer] = np.clip(_round(self.delta_z * (w * self.one_q + k * self.eps_q[layer] * z)),
-                                     -self.w_top, self.w_top)
+            self.wq[layer] = np.clip(
+                _round(self.delta_z * (w * self.one_q + k * self.eps_q[layer] * z)), -self.w_top, self.w_top
+            )
 
     def step(self, step, next_batch):
         cfg, m = self.config, self.config.n_queries
@@ -129,10 +136,12 @@ class SignMSPSA:
                 self._literal(zq, 1)
             else:
                 deltas = [_round(e * z * self.delta_z) for e, z in zip(self.eps_q, zq)]
-                plus = cross_entropy(self._logits([np.clip(w + d, -self.w_top, self.w_top)
-                                                   for w, d in zip(self.wq, deltas)], x), y)
-                minus = cross_entropy(self._logits([np.clip(w - d, -self.w_top, self.w_top)
-                                                    for w, d in zip(self.wq, deltas)], x), y)
+                plus = cross_entropy(
+                    self._logits([np.clip(w + d, -self.w_top, self.w_top) for w, d in zip(self.wq, deltas)], x), y
+                )
+                minus = cross_entropy(
+                    self._logits([np.clip(w - d, -self.w_top, self.w_top) for w, d in zip(self.wq, deltas)], x), y
+                )
             sign = int(np.sign(np.float64(plus) - np.float64(minus)))
             for a, z in zip(acc, zq):
                 a += sign * z
@@ -156,7 +165,16 @@ class SignMSPSA:
         self.wq = [w.copy() for w in state]
 
     def describe(self):
-        return {"m": self.config.n_queries, "weight_bits": self.config.weight_bits, "act_bits": self.config.act_bits,
-                "z_bits": Z_BITS, "z_scale": self.config.z_scale, "delta_z": self.delta_z, "one_q": self.one_q,
-                "delta_z_times_one_q": self.delta_z * self.one_q, "eps_q": self.eps_q,
-                "delta_w": self.delta_w, "sampler": self.sampler.describe()}
+        return {
+            "m": self.config.n_queries,
+            "weight_bits": self.config.weight_bits,
+            "act_bits": self.config.act_bits,
+            "z_bits": Z_BITS,
+            "z_scale": self.config.z_scale,
+            "delta_z": self.delta_z,
+            "one_q": self.one_q,
+            "delta_z_times_one_q": self.delta_z * self.one_q,
+            "eps_q": self.eps_q,
+            "delta_w": self.delta_w,
+            "sampler": self.sampler.describe(),
+        }

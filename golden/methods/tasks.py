@@ -78,7 +78,7 @@ def digits_split(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     images, _ = _digits()
     order = np.random.default_rng([seed, 0xD1]).permutation(len(images))
     a, b, _ = DIGITS_SPLIT
-    return order[:a], order[a:a + b], order[a + b:]
+    return order[:a], order[a : a + b], order[a + b :]
 
 
 def pretrain(sizes, x, y, seed: int, epochs: int | None = None, batch: int = 32) -> dict:
@@ -90,7 +90,7 @@ def pretrain(sizes, x, y, seed: int, epochs: int | None = None, batch: int = 32)
     for _ in range(epochs):
         order = rng.permutation(len(x))
         for s in range(0, len(order) - batch + 1, batch):
-            idx = order[s:s + batch]
+            idx = order[s : s + batch]
             logits, inputs = forward(params, x[idx])
             opt.step(backward(params, inputs, softmax_grad(logits, y[idx]), 0))
     return params
@@ -106,12 +106,26 @@ def _vision(name: str, seed: int, hidden: tuple) -> Task:
         return (rotate_images(images[idx], degrees).reshape(len(idx), 64) / 8.0 - 1.0).astype(np.float32)
 
     degrees = ROTATIONS[name]
-    task = Task(name, sizes, inputs(train, degrees), labels[train], inputs(val, degrees), labels[val],
-                inputs(test, degrees), labels[test], info={"rotation_degrees": degrees, "data": "sklearn digits"})
+    task = Task(
+        name,
+        sizes,
+        inputs(train, degrees),
+        labels[train],
+        inputs(val, degrees),
+        labels[val],
+        inputs(test, degrees),
+        labels[test],
+        info={"rotation_degrees": degrees, "data": "sklearn digits"},
+    )
     if degrees:
         task.start = pretrain(sizes, inputs(train, 0), labels[train], seed)
-        task.info["pretrain"] = {"optimiser": "adam", "lr": 1e-3, "epochs": PRETRAIN_EPOCHS, "batch": 32,
-                                 "data": "upright train split"}
+        task.info["pretrain"] = {
+            "optimiser": "adam",
+            "lr": 1e-3,
+            "epochs": PRETRAIN_EPOCHS,
+            "batch": 32,
+            "data": "upright train split",
+        }
     else:
         task.start = init_mlp(sizes, seed)
     return task
@@ -126,9 +140,18 @@ def _text(name: str, seed: int, shots: int, progress: bool) -> Task:
         return (HEAD_SCALE * sentence_embeddings(name, idx, progress=progress)).astype(np.float32)
 
     sizes = (384, len(data.classes))
-    return Task(name, sizes, inputs(split.train), data.labels[split.train], inputs(split.val), data.labels[split.val],
-                inputs(split.test), data.labels[split.test], start=init_mlp(sizes, seed),
-                info={"data": name, "shots": shots, "features": f"MiniLM embedding x {HEAD_SCALE:g}"})
+    return Task(
+        name,
+        sizes,
+        inputs(split.train),
+        data.labels[split.train],
+        inputs(split.val),
+        data.labels[split.val],
+        inputs(split.test),
+        data.labels[split.test],
+        start=init_mlp(sizes, seed),
+        info={"data": name, "shots": shots, "features": f"MiniLM embedding x {HEAD_SCALE:g}"},
+    )
 
 
 def load(name: str, seed: int, hidden=(32, 32), shots: int = 16, progress: bool = False) -> Task:
@@ -136,5 +159,15 @@ def load(name: str, seed: int, hidden=(32, 32), shots: int = 16, progress: bool 
     if name not in all_tasks():
         raise ValueError(f"task must be one of {', '.join(all_tasks())}, got {name!r}")
     task = _vision(name, seed, tuple(hidden)) if name in VISION_TASKS else _text(name, seed, shots, progress)
-    return Task(task.name, task.sizes, task.x_train, task.y_train, task.x_val, task.y_val, task.x_test,
-                task.y_test, {k: v.copy() for k, v in task.start.items()}, dict(task.info))
+    return Task(
+        task.name,
+        task.sizes,
+        task.x_train,
+        task.y_train,
+        task.x_val,
+        task.y_val,
+        task.x_test,
+        task.y_test,
+        {k: v.copy() for k, v in task.start.items()},
+        dict(task.info),
+    )

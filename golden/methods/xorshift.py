@@ -20,7 +20,7 @@ plain loop ``xorshift32_reference`` bit for bit; the same jump gives random acce
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -75,6 +75,7 @@ def xorshift32_reference(seed: int, count: int) -> list[int]:
 # -- GF(2) jump-ahead ---------------------------------------------------------------------------------
 # A 32x32 bit matrix is a tuple of 32 columns: column i is the image of the state 1 << i.
 
+
 def _apply(matrix: tuple[int, ...], state: int) -> int:
     out = 0
     while state:
@@ -94,7 +95,7 @@ STEP_MATRIX: tuple[int, ...] = tuple(xorshift32_step(1 << i) for i in range(32))
 IDENTITY: tuple[int, ...] = tuple(1 << i for i in range(32))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _power_of_two(k: int) -> tuple[int, ...]:
     """T^(2^k)."""
     if k == 0:

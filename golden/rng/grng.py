@@ -120,7 +120,7 @@ def sample_statistics(samples: np.ndarray) -> dict:
     n = z.size
     x = z / float(1 << GRNG_FRAC_BITS)
     mean, var = float(x.mean()), float(x.var())
-    kurt = float(np.mean((x - mean) ** 4) / var ** 2)
+    kurt = float(np.mean((x - mean) ** 4) / var**2)
 
     lattice = np.arange(-OFFSET, OFFSET + 1)
     counts = np.bincount(z + OFFSET, minlength=lattice.size)
@@ -134,16 +134,27 @@ def sample_statistics(samples: np.ndarray) -> dict:
     ks_exact = float(max(np.abs(ecdf_hi - gen_hi).max(), np.abs(ecdf_lo - gen_lo).max()))
     critical = 1.63 / np.sqrt(n)
     stats = {
-        "samples": int(n), "mean": mean, "variance": var, "kurtosis": kurt,
-        "min": float(x.min()), "max": float(x.max()),
-        "ks_normal_D": ks_normal, "ks_normal_threshold": model_distance + critical,
+        "samples": int(n),
+        "mean": mean,
+        "variance": var,
+        "kurtosis": kurt,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "ks_normal_D": ks_normal,
+        "ks_normal_threshold": model_distance + critical,
         "model_distance": model_distance,
-        "ks_exact_D": ks_exact, "ks_exact_threshold": critical,
-        "mean_threshold": 4.5 / np.sqrt(n), "variance_threshold": 4.5 * np.sqrt(2 / n),
-        "kurtosis_expected": 3 - 1.2 / UNIFORMS, "kurtosis_threshold": 4.5 * np.sqrt(24 / n),
+        "ks_exact_D": ks_exact,
+        "ks_exact_threshold": critical,
+        "mean_threshold": 4.5 / np.sqrt(n),
+        "variance_threshold": 4.5 * np.sqrt(2 / n),
+        "kurtosis_expected": 3 - 1.2 / UNIFORMS,
+        "kurtosis_threshold": 4.5 * np.sqrt(24 / n),
     }
     stats["passed"] = bool(
-        abs(mean) <= stats["mean_threshold"] and abs(var - 1) <= stats["variance_threshold"]
+        abs(mean) <= stats["mean_threshold"]
+        and abs(var - 1) <= stats["variance_threshold"]
         and abs(kurt - stats["kurtosis_expected"]) <= stats["kurtosis_threshold"]
-        and ks_normal <= stats["ks_normal_threshold"] and ks_exact <= critical)
+        and ks_normal <= stats["ks_normal_threshold"]
+        and ks_exact <= critical
+    )
     return stats

@@ -41,10 +41,36 @@ from pezo.golden.config import BIT_ORDERS
 # Middle exponents of a primitive polynomial per width (smallest trinomial if one exists, else the
 # lexicographically smallest pentanomial). Primitivity is re-checked algebraically by the tests.
 LFSR_TAPS: dict[int, tuple[int, ...]] = {
-    3: (1,), 4: (1,), 5: (2,), 6: (1,), 7: (1,), 8: (1, 2, 7), 9: (4,), 10: (3,), 11: (2,),
-    12: (1, 2, 8), 13: (1, 2, 5), 14: (1, 2, 12), 15: (1,), 16: (1, 3, 12), 17: (3,), 18: (7,),
-    19: (1, 2, 5), 20: (3,), 21: (2,), 22: (1,), 23: (5,), 24: (1, 2, 7), 25: (3,), 26: (1, 2, 6),
-    27: (1, 2, 5), 28: (3,), 29: (2,), 30: (1, 2, 23), 31: (3,), 32: (1, 2, 22),
+    3: (1,),
+    4: (1,),
+    5: (2,),
+    6: (1,),
+    7: (1,),
+    8: (1, 2, 7),
+    9: (4,),
+    10: (3,),
+    11: (2,),
+    12: (1, 2, 8),
+    13: (1, 2, 5),
+    14: (1, 2, 12),
+    15: (1,),
+    16: (1, 3, 12),
+    17: (3,),
+    18: (7,),
+    19: (1, 2, 5),
+    20: (3,),
+    21: (2,),
+    22: (1,),
+    23: (5,),
+    24: (1, 2, 7),
+    25: (3,),
+    26: (1, 2, 6),
+    27: (1, 2, 5),
+    28: (3,),
+    29: (2,),
+    30: (1, 2, 23),
+    31: (3,),
+    32: (1, 2, 22),
 }
 
 
@@ -98,7 +124,7 @@ def shift_correlation(bits: int, order: str, shift: int) -> float:
     m = abs(shift)
     if m >= bits:
         return 0.0
-    return sum(2.0 ** (sigs[j] + sigs[j - m]) for j in range(m, bits)) / sum(4.0 ** a for a in sigs)
+    return sum(2.0 ** (sigs[j] + sigs[j - m]) for j in range(m, bits)) / sum(4.0**a for a in sigs)
 
 
 def permute_state(states, bits: int, order: str):

@@ -171,8 +171,11 @@ class PerturbationStream:
         start_now = self.aligning and urng.pointer == 0 and not (next or restore)
         if start_now:
             self.k = int(self.lut[int(urng.raw_lanes()[0])])
-        urng.step(en=consume or (self.aligning and urng.pointer != 0 and not (next or restore)),
-                  save=start_now, restore=restore)
+        urng.step(
+            en=consume or (self.aligning and urng.pointer != 0 and not (next or restore)),
+            save=start_now,
+            restore=restore,
+        )
         if next:
             self.aligning, self.source_valid = True, False
         elif restore:

@@ -44,7 +44,7 @@ def gaussian_expected_norm(d: int) -> float:
     """
     if d <= 100:
         return math.exp(0.5 * math.log(2.0) + math.lgamma((d + 1) / 2) - math.lgamma(d / 2))
-    return math.sqrt(d) * (1 - 1 / (4 * d) + 1 / (32 * d * d) + 5 / (128 * d ** 3) - 21 / (2048 * d ** 4))
+    return math.sqrt(d) * (1 - 1 / (4 * d) + 1 / (32 * d * d) + 5 / (128 * d**3) - 21 / (2048 * d**4))
 
 
 def uniform_draws(seed: int, count: int) -> np.ndarray:
@@ -53,7 +53,7 @@ def uniform_draws(seed: int, count: int) -> np.ndarray:
     state = seed
     for i in range(count):
         state, x = splitmix64(state)
-        out[i] = ((x >> 11) + 0.5) * 2.0 ** -52 - 1.0
+        out[i] = ((x >> 11) + 0.5) * 2.0**-52 - 1.0
     return out
 
 

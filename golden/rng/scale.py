@@ -38,8 +38,9 @@ for no statistical gain (the factor's spread shrinks as the m-sequence grows).""
 
 def check_scalable(config: PerturbConfig) -> None:
     if config.rng_bits > MAX_SCALE_RNG_BITS:
-        raise ValueError(f"rng_bits must be in 3..{MAX_SCALE_RNG_BITS} for the scale LUT "
-                         f"(2^b entries), got {config.rng_bits}")
+        raise ValueError(
+            f"rng_bits must be in 3..{MAX_SCALE_RNG_BITS} for the scale LUT (2^b entries), got {config.rng_bits}"
+        )
 
 
 def msequence(config: PerturbConfig) -> np.ndarray:
@@ -56,8 +57,7 @@ def msequence(config: PerturbConfig) -> np.ndarray:
 def lane_states(config: PerturbConfig) -> np.ndarray:
     """What a lane shows at each m-sequence index: ``msequence`` read in ``config.lfsr_bit_order``
     (``permute_state``; the identity for ``"natural"``), uint32. Values and the LUT address use these."""
-    return permute_state(msequence(config).astype(np.uint64), config.rng_bits,
-                         config.lfsr_bit_order).astype(np.uint32)
+    return permute_state(msequence(config).astype(np.uint64), config.rng_bits, config.lfsr_bit_order).astype(np.uint32)
 
 
 def element_offsets(config: PerturbConfig) -> np.ndarray:
@@ -107,13 +107,16 @@ def lut_statistics(config: PerturbConfig) -> dict:
     unclipped = np.floor(np.log2(factors) + 0.5)
     ratio = np.exp2(shifts) / factors  # applied / exact
     return {
-        "factor_min": float(factors.min()), "factor_max": float(factors.max()),
+        "factor_min": float(factors.min()),
+        "factor_max": float(factors.max()),
         "factor_mean": float(factors.mean()),
         "shift_histogram": {int(k): int(c) for k, c in zip(*np.unique(shifts, return_counts=True))},
         "clipped_fraction": float(np.mean(unclipped != shifts)),
         "norm_ratio_mean": float(ratio.mean()),
-        "norm_ratio_min": float(ratio.min()), "norm_ratio_max": float(ratio.max()),
-        "lut_entries": 1 << config.rng_bits, "lut_bits": 2 * (1 << config.rng_bits),
+        "norm_ratio_min": float(ratio.min()),
+        "norm_ratio_max": float(ratio.max()),
+        "lut_entries": 1 << config.rng_bits,
+        "lut_bits": 2 * (1 << config.rng_bits),
         "expected_gaussian_norm": gaussian_expected_norm(config.perturb_dim),
         "log2_rounding": "nearest in the log domain, k = floor(log2(f) + 1/2)",
     }

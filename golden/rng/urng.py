@@ -34,10 +34,9 @@ Contract (``hw.rng.urng.URNGArray`` matches it bit for bit)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -98,9 +97,13 @@ class URNGArray:
             full = math.lcm(config.n_rngs, config.lfsr_period)
             count = distinct_combinations(config)
             if count < full:
-                warnings.warn(f"seed {config.seed}: the phases collapse the rotating {config.n_rngs} x "
-                              f"{config.rng_bits} array to {count} distinct combinations, not "
-                              f"lcm(n, 2^b-1) = {full}; choose another seed", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"seed {config.seed}: the phases collapse the rotating {config.n_rngs} x "
+                    f"{config.rng_bits} array to {count} distinct combinations, not "
+                    f"lcm(n, 2^b-1) = {full}; choose another seed",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         self.reset_snapshot = URNGSnapshot(initial_states(config), 0)
         self.load(self.reset_snapshot)
         self._shadow = self.reset_snapshot
@@ -179,8 +182,9 @@ def distinct_combinations(config: PerturbConfig) -> int:
     The tuple at cycle t depends on (t mod n, t mod 2^b-1), so at most lcm(n, 2^b-1) tuples exist;
     that is n(2^b-1), PeZO's claim, when gcd(n, 2^b-1) = 1. Tuples at t and t+D coincide iff for
     d = D mod n the phase differences phi_k - phi_(k+d) are one constant c (mod 2^b-1) and L*D = c
-    (mod 2^b-1), L the leap (coprime to 2^b-1, so D = c/L); each such d removes one residue class. Tiny arrays with n | 2^b-1 (n = 3, b = 4)
-    collapse this way; ``count_distinct_combinations`` brute-forces the same number.
+    (mod 2^b-1), L the leap (coprime to 2^b-1, so D = c/L); each such d removes one residue class. Tiny
+    arrays with n | 2^b-1 (n = 3, b = 4) collapse this way; ``count_distinct_combinations`` brute-forces the
+    same number.
     """
     n, period = config.n_rngs, config.lfsr_period
     phases = rng_phases(config)
@@ -247,27 +251,38 @@ def near_repeat(config: PerturbConfig, correlation: float = NEAR_REPEAT_CORRELAT
         d_min = d_min or period // g
         if best is None or (d_min, abs(delta)) < (best[0], abs(best[1])):
             best = (d_min, delta, rho)
-    return {"period": best[0], "shift": best[1], "correlation": best[2], "advance": advance,
-            "exact_period": period // g}
+    return {
+        "period": best[0],
+        "shift": best[1],
+        "correlation": best[2],
+        "advance": advance,
+        "exact_period": period // g,
+    }
 
 
 def near_repeat_message(config: PerturbConfig, info: dict, names: dict | None = None) -> str:
     """One line naming the period and the fields that set it (``names`` renames fields, e.g. the family
     sampler's options ``leap`` and ``bit_order``)."""
     names = names or {}
-    fields = ", ".join(f"{names.get(f, f)}={getattr(config, f)}" for f in
-                       ("n_rngs", "rng_bits", "lfsr_leap", "lfsr_bit_order", "perturb_dim"))
-    return (f"otf near-repeat period {info['period']}: with {fields} perturbation t + {info['period']} is "
-            f"perturbation t shifted by {info['shift']} LFSR steps (element correlation "
-            f"{info['correlation']:.2f}; advance {info['advance']} steps per perturbation)")
+    fields = ", ".join(
+        f"{names.get(f, f)}={getattr(config, f)}"
+        for f in ("n_rngs", "rng_bits", "lfsr_leap", "lfsr_bit_order", "perturb_dim")
+    )
+    return (
+        f"otf near-repeat period {info['period']}: with {fields} perturbation t + {info['period']} is "
+        f"perturbation t shifted by {info['shift']} LFSR steps (element correlation "
+        f"{info['correlation']:.2f}; advance {info['advance']} steps per perturbation)"
+    )
 
 
-def warn_near_repeat(config: PerturbConfig, perturbations: int, names: dict | None = None,
-                     stacklevel: int = 2) -> dict:
+def warn_near_repeat(config: PerturbConfig, perturbations: int, names: dict | None = None, stacklevel: int = 2) -> dict:
     """Warn (``NearRepeatWarning``) when the near-repeat period is below ``perturbations`` (the number of
     perturbations a run draws); return ``near_repeat(config)``."""
     info = near_repeat(config)
     if info["period"] < perturbations:
-        warnings.warn(near_repeat_message(config, info, names) + f", below the {perturbations} perturbations "
-                      f"this run draws", NearRepeatWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            near_repeat_message(config, info, names) + f", below the {perturbations} perturbations this run draws",
+            NearRepeatWarning,
+            stacklevel=stacklevel + 1,
+        )
     return info

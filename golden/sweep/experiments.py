@@ -74,13 +74,18 @@ def jobs_for(experiments, shots, seeds) -> list[Job]:
             if "table3" in experiments:
                 out += [Job("table3", PROBE, PROBE, (), k, seed)] + [Job("table3", f, f, (), k, seed) for f in FAMILIES]
             if "fig3" in experiments:
-                out += [Job("fig3", f"pool 2^{m}-1", "pezo-pregen", (("pool_size", 2 ** m - 1),), k, seed)
-                        for m in POOL_EXPONENTS]
-                out += [Job("fig3", f"rngs 2^{m}-1", "pezo-otf", (("n_rngs", 2 ** m - 1),), k, seed)
-                        for m in RNG_EXPONENTS]
+                out += [
+                    Job("fig3", f"pool 2^{m}-1", "pezo-pregen", (("pool_size", 2**m - 1),), k, seed)
+                    for m in POOL_EXPONENTS
+                ]
+                out += [
+                    Job("fig3", f"rngs 2^{m}-1", "pezo-otf", (("n_rngs", 2**m - 1),), k, seed) for m in RNG_EXPONENTS
+                ]
             if "fig4" in experiments:
-                out += [Job("fig4", f"b={b}", "pezo-otf",
-                            (("n_rngs", fig4_rngs(b)), ("rng_bits", b)), k, seed) for b in RNG_WIDTHS]
+                out += [
+                    Job("fig4", f"b={b}", "pezo-otf", (("n_rngs", fig4_rngs(b)), ("rng_bits", b)), k, seed)
+                    for b in RNG_WIDTHS
+                ]
     return out
 
 
@@ -97,17 +102,26 @@ def probe_reference(config) -> dict:
     split, labels = task.split, task.labels
     x = {name: task.embeddings(getattr(split, name), task.params) for name in ("train", "val", "test")}
     classes = len(task.data.classes)
-    weight, bias, l2 = fit_linear_probe_val(x["train"], labels[split.train], x["val"], labels[split.val], classes,
-                                            scale=config.head_scale)
+    weight, bias, l2 = fit_linear_probe_val(
+        x["train"], labels[split.train], x["val"], labels[split.val], classes, scale=config.head_scale
+    )
 
     def accuracy(name):
         return float(((x[name] @ weight.T + bias).argmax(axis=1) == labels[getattr(split, name)]).mean())
 
-    return {"family": PROBE, "task": config.task, "shots": config.shots, "seed": config.seed,
-            "test_accuracy": accuracy("test"), "best_val_accuracy": accuracy("val"), "l2": l2, "classes": classes,
-            "val_size": int(len(split.val)),
-            # the reference level of table3's collapse column (a property of the split, used for no choice)
-            "constant_accuracy": float(np.bincount(labels[split.test], minlength=classes).max() / len(split.test))}
+    return {
+        "family": PROBE,
+        "task": config.task,
+        "shots": config.shots,
+        "seed": config.seed,
+        "test_accuracy": accuracy("test"),
+        "best_val_accuracy": accuracy("val"),
+        "l2": l2,
+        "classes": classes,
+        "val_size": int(len(split.val)),
+        # the reference level of table3's collapse column (a property of the split, used for no choice)
+        "constant_accuracy": float(np.bincount(labels[split.test], minlength=classes).max() / len(split.test)),
+    }
 
 
 def norm_ratio(config, dim: int, count: int = NORM_SAMPLES) -> float:
@@ -119,8 +133,12 @@ def norm_ratio(config, dim: int, count: int = NORM_SAMPLES) -> float:
 
 def _run(args) -> dict:
     base, job = args
-    config = base.replace(family=job.family if job.family != PROBE else base.family, family_options=job.options,
-                          shots=job.shots, seed=job.seed)
+    config = base.replace(
+        family=job.family if job.family != PROBE else base.family,
+        family_options=job.options,
+        shots=job.shots,
+        seed=job.seed,
+    )
     if job.family == PROBE:
         summary = probe_reference(config)
         summary.update(experiment=job.experiment, label=job.label)
@@ -128,8 +146,15 @@ def _run(args) -> dict:
     try:
         summary = train(config).summary
     except (ValueError, FloatingPointError) as exc:  # refused or diverged: a result of the sweep, not a crash
-        summary = {"family": job.family, "task": base.task, "shots": job.shots, "steps": base.steps,
-                   "seed": job.seed, "error": str(exc), "sampler": {"options": dict(job.options)}}
+        summary = {
+            "family": job.family,
+            "task": base.task,
+            "shots": job.shots,
+            "steps": base.steps,
+            "seed": job.seed,
+            "error": str(exc),
+            "sampler": {"options": dict(job.options)},
+        }
     else:
         if job.experiment == "table3":
             summary["norm_ratio"] = norm_ratio(config, summary["trainable_params"])
@@ -137,14 +162,16 @@ def _run(args) -> dict:
     return summary
 
 
-def run_sweep(base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), executor=None,
-              progress: bool = True) -> list[dict]:
+def run_sweep(
+    base, experiments=EXPERIMENTS, shots=(16, 256), seeds=(1, 2, 3), executor=None, progress: bool = True
+) -> list[dict]:
     """Run every job on ``executor`` (``pezo.executor.Executor``; None: in this process); summaries in job
     order, the same on every executor."""
     todo = jobs_for(experiments, shots, seeds)
     # contiguous chunks: one worker walks one split's jobs in order and reuses its prefix cache
-    return (executor or SERIAL).map(_run, [(base, j) for j in todo], progress, "sweep",
-                                    chunksize=max(1, len(todo) // (len(shots) * len(seeds))))
+    return (executor or SERIAL).map(
+        _run, [(base, j) for j in todo], progress, "sweep", chunksize=max(1, len(todo) // (len(shots) * len(seeds)))
+    )
 
 
 # -- aggregation and outputs ------------------------------------------------------------------------
@@ -158,31 +185,61 @@ def aggregate(results: list[dict]) -> list[dict]:
     rows = []
     for (experiment, label, shots), runs in groups.items():
         if any("error" in r for r in runs):
-            rows.append({"experiment": experiment, "label": label, "family": runs[0]["family"], "shots": shots,
-                         "seeds": [r["seed"] for r in runs], "error": next(r["error"] for r in runs if "error" in r),
-                         "options": runs[0]["sampler"].get("options", {})})
+            rows.append(
+                {
+                    "experiment": experiment,
+                    "label": label,
+                    "family": runs[0]["family"],
+                    "shots": shots,
+                    "seeds": [r["seed"] for r in runs],
+                    "error": next(r["error"] for r in runs if "error" in r),
+                    "options": runs[0]["sampler"].get("options", {}),
+                }
+            )
             continue
         acc = mean_std(r["test_accuracy"] for r in runs)
         if runs[0]["family"] == PROBE:
-            rows.append({"experiment": experiment, "label": label, "family": PROBE, "shots": shots,
-                         "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
-                         "l2": [r["l2"] for r in runs], "classes": runs[0]["classes"],
-                         "constant_accuracy_mean": statistics.fmean(r["constant_accuracy"] for r in runs),
-                         "val_size": runs[0]["val_size"], "options": {}})
+            rows.append(
+                {
+                    "experiment": experiment,
+                    "label": label,
+                    "family": PROBE,
+                    "shots": shots,
+                    "seeds": [r["seed"] for r in runs],
+                    "test_accuracy_mean": acc[0],
+                    "test_accuracy_std": acc[1],
+                    "l2": [r["l2"] for r in runs],
+                    "classes": runs[0]["classes"],
+                    "constant_accuracy_mean": statistics.fmean(r["constant_accuracy"] for r in runs),
+                    "val_size": runs[0]["val_size"],
+                    "options": {},
+                }
+            )
             continue
         start = mean_std(r["start_accuracy"] for r in runs)
         final = mean_std(r["final_test_accuracy"] for r in runs)
         loss = mean_std(r["train_loss_end"] for r in runs)
         loss_start = mean_std(r["train_loss_start"] for r in runs)
-        row = {"experiment": experiment, "label": label, "family": runs[0]["family"], "shots": shots,
-               "seeds": [r["seed"] for r in runs], "test_accuracy_mean": acc[0], "test_accuracy_std": acc[1],
-               "final_test_accuracy_mean": final[0], "final_test_accuracy_std": final[1],
-               "best_step_zero": sum(r["best_step"] == 0 for r in runs),
-               "start_accuracy_mean": start[0], "start_accuracy_std": start[1],
-               "train_loss_start_mean": loss_start[0], "train_loss_start_std": loss_start[1],
-               "train_loss_end_mean": loss[0], "train_loss_end_std": loss[1],
-               "distinct_perturbations": runs[0]["sampler"].get("distinct_perturbations"),
-               "options": runs[0]["sampler"].get("options", {})}
+        row = {
+            "experiment": experiment,
+            "label": label,
+            "family": runs[0]["family"],
+            "shots": shots,
+            "seeds": [r["seed"] for r in runs],
+            "test_accuracy_mean": acc[0],
+            "test_accuracy_std": acc[1],
+            "final_test_accuracy_mean": final[0],
+            "final_test_accuracy_std": final[1],
+            "best_step_zero": sum(r["best_step"] == 0 for r in runs),
+            "start_accuracy_mean": start[0],
+            "start_accuracy_std": start[1],
+            "train_loss_start_mean": loss_start[0],
+            "train_loss_start_std": loss_start[1],
+            "train_loss_end_mean": loss[0],
+            "train_loss_end_std": loss[1],
+            "distinct_perturbations": runs[0]["sampler"].get("distinct_perturbations"),
+            "options": runs[0]["sampler"].get("options", {}),
+        }
         if all("norm_ratio" in r for r in runs):
             row["norm_ratio_mean"] = statistics.fmean(r["norm_ratio"] for r in runs)
         rows.append(row)
@@ -204,8 +261,11 @@ def collapsed_at(rows, family: str) -> list[int] | None:
     for r in rows:
         if r["experiment"] != "table3" or r["family"] != family or "error" in r:
             continue
-        probe = [p for p in rows if p["experiment"] == "table3" and p["family"] == PROBE and p["shots"] == r["shots"]
-                 and "error" not in p]
+        probe = [
+            p
+            for p in rows
+            if p["experiment"] == "table3" and p["family"] == PROBE and p["shots"] == r["shots"] and "error" not in p
+        ]
         if not probe:
             return None
         if 100 * r["final_test_accuracy_mean"] <= 100 * probe[0]["constant_accuracy_mean"] + COLLAPSE_POINTS:
@@ -220,26 +280,34 @@ def table3_markdown(rows, base) -> str:
     classes = probes[0]["classes"] if probes else None
     val = ", ".join(f"{r['val_size']} at k={r['shots']}" for r in sorted(probes, key=lambda r: r["shots"]))
     ks = "/".join(map(str, shots))
-    lines = [f"Test accuracy (%) after {base.steps} ZO steps, {_spread(table)}; task {base.task}, "
-             f"trainable {base.trainable}, lr {base.lr:g}, eps {base.eps:g}, batch {base.batch_size}.", "",
-             "**Main column `k=K`: the test accuracy of the best-validation checkpoint** (validation every "
-             f"{base.eval_every} steps, ties keep the earlier step; validation examples: {val or 'k per class'}); "
-             "`(n@0)`: n runs whose best checkpoint is step 0, i.e. the start weights (test = start). "
-             f"`final`: the last weights' test accuracy (step {base.steps}). "
-             "`float-probe`: the reference line, the float linear probe on the same k shots with L2 chosen on "
-             "validation (golden.lm.probe.L2_GRID, 17 values 1e-3..1e5; test never used), one fit per split. "
-             f"`‖z‖/MeZO`: mean ‖z‖ of {NORM_SAMPLES} perturbations over E‖N(0, I_d)‖. "
-             f"`ℓ± start`: mean loss of the ± passes over the first 20 steps (the unperturbed zero head: ln C"
-             + (f" = {np.log(classes):.3f}" if classes else "") + "). "
-             "`Δ final`: mean final accuracy minus gaussian's (MeZO's), in points. "
-             f"`collapses`: the k at which the mean final accuracy is within {COLLAPSE_POINTS:g} points of the best "
-             "constant prediction on test (the majority class: "
-             + ", ".join(f"{100 * r['constant_accuracy_mean']:.1f} % at k={r['shots']}"
-                         for r in sorted(probes, key=lambda r: r["shots"])) + "), what a collapsed classifier scores.",
-             "",
-             "| family | ‖z‖/MeZO | " + " | ".join(f"k={k} | k={k} final" for k in shots)
-             + f" | Δ final (k={ks}) | ℓ± start (k={ks}) | start (k={ks}) | collapses |",
-             "|---|---|" + "---|" * (2 * len(shots) + 4)]
+    lines = [
+        f"Test accuracy (%) after {base.steps} ZO steps, {_spread(table)}; task {base.task}, "
+        f"trainable {base.trainable}, lr {base.lr:g}, eps {base.eps:g}, batch {base.batch_size}.",
+        "",
+        "**Main column `k=K`: the test accuracy of the best-validation checkpoint** (validation every "
+        f"{base.eval_every} steps, ties keep the earlier step; validation examples: {val or 'k per class'}); "
+        "`(n@0)`: n runs whose best checkpoint is step 0, i.e. the start weights (test = start). "
+        f"`final`: the last weights' test accuracy (step {base.steps}). "
+        "`float-probe`: the reference line, the float linear probe on the same k shots with L2 chosen on "
+        "validation (golden.lm.probe.L2_GRID, 17 values 1e-3..1e5; test never used), one fit per split. "
+        f"`‖z‖/MeZO`: mean ‖z‖ of {NORM_SAMPLES} perturbations over E‖N(0, I_d)‖. "
+        f"`ℓ± start`: mean loss of the ± passes over the first 20 steps (the unperturbed zero head: ln C"
+        + (f" = {np.log(classes):.3f}" if classes else "")
+        + "). "
+        "`Δ final`: mean final accuracy minus gaussian's (MeZO's), in points. "
+        f"`collapses`: the k at which the mean final accuracy is within {COLLAPSE_POINTS:g} points of the best "
+        "constant prediction on test (the majority class: "
+        + ", ".join(
+            f"{100 * r['constant_accuracy_mean']:.1f} % at k={r['shots']}"
+            for r in sorted(probes, key=lambda r: r["shots"])
+        )
+        + "), what a collapsed classifier scores.",
+        "",
+        "| family | ‖z‖/MeZO | "
+        + " | ".join(f"k={k} | k={k} final" for k in shots)
+        + f" | Δ final (k={ks}) | ℓ± start (k={ks}) | start (k={ks}) | collapses |",
+        "|---|---|" + "---|" * (2 * len(shots) + 4),
+    ]
     mezo = {r["shots"]: r["final_test_accuracy_mean"] for r in table if r["family"] == "gaussian" and "error" not in r}
     for family in FAMILIES:
         cells, starts, losses, deltas, ratio = [], [], [], [], "-"
@@ -253,33 +321,52 @@ def table3_markdown(rows, base) -> str:
                 continue
             r, seeds = match[0], len(match[0]["seeds"])
             at_zero = f" ({r['best_step_zero']}@0)" if r["best_step_zero"] else ""
-            cells += [percent_cell(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
-                      percent_cell(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds)]
+            cells += [
+                percent_cell(r["test_accuracy_mean"], r["test_accuracy_std"], seeds) + at_zero,
+                percent_cell(r["final_test_accuracy_mean"], r["final_test_accuracy_std"], seeds),
+            ]
             starts.append(f"{100 * r['start_accuracy_mean']:.1f}")
-            deltas.append("-" if family == "gaussian" or k not in mezo
-                          else f"{100 * (r['final_test_accuracy_mean'] - mezo[k]):+.1f}")
+            deltas.append(
+                "-"
+                if family == "gaussian" or k not in mezo
+                else f"{100 * (r['final_test_accuracy_mean'] - mezo[k]):+.1f}"
+            )
             losses.append(f"{r['train_loss_start_mean']:.3g}")
             if "norm_ratio_mean" in r:
                 ratio = f"{r['norm_ratio_mean']:.3g}"
         collapsed = collapsed_at(table, family)
         verdict = "-" if collapsed is None else ("no" if not collapsed else ", ".join(f"k={k}" for k in collapsed))
-        lines.append(f"| {family} | {ratio} | " + " | ".join(cells)
-                     + f" | {' / '.join(deltas)} | {' / '.join(losses)} | {' / '.join(starts)} | {verdict} |")
+        lines.append(
+            f"| {family} | {ratio} | "
+            + " | ".join(cells)
+            + f" | {' / '.join(deltas)} | {' / '.join(losses)} | {' / '.join(starts)} | {verdict} |"
+        )
     if probes:
         cells = []
         for k in shots:
             match = [r for r in probes if r["shots"] == k]
-            cells += ([percent_cell(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"],
-                                    len(match[0]["seeds"])), "-"] if match else ["-", "-"])
+            cells += (
+                [
+                    percent_cell(match[0]["test_accuracy_mean"], match[0]["test_accuracy_std"], len(match[0]["seeds"])),
+                    "-",
+                ]
+                if match
+                else ["-", "-"]
+            )
         l2 = sorted({v for r in probes for v in r["l2"]})
-        lines.append(f"| {PROBE} (L2 on val: {', '.join(f'{v:g}' for v in l2)}) | - | " + " | ".join(cells)
-                     + " | - | - | - | - |")
+        lines.append(
+            f"| {PROBE} (L2 on val: {', '.join(f'{v:g}' for v in l2)}) | - | "
+            + " | ".join(cells)
+            + " | - | - | - | - |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def figure_markdown(rows, experiment: str) -> str:
-    lines = ["| setting | family | k | test accuracy (%) | final train loss | distinct perturbations |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | family | k | test accuracy (%) | final train loss | distinct perturbations |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if r["experiment"] == experiment and "error" in r:
             lines.append(f"| {r['label']} | {r['family']} | {r['shots']} | refused: {r['error']} | - | - |")
@@ -287,9 +374,11 @@ def figure_markdown(rows, experiment: str) -> str:
             seeds = len(r["seeds"])
             loss = f"{r['train_loss_end_mean']:.4f}" + ("" if seeds < 2 else f" ± {r['train_loss_end_std']:.4f}")
             distinct = r["distinct_perturbations"]
-            lines.append(f"| {r['label']} | {r['family']} | {r['shots']} | "
-                         f"{percent_cell(r['test_accuracy_mean'], r['test_accuracy_std'], seeds)} | {loss} | "
-                         f"{distinct if distinct is not None else '-'} |")
+            lines.append(
+                f"| {r['label']} | {r['family']} | {r['shots']} | "
+                f"{percent_cell(r['test_accuracy_mean'], r['test_accuracy_std'], seeds)} | {loss} | "
+                f"{distinct if distinct is not None else '-'} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -307,33 +396,60 @@ def _plot(rows, experiment: str, path: Path, base) -> None:
         for j, k in enumerate(shots):
             mine = {f: next((r for r in chosen if r["family"] == f and r["shots"] == k), None) for f in FAMILIES}
             xs = [i + j * width for i in range(len(FAMILIES))]
-            bars = ax.bar(xs, [100 * r["test_accuracy_mean"] if r else 0 for r in mine.values()], width,
-                          yerr=[100 * r["test_accuracy_std"] if r else 0 for r in mine.values()],
-                          label=f"k={k} best-val", capsize=3)
-            ax.plot(xs, [100 * r["final_test_accuracy_mean"] if r else np.nan for r in mine.values()], "kx",
-                    label="final" if j == 0 else None)
+            bars = ax.bar(
+                xs,
+                [100 * r["test_accuracy_mean"] if r else 0 for r in mine.values()],
+                width,
+                yerr=[100 * r["test_accuracy_std"] if r else 0 for r in mine.values()],
+                label=f"k={k} best-val",
+                capsize=3,
+            )
+            ax.plot(
+                xs,
+                [100 * r["final_test_accuracy_mean"] if r else np.nan for r in mine.values()],
+                "kx",
+                label="final" if j == 0 else None,
+            )
             probe = next((r for r in chosen if r["family"] == PROBE and r["shots"] == k), None)
             if probe:
-                ax.axhline(100 * probe["test_accuracy_mean"], color=bars.patches[0].get_facecolor(), ls="--", lw=1,
-                           label=f"float probe k={k} (L2 on val)")
+                ax.axhline(
+                    100 * probe["test_accuracy_mean"],
+                    color=bars.patches[0].get_facecolor(),
+                    ls="--",
+                    lw=1,
+                    label=f"float probe k={k} (L2 on val)",
+                )
         ax.set_xticks([i + width * (len(shots) - 1) / 2 for i in range(len(FAMILIES))], FAMILIES, fontsize=8)
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"Table 3 analogue: {base.task}, {base.steps} ZO steps")
         ax.legend(fontsize=7, loc="lower right")
     else:
-        panels = [("pezo-pregen", "log2(pool size + 1)"), ("pezo-otf", "log2(RNGs + 1)")] if experiment == "fig3" \
+        panels = (
+            [("pezo-pregen", "log2(pool size + 1)"), ("pezo-otf", "log2(RNGs + 1)")]
+            if experiment == "fig3"
             else [("pezo-otf", "RNG bit width b")]
+        )
         fig, axes = plt.subplots(2, len(panels), figsize=(5.5 * len(panels), 6.5), squeeze=False)
         for col, (family, xlabel) in enumerate(panels):
             for k in shots:
                 pts = [r for r in chosen if r["family"] == family and r["shots"] == k]
                 xs = [_x(r, experiment) for r in pts]
-                axes[0][col].errorbar(xs, [100 * r["test_accuracy_mean"] for r in pts],
-                                      yerr=[100 * r["test_accuracy_std"] for r in pts], marker="o", capsize=3,
-                                      label=f"k={k}")
-                axes[1][col].errorbar(xs, [r["train_loss_end_mean"] for r in pts],
-                                      yerr=[r["train_loss_end_std"] for r in pts], marker="o", capsize=3,
-                                      label=f"k={k}")
+                axes[0][col].errorbar(
+                    xs,
+                    [100 * r["test_accuracy_mean"] for r in pts],
+                    yerr=[100 * r["test_accuracy_std"] for r in pts],
+                    marker="o",
+                    capsize=3,
+                    label=f"k={k}",
+                )
+                axes[1][col].errorbar(
+                    xs,
+                    [r["train_loss_end_mean"] for r in pts],
+                    yerr=[r["train_loss_end_std"] for r in pts],
+                    marker="o",
+                    capsize=3,
+                    label=f"k={k}",
+                )
             axes[0][col].set_ylabel("test accuracy (%)")
             axes[1][col].set_ylabel("final train loss")
             axes[1][col].set_xlabel(xlabel)
@@ -358,12 +474,28 @@ def write_outputs(results: list[dict], base, directory: Path) -> list[Path]:
     rows = aggregate(results)
     directory = Path(directory)
     written = []
-    (directory / "sweep.json").write_text(json.dumps({"base": base.to_dict(), "aggregates": rows,
-                                                      "runs": results}, indent=1) + "\n")
+    (directory / "sweep.json").write_text(
+        json.dumps({"base": base.to_dict(), "aggregates": rows, "runs": results}, indent=1) + "\n"
+    )
     written.append(directory / "sweep.json")
-    fields = ["experiment", "label", "family", "shots", "seed", "test_accuracy", "start_accuracy",
-              "final_test_accuracy", "best_step", "best_val_accuracy", "train_loss_start", "train_loss_end",
-              "seconds_per_step", "trainable_params", "norm_ratio", "l2"]
+    fields = [
+        "experiment",
+        "label",
+        "family",
+        "shots",
+        "seed",
+        "test_accuracy",
+        "start_accuracy",
+        "final_test_accuracy",
+        "best_step",
+        "best_val_accuracy",
+        "train_loss_start",
+        "train_loss_end",
+        "seconds_per_step",
+        "trainable_params",
+        "norm_ratio",
+        "l2",
+    ]
     with open(directory / "sweep.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

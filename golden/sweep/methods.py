@@ -82,8 +82,13 @@ def aggregate(results: list[dict]) -> list[dict]:
         groups.setdefault((r["task"], r["label"]), []).append(r)
     rows = []
     for (task, label), runs in groups.items():
-        row = {"task": task, "label": label, "method": runs[0]["method"], "split": runs[0].get("split"),
-               "seeds": [r["seed"] for r in runs]}
+        row = {
+            "task": task,
+            "label": label,
+            "method": runs[0]["method"],
+            "split": runs[0].get("split"),
+            "seeds": [r["seed"] for r in runs],
+        }
         errors = [r["error"] for r in runs if "error" in r]
         if errors:
             row["error"] = errors[0]
@@ -103,22 +108,31 @@ def aggregate(results: list[dict]) -> list[dict]:
 
 
 def markdown(rows: list[dict], base) -> str:
-    lines = [f"Seed methods compared ({base.steps} steps, batch {base.batch_size}, MLP hidden "
-             f"{list(base.hidden)}, family {base.family or 'each method’s own'}); "
-             f"{'one seed (no spread)' if all(len(r['seeds']) < 2 for r in rows) else 'mean ± std over seeds'}.", "",
-             "| task | method | test acc % | start % | forward passes | fwd-equivalents | memory KiB | "
-             "int/float sign agree % |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Seed methods compared ({base.steps} steps, batch {base.batch_size}, MLP hidden "
+        f"{list(base.hidden)}, family {base.family or 'each method’s own'}); "
+        f"{'one seed (no spread)' if all(len(r['seeds']) < 2 for r in rows) else 'mean ± std over seeds'}.",
+        "",
+        "| task | method | test acc % | start % | forward passes | fwd-equivalents | memory KiB | "
+        "int/float sign agree % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['task']} | {r['label']} | error: {r['error']} | | | | | |")
             continue
         agree = "-" if r["sign_agreement"] is None else f"{100 * r['sign_agreement']:.1f}"
         accuracy = percent_cell(r["test_accuracy"], r["test_accuracy_std"], len(r["seeds"]))
-        lines.append(f"| {r['task']} | {r['label']} | {accuracy} | "
-                     f"{100 * r['start_accuracy']:.1f} | {r['forward_passes']:,} | {r['forward_equivalents']:,.0f} | "
-                     f"{r['memory_bytes'] / 1024:.1f} | {agree} |")
-    lines += ["", "Memory: " + "; ".join(sorted({f"{r['label'].split()[0]}: {r['memory_formula']}"
-                                                 for r in rows if "error" not in r}))]
+        lines.append(
+            f"| {r['task']} | {r['label']} | {accuracy} | "
+            f"{100 * r['start_accuracy']:.1f} | {r['forward_passes']:,} | {r['forward_equivalents']:,.0f} | "
+            f"{r['memory_bytes'] / 1024:.1f} | {agree} |"
+        )
+    lines += [
+        "",
+        "Memory: "
+        + "; ".join(sorted({f"{r['label'].split()[0]}: {r['memory_formula']}" for r in rows if "error" not in r})),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -132,12 +146,29 @@ def plot(rows: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 + 1.2 * len(rows) / max(1, len(tasks)), 4.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         mine = [r for r in rows if r["task"] == task and "error" not in r]
-        ax.bar(range(len(mine)), [100 * r["test_accuracy"] for r in mine],
-               yerr=[100 * r["test_accuracy_std"] for r in mine], color="tab:blue", capsize=3)
-        ax.scatter(range(len(mine)), [100 * r["start_accuracy"] for r in mine], color="tab:red", marker="_",
-                   s=200, label="start", zorder=3)
-        ax.set_xticks(range(len(mine)), [r["label"].replace("elasticzo", "EZO") for r in mine], rotation=60,
-                      ha="right", fontsize=8)
+        ax.bar(
+            range(len(mine)),
+            [100 * r["test_accuracy"] for r in mine],
+            yerr=[100 * r["test_accuracy_std"] for r in mine],
+            color="tab:blue",
+            capsize=3,
+        )
+        ax.scatter(
+            range(len(mine)),
+            [100 * r["start_accuracy"] for r in mine],
+            color="tab:red",
+            marker="_",
+            s=200,
+            label="start",
+            zorder=3,
+        )
+        ax.set_xticks(
+            range(len(mine)),
+            [r["label"].replace("elasticzo", "EZO") for r in mine],
+            rotation=60,
+            ha="right",
+            fontsize=8,
+        )
         ax.set_title(task)
         ax.set_ylabel("test accuracy %")
         ax.set_ylim(0, 100)
@@ -152,8 +183,21 @@ def write_outputs(results: list[dict], base, out: Path) -> list[Path]:
     out = Path(out)
     paths = [out / "methods.json", out / "methods.csv", out / "methods.md", out / "methods.png"]
     paths[0].write_text(json.dumps({"base": base.to_dict(), "rows": rows, "runs": results}, indent=1, default=str))
-    fields = ["task", "label", "method", "split", "test_accuracy", "test_accuracy_std", "start_accuracy",
-              "forward_passes", "forward_equivalents", "memory_bytes", "sign_agreement", "seconds_per_step", "error"]
+    fields = [
+        "task",
+        "label",
+        "method",
+        "split",
+        "test_accuracy",
+        "test_accuracy_std",
+        "start_accuracy",
+        "forward_passes",
+        "forward_equivalents",
+        "memory_bytes",
+        "sign_agreement",
+        "seconds_per_step",
+        "error",
+    ]
     with paths[1].open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

@@ -89,8 +89,14 @@ from pezo.golden.config import DEFAULT_BIT_ORDER, MAX_PERTURB_DIM, PerturbConfig
 from pezo.golden.rng.lfsr import offset_to_signed
 from pezo.golden.rng.pool import pool_values
 from pezo.golden.rng.scale import exact_factors, lane_states, msequence, scale_lut
-from pezo.golden.rng.urng import (NEAR_REPEAT_MIN_PERIOD, NearRepeatWarning, near_repeat, near_repeat_message,
-                                  rng_phases, warn_near_repeat)
+from pezo.golden.rng.urng import (
+    NEAR_REPEAT_MIN_PERIOD,
+    NearRepeatWarning,
+    near_repeat,
+    near_repeat_message,
+    rng_phases,
+    warn_near_repeat,
+)
 
 FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
@@ -214,14 +220,19 @@ class PregenSampler(Sampler):
 
     def __init__(self, dim: int, seed: int = 1, pool_size: int = 4095, pool_bits: int = 12):
         super().__init__(dim, seed)
-        self.config = PerturbConfig(strategy="pregen", pool_size=pool_size, pool_bits=pool_bits, seed=seed,
-                                    perturb_dim=dim, lanes=1, banks=1)
+        self.config = PerturbConfig(
+            strategy="pregen", pool_size=pool_size, pool_bits=pool_bits, seed=seed, perturb_dim=dim, lanes=1, banks=1
+        )
         if dim % pool_size == 0:
-            raise ValueError(f"pool_size must not divide dim={dim} (every perturbation would be the "
-                             f"same vector), got {pool_size}")
+            raise ValueError(
+                f"pool_size must not divide dim={dim} (every perturbation would be the same vector), got {pool_size}"
+            )
         if _is_power_of_two(pool_size):
-            warnings.warn(f"pool_size={pool_size} is a power of two; PeZO advises 2^k - 1 "
-                          f"(e.g. {pool_size - 1})", PowerOfTwoWarning, stacklevel=3)
+            warnings.warn(
+                f"pool_size={pool_size} is a power of two; PeZO advises 2^k - 1 (e.g. {pool_size - 1})",
+                PowerOfTwoWarning,
+                stacklevel=3,
+            )
         pool = pool_values(self.config).astype(np.float32) / np.float32(1 << (pool_bits - 2))
         self.pool = pool
         self._table = np.concatenate([pool, pool])  # any window of <= N values is one slice
@@ -243,11 +254,11 @@ class PregenSampler(Sampler):
         s = (index * self.dim + offset) % n
         out = np.empty(size, dtype=np.float32)
         head = min(n, size)
-        out[:head] = self._table[s:s + head]
+        out[:head] = self._table[s : s + head]
         filled = head
         while filled < size:  # out[i + N] = out[i]: doubling copies
             count = min(filled, size - filled)
-            out[filled:filled + count] = out[:count]
+            out[filled : filled + count] = out[:count]
             filled += count
         return out
 
@@ -267,19 +278,38 @@ class OtfSampler(Sampler):
 
     family = "pezo-otf"
 
-    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, scaling: str = "lut",
-                 leap: int = 1, bit_order: str = DEFAULT_BIT_ORDER):
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits)) and 3 <= rng_bits <= 32 \
-                and seed > (1 << rng_bits) - 1:
+    def __init__(
+        self,
+        dim: int,
+        seed: int = 1,
+        n_rngs: int = 31,
+        rng_bits: int = 14,
+        scaling: str = "lut",
+        leap: int = 1,
+        bit_order: str = DEFAULT_BIT_ORDER,
+    ):
+        if (
+            all(isinstance(v, int) and not isinstance(v, bool) for v in (seed, rng_bits))
+            and 3 <= rng_bits <= 32
+            and seed > (1 << rng_bits) - 1
+        ):
             seed = 1 + (seed - 1) % ((1 << rng_bits) - 1)  # a master seed folded onto the LFSR's states 1..2^b-1
         super().__init__(dim, seed)
         try:
-            self.config = PerturbConfig(strategy="otf", n_rngs=n_rngs, rng_bits=rng_bits, seed=seed, perturb_dim=dim,
-                                        lfsr_leap=leap, lfsr_bit_order=bit_order)
+            self.config = PerturbConfig(
+                strategy="otf",
+                n_rngs=n_rngs,
+                rng_bits=rng_bits,
+                seed=seed,
+                perturb_dim=dim,
+                lfsr_leap=leap,
+                lfsr_bit_order=bit_order,
+            )
         except ValueError as exc:  # the options are called leap and bit_order here
             message = str(exc)
-            raise ValueError(message[len("lfsr_"):] if message.startswith(("lfsr_leap", "lfsr_bit_order"))
-                             else message) from None
+            raise ValueError(
+                message[len("lfsr_") :] if message.startswith(("lfsr_leap", "lfsr_bit_order")) else message
+            ) from None
         check_int("rng_bits", rng_bits, 3, OTF_MAX_RNG_BITS)
         if scaling not in SCALINGS:
             raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
@@ -287,17 +317,23 @@ class OtfSampler(Sampler):
         self.scaling = scaling
         self.start_step = n * -(-dim // (n * n))
         if self.start_step % period == 0:
-            raise ValueError(f"n_rngs={n} and rng_bits={rng_bits} give a start step n*ceil(dim/n^2) = "
-                             f"{self.start_step}, a multiple of 2^rng_bits - 1 = {period}: every "
-                             f"perturbation of dim={dim} would be the same vector")
+            raise ValueError(
+                f"n_rngs={n} and rng_bits={rng_bits} give a start step n*ceil(dim/n^2) = "
+                f"{self.start_step}, a multiple of 2^rng_bits - 1 = {period}: every "
+                f"perturbation of dim={dim} would be the same vector"
+            )
         if _is_power_of_two(n):
-            warnings.warn(f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})",
-                          PowerOfTwoWarning, stacklevel=3)
+            warnings.warn(
+                f"n_rngs={n} is a power of two; PeZO advises 2^k - 1 (e.g. {n - 1})", PowerOfTwoWarning, stacklevel=3
+            )
         if bit_order == "spread" and leap > 1 and (rng_bits - 1) % leap == 0:
-            warnings.warn(f"bit_order='spread' with leap={leap} dividing rng_bits - 1 = {rng_bits - 1}: lanes "
-                          f"{(rng_bits - 1) // leap}(n - 1) apart sit {rng_bits - 1} LFSR steps apart, the spread "
-                          f"order's 3/8 correlation peak; choose a leap not dividing {rng_bits - 1}",
-                          SpreadLeapWarning, stacklevel=3)
+            warnings.warn(
+                f"bit_order='spread' with leap={leap} dividing rng_bits - 1 = {rng_bits - 1}: lanes "
+                f"{(rng_bits - 1) // leap}(n - 1) apart sit {rng_bits - 1} LFSR steps apart, the spread "
+                f"order's 3/8 correlation peak; choose a leap not dividing {rng_bits - 1}",
+                SpreadLeapWarning,
+                stacklevel=3,
+            )
         repeat = near_repeat(self.config)
         if repeat["period"] < NEAR_REPEAT_MIN_PERIOD:
             warnings.warn(near_repeat_message(self.config, repeat, _OPTION_NAMES), NearRepeatWarning, stacklevel=3)
@@ -380,7 +416,7 @@ class OtfSampler(Sampler):
             start = (e + c * step) % period
             pos = j - offset
             # indices are < len(table) - start by construction; "clip" skips the per-index bounds branch
-            np.take(table[start:], rel[i:i + count], out=out[pos:pos + count], mode="clip")
+            np.take(table[start:], rel[i : i + count], out=out[pos : pos + count], mode="clip")
             j += count
         return out
 
@@ -401,8 +437,9 @@ class NaiveIntSampler(OtfSampler):
 
     family = "naive-int"
 
-    def __init__(self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, leap: int = 1,
-                 bit_order: str = "natural"):
+    def __init__(
+        self, dim: int, seed: int = 1, n_rngs: int = 31, rng_bits: int = 14, leap: int = 1, bit_order: str = "natural"
+    ):
         super().__init__(dim, seed, n_rngs=n_rngs, rng_bits=rng_bits, scaling="none", leap=leap, bit_order=bit_order)
 
     def scale_factor(self, index: int) -> float:
@@ -418,12 +455,19 @@ class NaiveIntSampler(OtfSampler):
         return out
 
 
-_CLASSES = {cls.family: cls for cls in (GaussianSampler, RademacherSampler, UniformSampler,
-                                        NaiveIntSampler, PregenSampler, OtfSampler)}
+_CLASSES = {
+    cls.family: cls
+    for cls in (GaussianSampler, RademacherSampler, UniformSampler, NaiveIntSampler, PregenSampler, OtfSampler)
+}
 # The keyword options each family takes (its make_sampler options).
-FAMILY_OPTIONS = {"gaussian": (), "rademacher": (), "uniform": (),
-                  "naive-int": ("n_rngs", "rng_bits", "leap", "bit_order"), "pezo-pregen": ("pool_size", "pool_bits"),
-                  "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap", "bit_order")}
+FAMILY_OPTIONS = {
+    "gaussian": (),
+    "rademacher": (),
+    "uniform": (),
+    "naive-int": ("n_rngs", "rng_bits", "leap", "bit_order"),
+    "pezo-pregen": ("pool_size", "pool_bits"),
+    "pezo-otf": ("n_rngs", "rng_bits", "scaling", "leap", "bit_order"),
+}
 
 
 def make_sampler(family: str, dim: int, seed: int = 1, **options) -> Sampler:

@@ -62,11 +62,14 @@ def float_mlp_backprop(data: NetData, hidden: tuple) -> dict:
                     if best is None or val > best[0]:
                         best = (val, alpha, init, model)
         val, alpha, init, model = best
-        data.backprop[key] = {"float_mlp_backprop_test_accuracy": float(model.score(x["test"], data.y["test"])),
-                              "float_mlp_backprop_val_accuracy": val,
-                              "float_mlp_backprop_train_accuracy": float(model.score(x["train"], data.y["train"])),
-                              "float_mlp_backprop_l2": alpha, "float_mlp_backprop_init": init,
-                              "float_mlp_backprop_hidden": list(key)}
+        data.backprop[key] = {
+            "float_mlp_backprop_test_accuracy": float(model.score(x["test"], data.y["test"])),
+            "float_mlp_backprop_val_accuracy": val,
+            "float_mlp_backprop_train_accuracy": float(model.score(x["train"], data.y["train"])),
+            "float_mlp_backprop_l2": alpha,
+            "float_mlp_backprop_init": init,
+            "float_mlp_backprop_hidden": list(key),
+        }
     return dict(data.backprop[key])
 
 
@@ -125,16 +128,23 @@ def train_float_mezo(config: FloatMeZOConfig, progress: bool = False, data: NetD
     """Golden float MeZO (``pezo.golden.zo.mezo.MeZO``, stream mode, Gaussian z) on the net's shape:
     same data (dequantised int8 inputs), batches (``batch_schedule``) and two forward passes per step.
     Returns the keys of ``train_int8_net`` (``loss`` = "float-mezo"); inputs scaled to unit RMS."""
-    data = data or load_data(NetTrainConfig(net=config.net, seed=config.seed, shots=config.shots,
-                                            test_size=config.test_size))
+    data = data or load_data(
+        NetTrainConfig(net=config.net, seed=config.seed, shots=config.shots, test_size=config.test_size)
+    )
     layers: tuple[Layer, ...] = NETS[config.net]
     rng = np.random.default_rng([config.seed, 0xF10A])
-    params = {f"w{i}": (rng.standard_normal((l.outputs, l.inputs)) * math.sqrt(2.0 / l.inputs)).astype(np.float32)
-              for i, l in enumerate(layers)}
+    params = {
+        f"w{i}": (rng.standard_normal((l.outputs, l.inputs)) * math.sqrt(2.0 / l.inputs)).astype(np.float32)
+        for i, l in enumerate(layers)
+    }
     names = list(params)
     dim = sum(p.size for p in params.values())
-    mezo = MeZO(params, names, make_sampler("gaussian", dim, seed=config.seed + 1),
-                MeZOConfig(lr=config.lr, eps=config.eps, mode="stream"))
+    mezo = MeZO(
+        params,
+        names,
+        make_sampler("gaussian", dim, seed=config.seed + 1),
+        MeZOConfig(lr=config.lr, eps=config.eps, mode="stream"),
+    )
     rms = float(np.sqrt(np.mean(np.square(data.float_x["train"]))))
     fx = {n: (v / rms).astype(np.float32) for n, v in data.float_x.items()}
 
@@ -150,15 +160,21 @@ def train_float_mezo(config: FloatMeZOConfig, progress: bool = False, data: NetD
     for step, rows in enumerate(schedule):
         x, y = fx["train"][rows], data.y["train"][rows]
         t0 = time.perf_counter()
-        record = mezo.step(step, lambda p: cross_entropy(float_forward(p, layers, x), y))
+        record = mezo.step(step, lambda p: cross_entropy(float_forward(p, layers, x), y))  # noqa: B023 - called now
         seconds += time.perf_counter() - t0
         if not math.isfinite(record.loss):
             raise FloatingPointError(f"float MeZO diverged at step {step} (lr={config.lr})")
         losses.append(record.loss)
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             val = accuracy(params, "val")
-            curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
-                          "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:]))})
+            curve.append(
+                {
+                    "step": step + 1,
+                    "forward_passes": 2 * (step + 1),
+                    "val_accuracy": val,
+                    "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
+                }
+            )
             if val > best_val:
                 best_val, best_step, best = val, step + 1, {k: v.copy() for k, v in params.items()}
         if bar is not None:
@@ -168,10 +184,20 @@ def train_float_mezo(config: FloatMeZOConfig, progress: bool = False, data: NetD
         bar.close()
     final_test = accuracy(params, "test")
     return {
-        "net": config.net, "loss": "float-mezo", "seed": config.seed, "steps": config.steps,
-        "test_accuracy": accuracy(best, "test"), "start_accuracy": start_test, "final_test_accuracy": final_test,
-        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
-        "forward_passes": 2 * config.steps, "seconds_per_step": seconds / config.steps, "curve": curve,
+        "net": config.net,
+        "loss": "float-mezo",
+        "seed": config.seed,
+        "steps": config.steps,
+        "test_accuracy": accuracy(best, "test"),
+        "start_accuracy": start_test,
+        "final_test_accuracy": final_test,
+        "best_step": best_step,
+        "best_val_accuracy": best_val,
+        "start_val_accuracy": start_val,
+        "forward_passes": 2 * config.steps,
+        "seconds_per_step": seconds / config.steps,
+        "curve": curve,
         "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
-        "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])), "config": config.to_dict(),
+        "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
+        "config": config.to_dict(),
     }

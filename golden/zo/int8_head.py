@@ -111,7 +111,7 @@ class Int8TrainConfig:
         """epsilon in weight LSBs: 2^(12 - eps_shift)."""
         return 2.0 ** (12 - self.engine.stream.eps_shift)
 
-    def replace(self, **changes) -> "Int8TrainConfig":
+    def replace(self, **changes) -> Int8TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -120,16 +120,18 @@ class Int8TrainConfig:
         return {**out, "engine": self.engine.to_dict()}
 
     @classmethod
-    def from_dict(cls, fields: dict) -> "Int8TrainConfig":
+    def from_dict(cls, fields: dict) -> Int8TrainConfig:
         return cls(**{**fields, "engine": EngineConfig.from_dict(fields["engine"])})
 
 
-def update_scale(logits_plus, logits_minus, labels, config: Int8TrainConfig, act_exponent: int) -> tuple[int, float, float]:
+def update_scale(
+    logits_plus, logits_minus, labels, config: Int8TrainConfig, act_exponent: int
+) -> tuple[int, float, float]:
     """The host's part of a step: (G in Q8.16, l+, l-) from the two passes' int32 logits (docstring)."""
     unit = 2.0 ** (config.weight_exponent + act_exponent)
     loss_plus = cross_entropy(np.asarray(logits_plus, dtype=np.float64) * unit, labels)
     loss_minus = cross_entropy(np.asarray(logits_minus, dtype=np.float64) * unit, labels)
-    eps_real = config.eps_lsb * 2.0 ** config.weight_exponent
+    eps_real = config.eps_lsb * 2.0**config.weight_exponent
     projected = (loss_plus - loss_minus) / (2 * eps_real)
     return g_to_fixed(config.lr * projected / eps_real), loss_plus, loss_minus
 
@@ -146,11 +148,13 @@ class Int8Task:
     classes: int
 
     @classmethod
-    def load(cls, config: Int8TrainConfig, splits=("train", "val", "test"), progress: bool = False) -> "Int8Task":
+    def load(cls, config: Int8TrainConfig, splits=("train", "val", "test"), progress: bool = False) -> Int8Task:
         data = load_task(config.task)
         if config.engine.outputs != len(data.classes):
-            raise ValueError(f"engine outputs must equal the {len(data.classes)} classes of {config.task}, "
-                             f"got {config.engine.outputs}")
+            raise ValueError(
+                f"engine outputs must equal the {len(data.classes)} classes of {config.task}, "
+                f"got {config.engine.outputs}"
+            )
         if config.engine.inputs != 384:
             raise ValueError(f"engine inputs must be 384 (the MiniLM embedding width), got {config.engine.inputs}")
         split = few_shot_split(data, config.shots, config.seed, test_size=config.test_size)
@@ -160,11 +164,17 @@ class Int8Task:
         vectors = sentence_embeddings(config.task, everything, progress=progress)
         float_x, start = {}, 0
         for name in wanted:
-            float_x[name] = vectors[start:start + len(index[name])]
+            float_x[name] = vectors[start : start + len(index[name])]
             start += len(index[name])
         s_x = exponent_for(float_x["train"])
-        return cls(config, s_x, {n: quantize(v, s_x) for n, v in float_x.items()},
-                   {n: data.labels[index[n]] for n in wanted}, float_x, len(data.classes))
+        return cls(
+            config,
+            s_x,
+            {n: quantize(v, s_x) for n, v in float_x.items()},
+            {n: data.labels[index[n]] for n in wanted},
+            float_x,
+            len(data.classes),
+        )
 
     def accuracy(self, split: str, weights) -> float:
         return float((matmul(self.x[split], weights).argmax(axis=1) == self.y[split]).mean())
@@ -185,8 +195,9 @@ def batch_schedule(train_size: int, batch: int, steps: int, seed: int) -> np.nda
     return np.stack(out)
 
 
-def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task | None = None,
-               probe: bool = True) -> dict:
+def train_int8(
+    config: Int8TrainConfig, progress: bool = False, task: Int8Task | None = None, probe: bool = True
+) -> dict:
     """Golden INT8 ZO training of the head; returns the summary (accuracies at the best-validation
     checkpoint, the float linear probe on the same training shots, losses, weights)."""
     task = task or Int8Task.load(config, progress=progress)
@@ -200,8 +211,13 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=config.steps, desc=f"int8 ZO {config.engine.stream.strategy} k={config.shots}", unit="step",
-                   file=sys.stderr)
+
+        bar = tqdm(
+            total=config.steps,
+            desc=f"int8 ZO {config.engine.stream.strategy} k={config.shots}",
+            unit="step",
+            file=sys.stderr,
+        )
     t0 = time.perf_counter()
     for step, rows in enumerate(schedule):
         lp, lm = engine.forward_zo(task.x["train"][rows])
@@ -223,24 +239,39 @@ def train_int8(config: Int8TrainConfig, progress: bool = False, task: Int8Task |
     if bar is not None:
         bar.close()
     summary = {
-        "task": config.task, "shots": config.shots, "seed": config.seed, "split_seed": config.seed,
+        "task": config.task,
+        "shots": config.shots,
+        "seed": config.seed,
+        "split_seed": config.seed,
         "steps": config.steps,
-        "strategy": config.engine.stream.strategy, "test_accuracy": task.accuracy("test", best_w),
-        "final_test_accuracy": task.accuracy("test", engine.weights), "start_accuracy": start_test,
-        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
-        "val_history": history, "train_loss_start": float(np.mean(losses[:50])),
-        "train_loss_end": float(np.mean(losses[-50:])), "g_saturated_steps": int(saturated_g),
+        "strategy": config.engine.stream.strategy,
+        "test_accuracy": task.accuracy("test", best_w),
+        "final_test_accuracy": task.accuracy("test", engine.weights),
+        "start_accuracy": start_test,
+        "best_step": best_step,
+        "best_val_accuracy": best_val,
+        "start_val_accuracy": start_val,
+        "val_history": history,
+        "train_loss_start": float(np.mean(losses[:50])),
+        "train_loss_end": float(np.mean(losses[-50:])),
+        "g_saturated_steps": int(saturated_g),
         "g_saturated_first_step": first_saturated,
-        "act_exponent": task.act_exponent, "weight_exponent": config.weight_exponent,
-        "weight_range": [int(best_w.min()), int(best_w.max())], "seconds_per_step": seconds / config.steps,
-        "train_size": int(len(task.y["train"])), "test_size": int(len(task.y["test"])),
-        "config": {**config.to_dict(), "engine": config.engine.to_dict()}, "weights": best_w.tolist(),
+        "act_exponent": task.act_exponent,
+        "weight_exponent": config.weight_exponent,
+        "weight_range": [int(best_w.min()), int(best_w.max())],
+        "seconds_per_step": seconds / config.steps,
+        "train_size": int(len(task.y["train"])),
+        "test_size": int(len(task.y["test"])),
+        "config": {**config.to_dict(), "engine": config.engine.to_dict()},
+        "weights": best_w.tolist(),
     }
     if probe:
         # L2 chosen on the validation split (golden.lm.probe.L2_GRID), as ZO picks its checkpoint there
-        w, b, summary["float_probe_l2"] = fit_linear_probe_val(task.float_x["train"], task.y["train"],
-                                                               task.float_x["val"], task.y["val"], task.classes)
+        w, b, summary["float_probe_l2"] = fit_linear_probe_val(
+            task.float_x["train"], task.y["train"], task.float_x["val"], task.y["val"], task.classes
+        )
         summary["float_probe_test_accuracy"] = float(
-            ((task.float_x["test"] @ w.T + b).argmax(axis=1) == task.y["test"]).mean())
+            ((task.float_x["test"] @ w.T + b).argmax(axis=1) == task.y["test"]).mean()
+        )
         summary["gap_points"] = 100 * (summary["float_probe_test_accuracy"] - summary["test_accuracy"])
     return summary

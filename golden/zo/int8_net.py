@@ -10,8 +10,9 @@ would need a left shift (a g_shift < 0) of about 5 bits. rt-mlp (512 training ex
 overfits at margin 4 096 (validation 0.71, test 0.61 for seed 1); margin 16 384 with batch 256 narrows
 it, but ZO stays 6.5-7.3 points below the float probe whose L2 is chosen on validation (0.726 / 0.746 /
 0.762, seeds 1-3; benchmarks/results/engine_net/accuracy.md). The update's integer weight decay
-(``wd_shift``, ``TUNED_WD``) bounds the sign-SPSA random walk of every weight and narrows that gap. Large batches (128) pay: the stream, not the
-array arithmetic, dominates the golden step time, and the sign of L+ - L- gets more reliable.
+(``wd_shift``, ``TUNED_WD``) bounds the sign-SPSA random walk of every weight and narrows that gap. Large batches
+(128) pay: the stream, not the array arithmetic, dominates the golden step time, and the sign of L+ - L- gets more
+reliable.
 
 **A step** is the engine's exactly: ``on-chip`` -- ``NetEngine.train_step`` (both passes, the
 Crammer-Singer hinge losses of ``golden.engine.loss`` with ``margin``, g = +-g_lr (``g_mode="sign"``) or
@@ -44,8 +45,17 @@ from pezo.golden.config import StreamConfig, check_int
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS
 from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
-from pezo.golden.engine.zo_engine import (G_MAX, EngineFlatConfig, G_MIN, WD_EVERY_RANGE, WD_SHIFT_RANGE,
-                                          ArrayConfig, check_engine_strategy, check_nested, g_to_fixed)
+from pezo.golden.engine.zo_engine import (
+    G_MAX,
+    G_MIN,
+    WD_EVERY_RANGE,
+    WD_SHIFT_RANGE,
+    ArrayConfig,
+    EngineFlatConfig,
+    check_engine_strategy,
+    check_nested,
+    g_to_fixed,
+)
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.int8_head import STEPS_RANGE, batch_schedule
 from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe, load_data
@@ -172,27 +182,35 @@ class NetTrainConfig(EngineFlatConfig):
         if self.hidden_init == "pca":
             for i, layer in enumerate(NETS[self.net][:-1]):
                 if layer.outputs % 2 or layer.outputs // 2 > layer.inputs:
-                    raise ValueError(f"hidden_init='pca' needs every hidden layer's width to be even and at most "
-                                     f"2 x its inputs; layer {i} of {self.net} is {layer.inputs} -> {layer.outputs}")
+                    raise ValueError(
+                        f"hidden_init='pca' needs every hidden layer's width to be even and at most "
+                        f"2 x its inputs; layer {i} of {self.net} is {layer.inputs} -> {layer.outputs}"
+                    )
         check_int("wd_shift", self.wd_shift, *WD_SHIFT_RANGE)
         check_int("wd_every", self.wd_every, *WD_EVERY_RANGE)
         checkpoints = -(-self.steps // self.eval_every)
-        if not (isinstance(self.average_last, int) and not isinstance(self.average_last, bool)
-                and 0 <= self.average_last <= checkpoints):
-            raise ValueError(f"average_last must be an integer in 0..{checkpoints} (the checkpoints of "
-                             f"{self.steps} steps, one every {self.eval_every}), got {self.average_last!r}")
+        if not (
+            isinstance(self.average_last, int)
+            and not isinstance(self.average_last, bool)
+            and 0 <= self.average_last <= checkpoints
+        ):
+            raise ValueError(
+                f"average_last must be an integer in 0..{checkpoints} (the checkpoints of "
+                f"{self.steps} steps, one every {self.eval_every}), got {self.average_last!r}"
+            )
         if self.shifts is not None:
             hidden = len(NETS[self.net]) - 1
             if not isinstance(self.shifts, (tuple, list)) or len(self.shifts) != hidden:
-                raise ValueError(f"shifts must be None or {hidden} shift(s), one per hidden layer of {self.net}, "
-                                 f"got {self.shifts!r}")
+                raise ValueError(
+                    f"shifts must be None or {hidden} shift(s), one per hidden layer of {self.net}, got {self.shifts!r}"
+                )
             object.__setattr__(self, "shifts", tuple(self.shifts))
             for i, s in enumerate(self.shifts):
                 check_int(f"shifts[{i}]", s, 0, 31)
         if self.stream.seed != (self.stream_seed or self.seed):
             object.__setattr__(self, "stream", self.stream.replace(seed=self.stream_seed or self.seed))
-        self.net_config  # the engine's own checks (tiling, stream)
-        self.loss_config
+        self.net_config  # noqa: B018 - the engine's own checks (tiling, stream)
+        self.loss_config  # noqa: B018 - the loss unit's checks
 
     @property
     def layers(self) -> tuple:
@@ -208,8 +226,14 @@ class NetTrainConfig(EngineFlatConfig):
     @property
     def loss_config(self) -> LossConfig:
         mode = self.g_mode if self.loss == "on-chip" else "host"
-        return LossConfig(mode=mode, margin=self.margin, g_lr=self.g_lr, g_shift=self.g_shift, wd_shift=self.wd_shift,
-                          wd_every=self.wd_every)
+        return LossConfig(
+            mode=mode,
+            margin=self.margin,
+            g_lr=self.g_lr,
+            g_shift=self.g_shift,
+            wd_shift=self.wd_shift,
+            wd_every=self.wd_every,
+        )
 
     @property
     def eps_lsb(self) -> float:
@@ -218,10 +242,38 @@ class NetTrainConfig(EngineFlatConfig):
 
     NESTED: ClassVar[tuple] = ("array", "stream")
     JSON_KEYS: ClassVar[tuple] = (
-        "net", "loss", "g_mode", "margin", "g_lr", "g_shift", "lr", "steps", "eval_every", "seed", "stream_seed",
-        "strategy", "rows", "cols", "batch", "eps_shift", "rng_bits", "pool_size", "pool_bits", "lfsr_leap",
-        "lfsr_bit_order", "shots", "test_size", "init_std", "init_scale", "last_init", "hidden_init", "shifts",
-        "wd_shift", "wd_every", "average_last")
+        "net",
+        "loss",
+        "g_mode",
+        "margin",
+        "g_lr",
+        "g_shift",
+        "lr",
+        "steps",
+        "eval_every",
+        "seed",
+        "stream_seed",
+        "strategy",
+        "rows",
+        "cols",
+        "batch",
+        "eps_shift",
+        "rng_bits",
+        "pool_size",
+        "pool_bits",
+        "lfsr_leap",
+        "lfsr_bit_order",
+        "shots",
+        "test_size",
+        "init_std",
+        "init_scale",
+        "last_init",
+        "hidden_init",
+        "shifts",
+        "wd_shift",
+        "wd_every",
+        "average_last",
+    )
 
     def check_flat(self, changes: dict) -> None:
         """The run's seeds in their own terms before the stream's seed follows them (``nested_changes``)."""
@@ -242,7 +294,7 @@ class NetTrainConfig(EngineFlatConfig):
         return out
 
     @classmethod
-    def from_dict(cls, fields: dict) -> "NetTrainConfig":
+    def from_dict(cls, fields: dict) -> NetTrainConfig:
         unknown = set(fields) - set(cls.JSON_KEYS)
         if unknown:
             raise ValueError(f"unknown NetTrainConfig field(s): {', '.join(sorted(unknown))}")
@@ -288,10 +340,10 @@ probe as the starting head (no decay) 74.0. Round-half-up decay has a dead zone:
 against the +-1 random walk of sign-SPSA (without it the mean |w - w0| after 4 000 steps is ~33 LSB,
 the size of the calibrated first layer's weights). The label-free PCA start of the hidden layer
 (``hidden_init="pca"``: its fixed features carry a probe of 71.5 / 72.7 / 74.1 % test against 62.9 /
-63.7 / 62.1 % for the normal start, seeds 1-3; ``experiments/probe_hidden_features.py``) does not help ZO: the validation average of the last 8
-checkpoints is 74.2 / 68.9 without decay, 71.7 / 66.8 with this decay (it erodes the directions), 75.4 /
+63.7 / 62.1 % for the normal start, seeds 1-3; ``experiments/probe_hidden_features.py``) does not help ZO: the
+validation average of the last 8 checkpoints is 74.2 / 68.9 without decay, 71.7 / 66.8 with this decay (it erodes the
+directions), 75.4 /
 69.5 with wd_shift 7, 72.5 / 69.9 with margin 8192, all below the 76.4 / 69.9 of ``TUNED_WD``."""
-
 
 
 def host_g(logits_plus, logits_minus, labels, config: NetTrainConfig, act_exponent: int) -> tuple[int, float, float]:
@@ -317,8 +369,9 @@ def progress_bar(progress: bool, total: int, desc: str):
 
 
 # -- training --------------------------------------------------------------------------------------
-def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData | None = None,
-                   probe: bool = True) -> dict:
+def train_int8_net(
+    config: NetTrainConfig, progress: bool = False, data: NetData | None = None, probe: bool = True
+) -> dict:
     """Golden INT8 ZO training of ``config.net`` with the engine's exact step (module docstring).
 
     Returns a summary with (at least) ``test_accuracy`` (best-validation checkpoint, or the average of the
@@ -366,8 +419,14 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
             first_saturated = step + 1
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             val = engine_accuracy(engine, data.x["val"], data.y["val"])
-            curve.append({"step": step + 1, "forward_passes": 2 * (step + 1), "val_accuracy": val,
-                          "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:]))})
+            curve.append(
+                {
+                    "step": step + 1,
+                    "forward_passes": 2 * (step + 1),
+                    "val_accuracy": val,
+                    "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
+                }
+            )
             checkpoints.append(engine.flat.copy())
             if val > best_val:
                 best_val, best_step, best_w = val, step + 1, engine.flat.copy()
@@ -383,29 +442,48 @@ def train_int8_net(config: NetTrainConfig, progress: bool = False, data: NetData
         if n <= len(checkpoints):
             engine.load_weights(average_weights(checkpoints[-n:]))
             averages[n] = engine_accuracy(engine, data.x["val"], data.y["val"])
-    model_w = average_weights(checkpoints[-config.average_last:]) if config.average_last else best_w
+    model_w = average_weights(checkpoints[-config.average_last :]) if config.average_last else best_w
     engine.load_weights(model_w)
     summary = {
-        "net": config.net, "loss": config.loss, "g_mode": config.g_mode if config.loss == "on-chip" else "host",
-        "strategy": config.stream.strategy, "seed": config.seed, "split_seed": config.seed, "steps": config.steps,
+        "net": config.net,
+        "loss": config.loss,
+        "g_mode": config.g_mode if config.loss == "on-chip" else "host",
+        "strategy": config.stream.strategy,
+        "seed": config.seed,
+        "split_seed": config.seed,
+        "steps": config.steps,
         "test_accuracy": engine_accuracy(engine, data.x["test"], data.y["test"]),
-        "start_accuracy": start_test, "final_test_accuracy": final_test,
-        "best_step": best_step, "best_val_accuracy": best_val, "start_val_accuracy": start_val,
-        "model": f"mean of the last {config.average_last} checkpoints" if config.average_last else "best-validation checkpoint",
+        "start_accuracy": start_test,
+        "final_test_accuracy": final_test,
+        "best_step": best_step,
+        "best_val_accuracy": best_val,
+        "start_val_accuracy": start_val,
+        "model": f"mean of the last {config.average_last} checkpoints"
+        if config.average_last
+        else "best-validation checkpoint",
         "model_val_accuracy": averages[config.average_last] if config.average_last else best_val,
         "checkpoint_average_val": {str(n): v for n, v in averages.items()},
-        "forward_passes": 2 * config.steps, "seconds_per_step": seconds / config.steps, "curve": curve,
+        "forward_passes": 2 * config.steps,
+        "seconds_per_step": seconds / config.steps,
+        "curve": curve,
         "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),
         "train_loss_end": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
-        "zero_g_steps": int(zero_g), "g_saturated_steps": int(saturated_g),
+        "zero_g_steps": int(zero_g),
+        "g_saturated_steps": int(saturated_g),
         "g_saturated_first_step": first_saturated,
-        "act_exponent": data.act_exponent, "logit_exponent": logit_exponent(net, data.act_exponent),
-        "shifts": [l.shift for l in net.layers[:-1]], "weights": net.weights,
+        "act_exponent": data.act_exponent,
+        "logit_exponent": logit_exponent(net, data.act_exponent),
+        "shifts": [l.shift for l in net.layers[:-1]],
+        "weights": net.weights,
         "weight_range": [int(model_w.min()), int(model_w.max())],
         "final_weights_digest": weights_digest(final_w),
         "weight_change_lsb": float(np.abs(final_w - np.concatenate([w.ravel() for w in weights])).mean()),
-        "init": init, "train_size": train_size, "val_size": len(data.y["val"]), "test_size": len(data.y["test"]),
-        "data": data.info, "config": config.to_dict(),
+        "init": init,
+        "train_size": train_size,
+        "val_size": len(data.y["val"]),
+        "test_size": len(data.y["test"]),
+        "data": data.info,
+        "config": config.to_dict(),
     }
     if probe and NET_TASKS[config.net] != "digits":
         summary.update(float_probe(data))

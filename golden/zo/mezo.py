@@ -77,7 +77,7 @@ class TrainableLayout:
     dim: int
 
     @classmethod
-    def of(cls, params: Mapping[str, np.ndarray], names: Sequence[str]) -> "TrainableLayout":
+    def of(cls, params: Mapping[str, np.ndarray], names: Sequence[str]) -> TrainableLayout:
         names = tuple(names)
         if not names:
             raise ValueError("trainable must name at least one parameter")

@@ -56,7 +56,7 @@ def digits_split(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     images, _ = _digits()
     order = np.random.default_rng([seed, 0xD1]).permutation(len(images))
     a, b, _ = DIGITS_SPLIT
-    return order[:a], order[a:a + b], order[a + b:]
+    return order[:a], order[a : a + b], order[a + b :]
 
 
 def quantize_digits(pixels) -> np.ndarray:
@@ -70,13 +70,24 @@ def _load_data(net: str, seed: int, shots: int, test_size: int) -> NetData:
         images, labels = _digits()
         splits = dict(zip(("train", "val", "test"), digits_split(seed)))
         x = {n: quantize_digits(images[i]) for n, i in splits.items()}
-        return NetData(x, {n: labels[i] for n, i in splits.items()},
-                       {n: np.ldexp(v.astype(np.float64), DIGITS_EXPONENT) for n, v in x.items()},
-                       DIGITS_EXPONENT, 10, {"data": "sklearn digits", "split": list(DIGITS_SPLIT)})
+        return NetData(
+            x,
+            {n: labels[i] for n, i in splits.items()},
+            {n: np.ldexp(v.astype(np.float64), DIGITS_EXPONENT) for n, v in x.items()},
+            DIGITS_EXPONENT,
+            10,
+            {"data": "sklearn digits", "split": list(DIGITS_SPLIT)},
+        )
     head = Int8TrainConfig(shots=shots, seed=seed, test_size=test_size)
     task = Int8Task.load(head)
-    return NetData(task.x, task.y, task.float_x, task.act_exponent, task.classes,
-                   {"data": head.task, "shots": shots, "features": "int8 MiniLM embeddings (int8_head.Int8Task)"})
+    return NetData(
+        task.x,
+        task.y,
+        task.float_x,
+        task.act_exponent,
+        task.classes,
+        {"data": head.task, "shots": shots, "features": "int8 MiniLM embeddings (int8_head.Int8Task)"},
+    )
 
 
 def load_data(config) -> NetData:
@@ -92,7 +103,8 @@ def float_probe(data: NetData) -> dict:
     (fitted once per data object)."""
     if data.probe_accuracy is None:
         # L2 chosen on the validation split (golden.lm.probe.L2_GRID), never on test
-        w, b, _ = fit_linear_probe_val(data.float_x["train"], data.y["train"], data.float_x["val"],
-                                       data.y["val"], data.classes)
+        w, b, _ = fit_linear_probe_val(
+            data.float_x["train"], data.y["train"], data.float_x["val"], data.y["val"], data.classes
+        )
         data.probe_accuracy = float(((data.float_x["test"] @ w.T + b).argmax(axis=1) == data.y["test"]).mean())
     return {"float_probe_test_accuracy": data.probe_accuracy}

@@ -14,7 +14,7 @@ def engine_logits(engine: NetEngine, x) -> np.ndarray:
     b = engine.config.array.batch
     out = []
     for s in range(0, len(x), b):
-        chunk = x[s:s + b]
+        chunk = x[s : s + b]
         n = len(chunk)
         if n < b:
             chunk = np.concatenate([chunk, np.zeros((b - n, x.shape[1]), dtype=np.int64)])
@@ -37,5 +37,7 @@ def average_weights(checkpoints) -> np.ndarray:
     rounded half up (floor(mean + 1/2)); always within [-127, 127]."""
     stack = np.asarray(checkpoints, dtype=np.int64)
     if stack.ndim != 2 or len(stack) == 0:
-        raise ValueError(f"checkpoints must be a non-empty list of equal-length weight vectors, got shape {stack.shape}")
+        raise ValueError(
+            f"checkpoints must be a non-empty list of equal-length weight vectors, got shape {stack.shape}"
+        )
     return np.floor_divide(2 * stack.sum(axis=0) + len(stack), 2 * len(stack))

@@ -45,10 +45,18 @@ def probe_head(h_train, y_train, h_val, y_val, classes: int) -> tuple[np.ndarray
     h_val = np.asarray(h_val, dtype=np.float64) / rms
     w, b, l2 = fit_linear_probe_val(h_train / rms, y_train, h_val, y_val, classes)
     val = float(((h_val @ w.T + b).argmax(axis=1) == np.asarray(y_val)).mean())
-    w_q = saturate(np.floor(np.asarray(w, dtype=np.float64) * (WEIGHT_MAX / max(float(np.abs(w).max()), 1e-12)) + 0.5),
-                   WEIGHT_MIN, WEIGHT_MAX)
-    return w_q, {"layer": "last", "start": "probe", "probe_l2": l2, "probe_val_accuracy": round(val, 4),
-                 "probe_bias_dropped": [round(float(v), 4) for v in b]}
+    w_q = saturate(
+        np.floor(np.asarray(w, dtype=np.float64) * (WEIGHT_MAX / max(float(np.abs(w).max()), 1e-12)) + 0.5),
+        WEIGHT_MIN,
+        WEIGHT_MAX,
+    )
+    return w_q, {
+        "layer": "last",
+        "start": "probe",
+        "probe_l2": l2,
+        "probe_val_accuracy": round(val, 4),
+        "probe_bias_dropped": [round(float(v), 4) for v in b],
+    }
 
 
 def pca_directions(h, outputs: int) -> np.ndarray:
@@ -61,16 +69,16 @@ def pca_directions(h, outputs: int) -> np.ndarray:
     h = np.asarray(h, dtype=np.float64)
     half = outputs // 2
     if outputs % 2 or half > min(h.shape):
-        raise ValueError(f"pca init needs an even width of at most 2 x min(examples, inputs) = {2 * min(h.shape)}, "
-                         f"got {outputs}")
+        raise ValueError(
+            f"pca init needs an even width of at most 2 x min(examples, inputs) = {2 * min(h.shape)}, got {outputs}"
+        )
     _, _, vt = np.linalg.svd(h - h.mean(axis=0), full_matrices=False)
     v = vt[:half]
     v = v * np.where(v[np.arange(half), np.abs(v).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]
     return np.concatenate([v, -v])
 
 
-def init_weights(config, x_train: np.ndarray, data: "NetData | None" = None
-                 ) -> tuple[list[np.ndarray], dict]:
+def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tuple[list[np.ndarray], dict]:
     """The seeded, calibrated int8 start (module docstring) of ``config`` (a ``NetTrainConfig``) and its
     statistics (``last_init="probe"`` needs ``data``: the validation split chooses the probe's L2)."""
     net = config.net_config
@@ -101,17 +109,24 @@ def init_weights(config, x_train: np.ndarray, data: "NetData | None" = None
         scale = config.init_scale * target / max(float(pre.std()), 1e-12)
         w = saturate(np.floor(w0 * scale + 0.5), WEIGHT_MIN, WEIGHT_MAX)
         acc = h @ w.T
-        entry = {"layer": i, "directions": config.hidden_init if i < last else "normal", "scale": round(scale, 4),
-                 "weight_std": round(float(w.std()), 3),
-                 "weight_saturated": round(float(np.mean(np.abs(w) == WEIGHT_MAX)), 5)}
+        entry = {
+            "layer": i,
+            "directions": config.hidden_init if i < last else "normal",
+            "scale": round(scale, 4),
+            "weight_std": round(float(w.std()), 3),
+            "weight_saturated": round(float(np.mean(np.abs(w) == WEIGHT_MAX)), 5),
+        }
         if i < last:
             pre_q = round_shift(acc, layer.shift)
             h = saturate(pre_q, 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
             if h_val is not None:
                 h_val = saturate(round_shift(h_val @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
-            entry.update(pre_std=round(float(pre_q.std()), 2), act_mean=round(float(h.mean()), 2),
-                         act_saturated=round(float(np.mean(h == WEIGHT_MAX)), 5),
-                         act_zero=round(float(np.mean(h == 0)), 4))
+            entry.update(
+                pre_std=round(float(pre_q.std()), 2),
+                act_mean=round(float(h.mean()), 2),
+                act_saturated=round(float(np.mean(h == WEIGHT_MAX)), 5),
+                act_zero=round(float(np.mean(h == 0)), 4),
+            )
         else:
             entry["logit_std"] = round(float(acc.std()), 1)
         weights.append(w)

@@ -47,7 +47,8 @@ from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.lm.minilm import MiniLM, TokenBatch, l2_normalize, load_minilm
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.losses import check_blowup, cross_entropy
-from pezo.golden.zo.families import FAMILIES, FAMILY_OPTIONS as _OPTIONS_BY_FAMILY, make_sampler
+from pezo.golden.zo.families import FAMILIES, make_sampler
+from pezo.golden.zo.families import FAMILY_OPTIONS as _OPTIONS_BY_FAMILY
 from pezo.golden.zo.mezo import MeZO, MeZOConfig, no_decay
 
 HEAD_INITS = ("probe", "prototype", "zeros")
@@ -106,14 +107,15 @@ class TrainConfig:
         for name, _ in self.family_options:
             if name not in FAMILY_OPTIONS:
                 raise ValueError(f"family option must be one of {', '.join(FAMILY_OPTIONS)}, got {name!r}")
-        self.mezo  # validates lr, eps, queries, weight_decay, mode
+        self.mezo  # noqa: B018 - validates lr, eps, queries, weight_decay, mode
 
     @property
     def mezo(self) -> MeZOConfig:
-        return MeZOConfig(lr=self.lr, eps=self.eps, queries=self.queries, weight_decay=self.weight_decay,
-                          mode=self.mode)
+        return MeZOConfig(
+            lr=self.lr, eps=self.eps, queries=self.queries, weight_decay=self.weight_decay, mode=self.mode
+        )
 
-    def replace(self, **changes) -> "TrainConfig":
+    def replace(self, **changes) -> TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -123,6 +125,7 @@ class TrainConfig:
 
 
 # -- the frozen prefix ------------------------------------------------------------------------------
+
 
 class PrefixCache:
     """Per-example inputs of the first trainable layer (unpadded), for a fixed list of texts.
@@ -136,14 +139,14 @@ class PrefixCache:
         if tokens:
             enc = model.tokenize(texts, max_length=max_length)
             lengths = enc.mask.sum(axis=1).astype(int)
-            self.rows = [enc.ids[i, :lengths[i]] for i in range(n)]
+            self.rows = [enc.ids[i, : lengths[i]] for i in range(n)]
             return
         cache = model.hidden_states(texts, layer, progress=progress, max_length=max_length)
         self.rows = [None] * n
         for batch in cache:
             lengths = batch.mask.sum(axis=1).astype(int)
             for j, i in enumerate(batch.indices):
-                self.rows[int(i)] = np.ascontiguousarray(batch.hidden[j, :lengths[j]])
+                self.rows[int(i)] = np.ascontiguousarray(batch.hidden[j, : lengths[j]])
         if layer == model.config.num_hidden_layers:  # only the head trains: keep the sentence embedding
             self.rows = list(l2_normalize(np.stack([r.mean(axis=0) for r in self.rows])))
 
@@ -156,20 +159,21 @@ class PrefixCache:
         width = max(len(r) for r in rows)
         mask = np.zeros((len(rows), width), dtype=np.float32)
         for j, r in enumerate(rows):
-            mask[j, :len(r)] = 1
+            mask[j, : len(r)] = 1
         if self.tokens:
             ids = np.zeros((len(rows), width), dtype=np.int64)
             for j, r in enumerate(rows):
-                ids[j, :len(r)] = r
+                ids[j, : len(r)] = r
             hidden = model.embed(TokenBatch(ids, mask), params)
         else:
             hidden = np.zeros((len(rows), width, rows[0].shape[1]), dtype=np.float32)
             for j, r in enumerate(rows):
-                hidden[j, :len(r)] = r
+                hidden[j, : len(r)] = r
         return l2_normalize(model.forward_from(self.layer, hidden, mask, params))
 
 
 # -- the run ----------------------------------------------------------------------------------------
+
 
 @dataclass
 class TrainResult:
@@ -216,8 +220,12 @@ class ZOTask:
         key = (config.task, config.shots, config.seed, config.test_size, first, tokens, config.max_length)
         if _PREFIX_MEMO.get("key") != key:  # runs of one split in one process share the frozen prefix
             _PREFIX_MEMO.clear()
-            _PREFIX_MEMO.update(key=key, cache=PrefixCache(model, [texts[i] for i in order], first, tokens,
-                                                           config.max_length, progress=progress))
+            _PREFIX_MEMO.update(
+                key=key,
+                cache=PrefixCache(
+                    model, [texts[i] for i in order], first, tokens, config.max_length, progress=progress
+                ),
+            )
         self.cache = _PREFIX_MEMO["cache"]
         classes = len(data.classes)
         hidden = model.config.hidden_size
@@ -226,8 +234,13 @@ class ZOTask:
         self.head_init_l2 = None
         if config.head_init == "probe":  # L2 chosen on the few-shot validation split, never on test
             weight, bias, self.head_init_l2 = fit_linear_probe_val(
-                self.embeddings(split.train, self.params), self.labels[split.train],
-                self.embeddings(split.val, self.params), self.labels[split.val], classes, scale=config.head_scale)
+                self.embeddings(split.train, self.params),
+                self.labels[split.train],
+                self.embeddings(split.val, self.params),
+                self.labels[split.val],
+                classes,
+                scale=config.head_scale,
+            )
             self.params[HEAD_WEIGHT][...] = weight
             self.params[HEAD_BIAS][...] = bias
         elif config.head_init == "prototype":
@@ -251,7 +264,7 @@ class ZOTask:
     def accuracy(self, indices, params, batch: int = 64) -> float:
         correct = 0
         for start in range(0, len(indices), batch):
-            part = indices[start:start + batch]
+            part = indices[start : start + batch]
             correct += int((self.logits(part, params).argmax(axis=1) == self.labels[part]).sum())
         return correct / len(indices)
 
@@ -269,7 +282,7 @@ def batches(train: np.ndarray, batch_size: int, rng: np.random.Generator):
     while True:
         order = rng.permutation(train)
         for start in range(0, len(order) - size + 1, size):
-            yield order[start:start + size]
+            yield order[start : start + size]
 
 
 def train(config: TrainConfig, progress: bool = False, keep: bool = False, stop_on_blowup: bool = False) -> TrainResult:
@@ -293,13 +306,14 @@ def train(config: TrainConfig, progress: bool = False, keep: bool = False, stop_
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=config.steps, desc=f"{config.family} {config.task} k={config.shots}", unit="step",
-                   file=sys.stderr)
+        bar = tqdm(
+            total=config.steps, desc=f"{config.family} {config.task} k={config.shots}", unit="step", file=sys.stderr
+        )
     train_seconds = 0.0
     for step in range(config.steps):
         batch = next(stream)
         t0 = time.perf_counter()
-        record = optimiser.step(step, lambda params: task.loss(batch, params))
+        record = optimiser.step(step, lambda params: task.loss(batch, params))  # noqa: B023 - called now
         train_seconds += time.perf_counter() - t0
         if not math.isfinite(record.loss):
             raise FloatingPointError(f"loss is not finite at step {step} (lr={config.lr}, eps={config.eps})")
@@ -323,15 +337,30 @@ def train(config: TrainConfig, progress: bool = False, keep: bool = False, stop_
     best_params = dict(task.params, **best)
     test_accuracy = final_test if best_step == config.steps else task.accuracy(split.test, best_params)
     summary = {
-        "family": config.family, "task": config.task, "shots": config.shots, "steps": config.steps,
-        "seed": config.seed, "test_accuracy": test_accuracy, "start_accuracy": start_accuracy,
+        "family": config.family,
+        "task": config.task,
+        "shots": config.shots,
+        "steps": config.steps,
+        "seed": config.seed,
+        "test_accuracy": test_accuracy,
+        "start_accuracy": start_accuracy,
         "seconds_per_step": train_seconds / config.steps,
-        "final_test_accuracy": final_test, "best_step": best_step, "best_val_accuracy": best_val,
-        "start_val_accuracy": start_val, "val_history": val_history, "head_init_l2": task.head_init_l2,
-        "train_loss_start": float(np.mean(losses[:20])), "train_loss_end": float(np.mean(losses[-20:])),
-        "trainable": config.trainable, "trainable_params": sampler.dim, "forward_passes": 2 * config.queries * config.steps,
-        "train_size": int(len(split.train)), "val_size": int(len(split.val)), "test_size": int(len(split.test)),
-        "sampler": sampler.describe(), "config": config.to_dict(),
+        "final_test_accuracy": final_test,
+        "best_step": best_step,
+        "best_val_accuracy": best_val,
+        "start_val_accuracy": start_val,
+        "val_history": val_history,
+        "head_init_l2": task.head_init_l2,
+        "train_loss_start": float(np.mean(losses[:20])),
+        "train_loss_end": float(np.mean(losses[-20:])),
+        "trainable": config.trainable,
+        "trainable_params": sampler.dim,
+        "forward_passes": 2 * config.queries * config.steps,
+        "train_size": int(len(split.train)),
+        "val_size": int(len(split.val)),
+        "test_size": int(len(split.test)),
+        "sampler": sampler.describe(),
+        "config": config.to_dict(),
     }
     final = {n: task.params[n].copy() for n in task.trainable} if keep else {}
     return TrainResult(config, summary, records, start_params, final)

@@ -54,13 +54,32 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, MAX_LAYERS, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
-from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_BITS, G_FRAC_BITS, G_MAX, G_MIN, UPDATE_LATENCY,
-                                          WD_EVERY_BITS, WD_SHIFT_RANGE)
+from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.zo_engine import (
+    FORWARD_LATENCY,
+    G_BITS,
+    G_FRAC_BITS,
+    G_MAX,
+    G_MIN,
+    UPDATE_LATENCY,
+    WD_EVERY_BITS,
+    WD_SHIFT_RANGE,
+)
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, index_bits,
-                                     int8_lanes, logit_read, requantize, saturate, tree_sum, weight_write)
+from pezo.hw.engine.pe_array import (
+    PE_LATENCY,
+    SHIFT_BITS,
+    ArrayShape,
+    PEArray,
+    index_bits,
+    int8_lanes,
+    logit_read,
+    requantize,
+    saturate,
+    tree_sum,
+    weight_write,
+)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
@@ -76,9 +95,17 @@ assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
-    return data.StructLayout({"hidden": 1, "layer": index_bits(len(cfg.layers)), "o": index_bits(widest),
-                              "o_word": index_bits(-(-widest // cfg.array.cols)), "o_lane": index_bits(cfg.array.cols),
-                              "pas": 1, "tile": index_bits(cfg.array.tiles)})
+    return data.StructLayout(
+        {
+            "hidden": 1,
+            "layer": index_bits(len(cfg.layers)),
+            "o": index_bits(widest),
+            "o_word": index_bits(-(-widest // cfg.array.cols)),
+            "o_lane": index_bits(cfg.array.cols),
+            "pas": 1,
+            "tile": index_bits(cfg.array.tiles),
+        }
+    )
 
 
 def _hidden_words(cfg: NetConfig) -> int:
@@ -89,6 +116,7 @@ def _hidden_words(cfg: NetConfig) -> int:
 @dataclass
 class _Ports:
     """The memory ports of ``NetEngine._elaborate_blocks`` (``h_*``: the hidden buffer, None for one layer)."""
+
     w_read: object
     w_write: object
     x_read: object
@@ -105,6 +133,7 @@ class _Ports:
 class _Queue:
     """The batch queue's banks (``rp``: head, ``wp``: being loaded), its ``release`` input (driven by the
     controller) and ``batch_ready`` (the head bank holds a batch)."""
+
     rp: Signal
     wp: Signal
     release: Signal
@@ -116,6 +145,7 @@ class _Control:
     """What the controller (S0) shares: the operands sampled with ``start``, the decay decision, the walk
     position of the word issued this cycle, the strobes, and the signals later stages drive for it
     (``loss``, ``g_formed``)."""
+
     g: Signal
     mode: Signal
     margin: Signal
@@ -146,6 +176,7 @@ class _Control:
 @dataclass
 class _Stage1:
     """The S1 registers the update reads (``p``, ``valid1``, ``update1``, ``addr1``) and the S2 weight word."""
+
     p: Signal
     valid1: Signal
     update1: Signal
@@ -161,28 +192,57 @@ class NetEngine(ConfigComponent):
 
         def members_for(self, cfg):
             members = {
-                "start": In(1), "op": In(2), "steps": In(unsigned(STEP_BITS)), "g": In(signed(G_BITS)),
-                "g_mode": In(2), "margin": In(unsigned(MARGIN_BITS - 1)), "g_lr": In(signed(G_BITS)),
+                "start": In(1),
+                "op": In(2),
+                "steps": In(unsigned(STEP_BITS)),
+                "g": In(signed(G_BITS)),
+                "g_mode": In(2),
+                "margin": In(unsigned(MARGIN_BITS - 1)),
+                "g_lr": In(signed(G_BITS)),
                 "g_shift": In(unsigned(G_SHIFT_RANGE[1].bit_length())),
-                "wd_shift": In(unsigned(WD_SHIFT_RANGE[1].bit_length())), "wd_every": In(unsigned(WD_EVERY_BITS)),
-                "busy": Out(1), "done": Out(1), "cycles": Out(32), "wait_cycles": Out(32),
-                "step_done": Out(1), "steps_done": Out(unsigned(STEP_BITS)),
-                "loss_plus": Out(unsigned(LOSS_BITS)), "loss_minus": Out(unsigned(LOSS_BITS)),
-                "g_used": Out(signed(G_BITS)), "last_bank": Out(1),
-                "w_addr": In(unsigned(index_bits(cfg.memory_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
-                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
+                "wd_shift": In(unsigned(WD_SHIFT_RANGE[1].bit_length())),
+                "wd_every": In(unsigned(WD_EVERY_BITS)),
+                "busy": Out(1),
+                "done": Out(1),
+                "cycles": Out(32),
+                "wait_cycles": Out(32),
+                "step_done": Out(1),
+                "steps_done": Out(unsigned(STEP_BITS)),
+                "loss_plus": Out(unsigned(LOSS_BITS)),
+                "loss_minus": Out(unsigned(LOSS_BITS)),
+                "g_used": Out(signed(G_BITS)),
+                "last_bank": Out(1),
+                "w_addr": In(unsigned(index_bits(cfg.memory_words))),
+                "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_we": In(1),
+                "w_rdata": Out(int8_lanes(cfg.array.cols)),
                 "x_example": In(unsigned(index_bits(cfg.array.batch))),
                 "x_word": In(unsigned(index_bits(cfg.inputs // cfg.array.cols))),
-                "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
-                "y_example": In(unsigned(index_bits(cfg.array.batch))), "y_label": In(unsigned(index_bits(cfg.outputs))),
-                "y_we": In(1), "push": In(1), "load_ready": Out(1), "load_bank": Out(1), "queued": Out(2),
-                "logit_bank": In(1), "logit_pass": In(1), "logit_example": In(unsigned(index_bits(cfg.array.batch))),
-                "logit_output": In(unsigned(index_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
-                "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
+                "x_wdata": In(int8_lanes(cfg.array.cols)),
+                "x_we": In(1),
+                "y_example": In(unsigned(index_bits(cfg.array.batch))),
+                "y_label": In(unsigned(index_bits(cfg.outputs))),
+                "y_we": In(1),
+                "push": In(1),
+                "load_ready": Out(1),
+                "load_bank": Out(1),
+                "queued": Out(2),
+                "logit_bank": In(1),
+                "logit_pass": In(1),
+                "logit_example": In(unsigned(index_bits(cfg.array.batch))),
+                "logit_output": In(unsigned(index_bits(cfg.outputs))),
+                "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit": Out(signed(ACC_BITS)),
+                "logit_q": Out(signed(8)),
             }
             if any(l.bias for l in cfg.layers):
-                members.update({"b_addr": In(unsigned(index_bits(cfg.total_outputs))), "b_wdata": In(signed(ACC_BITS)),
-                                "b_we": In(1)})
+                members.update(
+                    {
+                        "b_addr": In(unsigned(index_bits(cfg.total_outputs))),
+                        "b_wdata": In(signed(ACC_BITS)),
+                        "b_we": In(1),
+                    }
+                )
             return members
 
     def elaborate(self, platform):
@@ -213,20 +273,22 @@ class NetEngine(ConfigComponent):
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
         m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_shape.size, bias=has_bias))
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
-        m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0,
-                                                    init=[])
-        m.submodules.label_mem = label_mem = Memory(shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T,
-                                                    init=[])
-        m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O,
-                                                    init=[])
+        m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0, init=[])
+        m.submodules.label_mem = label_mem = Memory(
+            shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T, init=[]
+        )
+        m.submodules.logit_mem = logit_mem = Memory(
+            shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O, init=[]
+        )
         w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
         x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
         h_read = h_write = None
         if L > 1:
-            m.submodules.hidden_mem = hidden_mem = Memory(shape=data.ArrayLayout(signed(8), R * C),
-                                                          depth=2 * hidden_words, init=[])
+            m.submodules.hidden_mem = hidden_mem = Memory(
+                shape=data.ArrayLayout(signed(8), R * C), depth=2 * hidden_words, init=[]
+            )
             h_read, h_write = hidden_mem.read_port(), hidden_mem.write_port(granularity=1)
         return stream, pe, _Ports(w_read, w_write, x_read, x_write, y_read, y_write, l_read, l_write, h_read, h_write)
 
@@ -245,8 +307,11 @@ class NetEngine(ConfigComponent):
         m.d.sync += full.eq((full | set_bits) & ~clear_bits)
         with m.If(release):
             m.d.sync += rp.eq(~rp)
-        m.d.comb += [self.load_ready.eq(~full.bit_select(wp, 1)), self.load_bank.eq(wp),
-                     self.queued.eq(full[0] + full[1])]
+        m.d.comb += [
+            self.load_ready.eq(~full.bit_select(wp, 1)),
+            self.load_bank.eq(wp),
+            self.queued.eq(full[0] + full[1]),
+        ]
         batch_ready = full.bit_select(rp, 1)
         return _Queue(rp, wp, release, batch_ready)
 
@@ -271,22 +336,27 @@ class NetEngine(ConfigComponent):
         def decide_decay(every):
             acts = (decay_count + 1) >= every
             return [decay_on.eq(acts), decay_count.eq(Mux(acts, 0, decay_count + 1))]
+
         steps_left = Signal(unsigned(STEP_BITS))
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
         word = Signal(range(max(cfg.weight_words, 2)))
         # Amaranth's tracer cannot name these two (the generator inside the call): ``$signal`` in the Verilog
-        j, o = (Signal(range(max(l.inputs // C for l in cfg.layers) + 1)),
-                Signal(range(max(l.outputs for l in cfg.layers) + 1)))
+        j, o = (
+            Signal(range(max(l.inputs // C for l in cfg.layers) + 1)),
+            Signal(range(max(l.outputs for l in cfg.layers) + 1)),
+        )
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
         perturbing = op != OP_INFER
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
-        m.d.comb += [j_last.eq(_select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
-                     o_last.eq(_select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
-                     last_layer.eq(layer == L - 1)]
+        m.d.comb += [
+            j_last.eq(_select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
+            o_last.eq(_select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
+            last_layer.eq(layer == L - 1),
+        ]
         row_done = j_last
         layer_done = j_last & o_last
         last_word = word == cfg.weight_words - 1
@@ -301,12 +371,26 @@ class NetEngine(ConfigComponent):
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [op.eq(self.op), g.eq(self.g), mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
-                                 margin.eq(self.margin), g_lr.eq(self.g_lr), g_shift.eq(self.g_shift),
-                                 wd_shift.eq(self.wd_shift), wd_every.eq(self.wd_every),
-                                 steps_left.eq(self.steps), self.done.eq(0), self.cycles.eq(0),
-                                 self.wait_cycles.eq(0), self.steps_done.eq(0), self.busy.eq(1),
-                                 updating.eq(self.op == OP_UPDATE), sign.eq(0), tile.eq(0), *reset_walk]
+                    m.d.sync += [
+                        op.eq(self.op),
+                        g.eq(self.g),
+                        mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
+                        margin.eq(self.margin),
+                        g_lr.eq(self.g_lr),
+                        g_shift.eq(self.g_shift),
+                        wd_shift.eq(self.wd_shift),
+                        wd_every.eq(self.wd_every),
+                        steps_left.eq(self.steps),
+                        self.done.eq(0),
+                        self.cycles.eq(0),
+                        self.wait_cycles.eq(0),
+                        self.steps_done.eq(0),
+                        self.busy.eq(1),
+                        updating.eq(self.op == OP_UPDATE),
+                        sign.eq(0),
+                        tile.eq(0),
+                        *reset_walk,
+                    ]
                     with m.If(self.op == OP_UPDATE):
                         m.d.sync += decide_decay(self.wd_every)
                         m.next = "COMMAND"
@@ -362,11 +446,21 @@ class NetEngine(ConfigComponent):
             with m.State("FORWARD_DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
-                    m.d.sync += [parity.eq(~parity), self.last_bank.eq(parity), self.loss_plus.eq(loss[0]),
-                                 self.loss_minus.eq(loss[1])]
+                    m.d.sync += [
+                        parity.eq(~parity),
+                        self.last_bank.eq(parity),
+                        self.loss_plus.eq(loss[0]),
+                        self.loss_minus.eq(loss[1]),
+                    ]
                     with m.If(op == OP_TRAIN):
-                        m.d.sync += [g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)), updating.eq(1),
-                                     sign.eq(0), tile.eq(0), *reset_walk, *decide_decay(wd_every)]
+                        m.d.sync += [
+                            g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
+                            updating.eq(1),
+                            sign.eq(0),
+                            tile.eq(0),
+                            *reset_walk,
+                            *decide_decay(wd_every),
+                        ]
                         m.next = "COMMAND"
                     with m.Else():
                         m.next = "FINISH"
@@ -374,8 +468,12 @@ class NetEngine(ConfigComponent):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
                     with m.If(op == OP_TRAIN):
-                        m.d.sync += [self.step_done.eq(1), self.steps_done.eq(self.steps_done + 1),
-                                     self.g_used.eq(g), steps_left.eq(steps_left - 1)]
+                        m.d.sync += [
+                            self.step_done.eq(1),
+                            self.steps_done.eq(self.steps_done + 1),
+                            self.g_used.eq(g),
+                            steps_left.eq(steps_left - 1),
+                        ]
                         m.next = "BATCH"
                         with m.If(steps_left == 1):
                             m.next = "FINISH"
@@ -390,14 +488,42 @@ class NetEngine(ConfigComponent):
         # simulators evaluate them from time 0)
         first_pass = ~updating & (sign == 0) & (tile == 0)
         commanding, running = fsm.ongoing("COMMAND"), fsm.ongoing("RUN")
-        m.d.comb += [stream.next.eq(commanding & first_pass), stream.rewind.eq(commanding & ~first_pass),
-                     stream.sign.eq(sign), wanting.eq(running & perturbing),
-                     issue.eq(running & (~perturbing | stream.valid)),
-                     release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
-                     clear_loss.eq(fsm.ongoing("BATCH") & batch_ready)]
-        return _Control(g, mode, margin, g_lr, g_shift, wd_shift, decay_on, updating, sign, tile, layer, word, j, o,
-                        o_word, o_lane, parity, perturbing, issue, wanting, row_done, last_layer, loss, clear_loss,
-                        g_formed)
+        m.d.comb += [
+            stream.next.eq(commanding & first_pass),
+            stream.rewind.eq(commanding & ~first_pass),
+            stream.sign.eq(sign),
+            wanting.eq(running & perturbing),
+            issue.eq(running & (~perturbing | stream.valid)),
+            release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
+            clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
+        ]
+        return _Control(
+            g,
+            mode,
+            margin,
+            g_lr,
+            g_shift,
+            wd_shift,
+            decay_on,
+            updating,
+            sign,
+            tile,
+            layer,
+            word,
+            j,
+            o,
+            o_word,
+            o_lane,
+            parity,
+            perturbing,
+            issue,
+            wanting,
+            row_done,
+            last_layer,
+            loss,
+            clear_loss,
+            g_formed,
+        )
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
         """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
@@ -428,22 +554,48 @@ class NetEngine(ConfigComponent):
         valid1, update1, first1, last1, layer0_1 = Signal(), Signal(), Signal(), Signal(), Signal()
         tag0, tag1 = Signal(tag_shape), Signal(tag_shape)
         addr1 = Signal.like(word)
-        m.d.comb += [tag0.hidden.eq(~ctl.last_layer), tag0.layer.eq(layer), tag0.o.eq(o), tag0.o_word.eq(ctl.o_word),
-                     tag0.o_lane.eq(ctl.o_lane), tag0.pas.eq(ctl.sign), tag0.tile.eq(ctl.tile)]
-        m.d.sync += [valid1.eq(ctl.issue), update1.eq(ctl.updating), first1.eq(ctl.j == 0), last1.eq(ctl.row_done),
-                     layer0_1.eq(layer == 0), tag1.eq(tag0), addr1.eq(word),
-                     p.eq(Mux(ctl.perturbing, stream.lanes.as_value(), 0))]
+        m.d.comb += [
+            tag0.hidden.eq(~ctl.last_layer),
+            tag0.layer.eq(layer),
+            tag0.o.eq(o),
+            tag0.o_word.eq(ctl.o_word),
+            tag0.o_lane.eq(ctl.o_lane),
+            tag0.pas.eq(ctl.sign),
+            tag0.tile.eq(ctl.tile),
+        ]
+        m.d.sync += [
+            valid1.eq(ctl.issue),
+            update1.eq(ctl.updating),
+            first1.eq(ctl.j == 0),
+            last1.eq(ctl.row_done),
+            layer0_1.eq(layer == 0),
+            tag1.eq(tag0),
+            addr1.eq(word),
+            p.eq(Mux(ctl.perturbing, stream.lanes.as_value(), 0)),
+        ]
         m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
-        m.d.sync += [w2.eq(w_read.data), p2.eq(p), valid2f.eq(valid1 & ~update1), first2.eq(first1),
-                     last2.eq(last1), layer0_2.eq(layer0_1), tag2.eq(tag1)]
+        m.d.sync += [
+            w2.eq(w_read.data),
+            p2.eq(p),
+            valid2f.eq(valid1 & ~update1),
+            first2.eq(first1),
+            last2.eq(last1),
+            layer0_2.eq(layer0_1),
+            tag2.eq(tag1),
+        ]
         acts = x_read.data.as_value()
         if L > 1:
             acts = Mux(layer0_2, x_read.data.as_value(), h_read.data.as_value())
-        m.d.comb += [pe.valid.eq(valid2f), pe.first.eq(first2), pe.last.eq(last2),
-                     pe.tag.eq(tag2.as_value()), pe.acts.eq(acts)]
+        m.d.comb += [
+            pe.valid.eq(valid2f),
+            pe.first.eq(first2),
+            pe.last.eq(last2),
+            pe.tag.eq(tag2.as_value()),
+            pe.acts.eq(acts),
+        ]
         for c in range(C):
             m.d.comb += pe.weights[c].eq(saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX))
         if any(l.bias for l in cfg.layers):
@@ -465,12 +617,20 @@ class NetEngine(ConfigComponent):
         decays = [Signal(signed(8), name=f"decay_{c}") for c in range(C)]
         old3 = Signal(int8_lanes(C))
         valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [valid2.eq(s1.valid1 & s1.update1), addr2.eq(s1.addr1),
-                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(w2)]
-        wd_minus_1 = (wd_shift - 1)[:wd_shift.shape().width]
+        m.d.sync += [
+            valid2.eq(s1.valid1 & s1.update1),
+            addr2.eq(s1.addr1),
+            valid3.eq(valid2),
+            addr3.eq(addr2),
+            old3.eq(w2),
+        ]
+        wd_minus_1 = (wd_shift - 1)[: wd_shift.shape().width]
         for c in range(C):
-            m.d.sync += [products[c].eq(ctl.g * p[c]), steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
-                         decays[c].eq(Mux((wd_shift == 0) | ~ctl.decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1))]
+            m.d.sync += [
+                products[c].eq(ctl.g * p[c]),
+                steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
+                decays[c].eq(Mux((wd_shift == 0) | ~ctl.decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
+            ]
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
@@ -499,14 +659,19 @@ class NetEngine(ConfigComponent):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
-            m.d.comb += [h_write.addr.eq(h_tag.layer[0] * hidden_words + h_tag.o_word),
-                         h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)]))]
+            m.d.comb += [
+                h_write.addr.eq(h_tag.layer[0] * hidden_words + h_tag.o_word),
+                h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)])),
+            ]
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
             m.d.comb += h_write.en.eq(Mux(h_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
         m.d.comb += logit_base.eq(((ctl.parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
-        m.d.comb += [l_write.addr.eq(logit_base), l_write.data.eq(pe.sums),
-                     l_write.en.eq(pe.out_valid & ~out_tag.hidden)]
+        m.d.comb += [
+            l_write.addr.eq(logit_base),
+            l_write.data.eq(pe.sums),
+            l_write.en.eq(pe.out_valid & ~out_tag.hidden),
+        ]
         self._loss_unit(m, cfg, pe, out_tag, mem.y_read, queue.rp, ctl.margin, ctl.loss, ctl.clear_loss)
 
     def _elaborate_g(self, m, ctl):
@@ -517,8 +682,13 @@ class NetEngine(ConfigComponent):
         m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
         scaled, sign_g = Signal(signed(LOSS_BITS + 2)), Signal(signed(G_BITS))
         m.d.sync += [scaled.eq((diff + half) >> g_shift), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
-        m.d.comb += ctl.g_formed.eq(Mux(mode == G_MODE_CODES["sign"], sign_g,
-                                        Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0)))
+        m.d.comb += ctl.g_formed.eq(
+            Mux(
+                mode == G_MODE_CODES["sign"],
+                sign_g,
+                Mux(mode == G_MODE_CODES["scaled"], saturate(scaled, G_MIN, G_MAX), 0),
+            )
+        )
 
     def _elaborate_host_ports(self, m, cfg, mem, queue):
         """The host's batch writes (``x_*``, ``y_*``) into bank ``write_bank`` while ``load_ready`` (written at
@@ -526,15 +696,17 @@ class NetEngine(ConfigComponent):
         cycles after the address)."""
         R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.inputs // cfg.array.cols
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
-        m.d.comb += [x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
-                     x_write.data.eq(self.x_wdata.as_value().replicate(R))]
+        m.d.comb += [
+            x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
+            x_write.data.eq(self.x_wdata.as_value().replicate(R)),
+        ]
         m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
-        m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R),
-                     y_write.data.eq(self.y_label.replicate(R))]
+        m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
         # read: address -> memory row -> the example's lane (registered) -> requantise (two registers)
-        m.d.comb += l_read.addr.eq(((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O
-                                   + self.logit_output)
+        m.d.comb += l_read.addr.eq(
+            ((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O + self.logit_output
+        )
         logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
     def _bias(self, m, cfg, pe, layer, o):
@@ -544,11 +716,12 @@ class NetEngine(ConfigComponent):
         offsets = [sum(l.outputs for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
         m.submodules.bias_mem = bias_mem = Memory(shape=signed(ACC_BITS), depth=cfg.total_outputs, init=[])
         b_read, b_write = bias_mem.read_port(), bias_mem.write_port()
-        m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata),
-                     b_write.en.eq(self.b_we & ~self.busy)]
+        m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata), b_write.en.eq(self.b_we & ~self.busy)]
         index, uses = Signal(range(cfg.total_outputs + 1)), Signal()
-        m.d.comb += [index.eq(_select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
-                     uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers]))]
+        m.d.comb += [
+            index.eq(_select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
+            uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers])),
+        ]
         index1, uses1, uses2 = Signal.like(index), Signal(), Signal()
         m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
         m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(Mux(uses2, b_read.data, 0))]
@@ -590,7 +763,6 @@ class NetEngine(ConfigComponent):
                 m.d.sync += loss[s].eq(0)
             with m.Elif(v4 & (pas4 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
-
 
 
 def _select(index, values):

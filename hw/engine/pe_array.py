@@ -23,8 +23,8 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.config import check_int
-from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.hw.component import ConfigComponent, ConfigSignature
 
 PE_LATENCY = 4
@@ -114,8 +114,11 @@ def weight_write(m, port, engine, valid, addr, word):
     """The weight memory's write port: the update's ``word`` to ``addr`` while ``valid``, else the host's
     ``engine.w_*`` write while ``engine`` is idle (``w_we``)."""
     host_write = engine.w_we & ~engine.busy
-    m.d.comb += [port.addr.eq(Mux(valid, addr, engine.w_addr)), port.data.eq(Mux(valid, word, engine.w_wdata)),
-                 port.en.eq(valid | host_write)]
+    m.d.comb += [
+        port.addr.eq(Mux(valid, addr, engine.w_addr)),
+        port.data.eq(Mux(valid, word, engine.w_wdata)),
+        port.en.eq(valid | host_write),
+    ]
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,17 @@ class PEArray(ConfigComponent):
 
         def members_for(self, config):
             tag = unsigned(config.tag_bits)
-            members = {"valid": In(1), "first": In(1), "last": In(1), "tag": In(tag),
-                       "weights": In(int8_lanes(config.cols)),
-                       "acts": In(data.ArrayLayout(int8_lanes(config.cols), config.rows)),
-                       "out_valid": Out(1), "out_tag": Out(tag),
-                       "sums": Out(data.ArrayLayout(signed(ACC_BITS), config.rows))}
+            members = {
+                "valid": In(1),
+                "first": In(1),
+                "last": In(1),
+                "tag": In(tag),
+                "weights": In(int8_lanes(config.cols)),
+                "acts": In(data.ArrayLayout(int8_lanes(config.cols), config.rows)),
+                "out_valid": Out(1),
+                "out_tag": Out(tag),
+                "sums": Out(data.ArrayLayout(signed(ACC_BITS), config.rows)),
+            }
             if config.bias:
                 members["bias"] = In(signed(ACC_BITS))
             return members
@@ -160,8 +169,14 @@ class PEArray(ConfigComponent):
         weights = Signal.like(self.weights, name="weights_q")
         acts = Signal.like(self.acts, name="acts_q")
         v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
-        m.d.sync += [weights.eq(self.weights), acts.eq(self.acts),
-                     v0.eq(self.valid), f0.eq(self.first), l0.eq(self.last), t0.eq(self.tag)]
+        m.d.sync += [
+            weights.eq(self.weights),
+            acts.eq(self.acts),
+            v0.eq(self.valid),
+            f0.eq(self.first),
+            l0.eq(self.last),
+            t0.eq(self.tag),
+        ]
         start = 0  # what a ``first`` word's accumulator starts from
         if cfg.bias:  # the bias rides along with its word
             bias = [Signal(signed(ACC_BITS), name=f"bias_{i}") for i in range(3)]

@@ -34,12 +34,22 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.engine.zo_engine import G_BITS, G_FRAC_BITS, UPDATE_LATENCY, FORWARD_LATENCY, EngineConfig
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.engine.zo_engine import FORWARD_LATENCY, G_BITS, G_FRAC_BITS, UPDATE_LATENCY, EngineConfig
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import (LOGIT_READ_LATENCY, PE_LATENCY, SHIFT_BITS, ArrayShape, PEArray, index_bits,
-                                     int8_lanes, logit_read, saturate, tag_bits, weight_write)
+from pezo.hw.engine.pe_array import (
+    PE_LATENCY,
+    SHIFT_BITS,
+    ArrayShape,
+    PEArray,
+    index_bits,
+    int8_lanes,
+    logit_read,
+    saturate,
+    tag_bits,
+    weight_write,
+)
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
@@ -54,16 +64,26 @@ class ZOEngine(ConfigComponent):
 
         def members_for(self, cfg):
             return {
-                "start": In(1), "op": In(2), "g": In(signed(G_BITS)),
-                "busy": Out(1), "done": Out(1), "cycles": Out(32),
-                "w_addr": In(unsigned(index_bits(cfg.weight_words))), "w_wdata": In(int8_lanes(cfg.array.cols)),
-                "w_we": In(1), "w_rdata": Out(int8_lanes(cfg.array.cols)),
+                "start": In(1),
+                "op": In(2),
+                "g": In(signed(G_BITS)),
+                "busy": Out(1),
+                "done": Out(1),
+                "cycles": Out(32),
+                "w_addr": In(unsigned(index_bits(cfg.weight_words))),
+                "w_wdata": In(int8_lanes(cfg.array.cols)),
+                "w_we": In(1),
+                "w_rdata": Out(int8_lanes(cfg.array.cols)),
                 "x_example": In(unsigned(index_bits(cfg.array.batch))),
                 "x_word": In(unsigned(index_bits(cfg.words_per_output))),
-                "x_wdata": In(int8_lanes(cfg.array.cols)), "x_we": In(1),
-                "logit_pass": In(1), "logit_example": In(unsigned(index_bits(cfg.array.batch))),
-                "logit_output": In(unsigned(index_bits(cfg.outputs))), "requant_shift": In(unsigned(SHIFT_BITS)),
-                "logit": Out(signed(ACC_BITS)), "logit_q": Out(signed(8)),
+                "x_wdata": In(int8_lanes(cfg.array.cols)),
+                "x_we": In(1),
+                "logit_pass": In(1),
+                "logit_example": In(unsigned(index_bits(cfg.array.batch))),
+                "logit_output": In(unsigned(index_bits(cfg.outputs))),
+                "requant_shift": In(unsigned(SHIFT_BITS)),
+                "logit": Out(signed(ACC_BITS)),
+                "logit_q": Out(signed(8)),
             }
 
     def elaborate(self, platform):
@@ -74,8 +94,9 @@ class ZOEngine(ConfigComponent):
         m.submodules.pe = pe = PEArray(ArrayShape(cfg.array.rows, cfg.array.cols, tag_bits(cfg)))
         m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.weight_words, init=[])
         m.submodules.act_mem = act_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=T * J, init=[])
-        m.submodules.logit_mem = logit_mem = Memory(shape=data.ArrayLayout(signed(ACC_BITS), R),
-                                                    depth=2 * T * O, init=[])
+        m.submodules.logit_mem = logit_mem = Memory(
+            shape=data.ArrayLayout(signed(ACC_BITS), R), depth=2 * T * O, init=[]
+        )
         w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
         x_read, x_write = act_mem.read_port(), act_mem.write_port(granularity=1)
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
@@ -94,8 +115,18 @@ class ZOEngine(ConfigComponent):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [op.eq(self.op), g.eq(self.g), sign.eq(0), tile.eq(0), word.eq(0), j.eq(0),
-                                 o.eq(0), self.done.eq(0), self.cycles.eq(0), self.busy.eq(1)]
+                    m.d.sync += [
+                        op.eq(self.op),
+                        g.eq(self.g),
+                        sign.eq(0),
+                        tile.eq(0),
+                        word.eq(0),
+                        j.eq(0),
+                        o.eq(0),
+                        self.done.eq(0),
+                        self.cycles.eq(0),
+                        self.busy.eq(1),
+                    ]
                     with m.If(self.op == OP_INFER):
                         m.next = "RUN"
                     with m.Else():
@@ -132,22 +163,35 @@ class ZOEngine(ConfigComponent):
                     m.d.sync += [self.busy.eq(0), self.done.eq(1)]
                     m.next = "IDLE"
 
-        m.d.comb += [stream.en.eq(wanting),
-                     w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
-                     x_read.addr.eq(tile * J + j)]
+        m.d.comb += [
+            stream.en.eq(wanting),
+            w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
+            x_read.addr.eq(tile * J + j),
+        ]
 
         # -- S1: memory data, the captured perturbation and the word's tags -------------------------
         p = Signal(data.ArrayLayout(signed(STREAM_BITS), C))
         valid1, update1, first1, last1 = Signal(), Signal(), Signal(), Signal()
         tag1, addr1 = Signal(tag_bits(cfg)), Signal.like(word)
-        m.d.sync += [valid1.eq(issue), update1.eq(updating), first1.eq(j == 0), last1.eq(j == J - 1),
-                     tag1.eq((sign * T + tile) * O + o), addr1.eq(word),
-                     p.eq(Mux(perturbing, stream.lanes.as_value(), 0))]
+        m.d.sync += [
+            valid1.eq(issue),
+            update1.eq(updating),
+            first1.eq(j == 0),
+            last1.eq(j == J - 1),
+            tag1.eq((sign * T + tile) * O + o),
+            addr1.eq(word),
+            p.eq(Mux(perturbing, stream.lanes.as_value(), 0)),
+        ]
         weights = w_read.data
         m.d.comb += self.w_rdata.eq(weights)
         perturbed = [saturate(weights[c] + p[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
-        m.d.comb += [pe.valid.eq(valid1 & ~update1), pe.first.eq(first1), pe.last.eq(last1), pe.tag.eq(tag1),
-                     pe.acts.eq(x_read.data)]
+        m.d.comb += [
+            pe.valid.eq(valid1 & ~update1),
+            pe.first.eq(first1),
+            pe.last.eq(last1),
+            pe.tag.eq(tag1),
+            pe.acts.eq(x_read.data),
+        ]
         for c in range(C):
             m.d.comb += pe.weights[c].eq(perturbed[c])
 
@@ -156,8 +200,14 @@ class ZOEngine(ConfigComponent):
         products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
         old2, old3 = Signal(int8_lanes(C)), Signal(int8_lanes(C))
         valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [valid2.eq(valid1 & update1), addr2.eq(addr1), old2.eq(weights),
-                     valid3.eq(valid2), addr3.eq(addr2), old3.eq(old2)]
+        m.d.sync += [
+            valid2.eq(valid1 & update1),
+            addr2.eq(addr1),
+            old2.eq(weights),
+            valid3.eq(valid2),
+            addr3.eq(addr2),
+            old3.eq(old2),
+        ]
         for c in range(C):
             m.d.sync += products[c].eq(g * p[c])
         steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
@@ -169,8 +219,10 @@ class ZOEngine(ConfigComponent):
         weight_write(m, w_write, self, valid3, addr3, new)
 
         # -- activations (host writes) and logits (array writes, host reads) ----------------------
-        m.d.comb += [x_write.addr.eq((self.x_example // R) * J + self.x_word),
-                     x_write.data.eq(self.x_wdata.as_value().replicate(R))]
+        m.d.comb += [
+            x_write.addr.eq((self.x_example // R) * J + self.x_word),
+            x_write.data.eq(self.x_wdata.as_value().replicate(R)),
+        ]
         with m.If(self.x_we & ~self.busy):
             m.d.comb += x_write.en.eq(1 << (self.x_example % R))
         m.d.comb += [l_write.addr.eq(pe.out_tag), l_write.data.eq(pe.sums), l_write.en.eq(pe.out_valid)]

@@ -23,7 +23,7 @@ def leap(state):
 
 def clt_sample(state):
     """sum of the 12 low bytes - 1530, as a signed value (balanced adder tree)."""
-    terms = [state[8 * i: 8 * i + 8] for i in range(UNIFORMS)]
+    terms = [state[8 * i : 8 * i + 8] for i in range(UNIFORMS)]
     while len(terms) > 1:
         pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
         terms = pairs + ([terms[-1]] if len(terms) % 2 else [])

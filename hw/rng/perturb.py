@@ -40,16 +40,23 @@ def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
 
 
 class PerturbationStream(ConfigComponent):
-    """Ports: ``en`` (demand: the vector on ``lanes`` is consumed if ``valid``; the pipeline moves), ``next`` (begin the next perturbation), ``rewind``
-    (back to the current one's start), ``sign`` (sampled on next/rewind: 1 = -epsilon), ``valid``,
+    """Ports: ``en`` (demand: the vector on ``lanes`` is consumed if ``valid``; the pipeline moves), ``next`` "
+    "(begin the next perturbation), ``rewind`` (back to the current one's start), ``sign`` (sampled on next/rewind: 1 =
+    -epsilon), ``valid``,
     ``lanes`` (``stream_lanes`` signed 16-bit values). Cycle semantics: ``golden.rng.perturb``."""
 
     class Signature(ConfigSignature):
         def members_for(self, config):
             if config.strategy == "otf":
                 check_scalable(config)
-            return {"en": In(1), "next": In(1), "rewind": In(1), "sign": In(1),
-                    "valid": Out(1), "lanes": Out(lane_layout(config))}
+            return {
+                "en": In(1),
+                "next": In(1),
+                "rewind": In(1),
+                "sign": In(1),
+                "valid": Out(1),
+                "lanes": Out(lane_layout(config)),
+            }
 
     def elaborate(self, platform):
         m = Module()
@@ -113,8 +120,10 @@ class PerturbationStream(ConfigComponent):
         start_now = aligning & at_rotation_start & ~command
         m.d.comb += [
             urng.en.eq(consume | (aligning & ~at_rotation_start & ~command)),
-            urng.save.eq(start_now), urng.restore.eq(restore),
-            lut.state.eq(urng.lanes[0]), lut.read.eq(start_now),
+            urng.save.eq(start_now),
+            urng.restore.eq(restore),
+            lut.state.eq(urng.lanes[0]),
+            lut.read.eq(start_now),
         ]
         with m.If(self.next):
             m.d.sync += [aligning.eq(1), source_valid.eq(0)]

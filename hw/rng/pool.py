@@ -32,7 +32,7 @@ def add_mod(m: Module, x, c: int, modulus: int, name: str):
     up = Signal(range(2 * modulus), name=f"{name}_up")
     down = Signal(signed(len(up) + 1), name=f"{name}_down")
     m.d.comb += [up.eq(x + c), down.eq(x - (modulus - c))]
-    return Mux(down[-1], up, down[:len(up)])
+    return Mux(down[-1], up, down[: len(up)])
 
 
 class PoolReader(ConfigComponent):
@@ -42,8 +42,13 @@ class PoolReader(ConfigComponent):
 
     class Signature(ConfigSignature):
         def members_for(self, config):
-            return {"en": In(1), "restore": In(1), "next_perturbation": In(1), "valid": Out(1),
-                    "lanes": Out(data.ArrayLayout(signed(config.pool_bits), config.lanes))}
+            return {
+                "en": In(1),
+                "restore": In(1),
+                "next_perturbation": In(1),
+                "valid": Out(1),
+                "lanes": Out(data.ArrayLayout(signed(config.pool_bits), config.lanes)),
+            }
 
     def __init__(self, config: PerturbConfig, values=None):
         self._values = pool_values(config) if values is None else values
@@ -88,13 +93,18 @@ class PoolReader(ConfigComponent):
 
         bank_data = []  # bank_data[b][port]: stage 3 (the register behind the BRAM output)
         for b, contents in enumerate(bank_contents(cfg, self._values)):
-            mem = Memory(shape=signed(cfg.pool_bits), depth=len(contents), init=[int(v) for v in contents],
-                         attrs={"rom_style": "block"})
+            mem = Memory(
+                shape=signed(cfg.pool_bits),
+                depth=len(contents),
+                init=[int(v) for v in contents],
+                attrs={"rom_style": "block"},
+            )
             m.submodules[f"bank{b}"] = mem
             outs = []
             for port_index in range(ports_per_bank):
-                row_address = stage(row + (b < col) + port_index if col_bits else row + port_index,
-                                    f"row{b}_{port_index}")
+                row_address = stage(
+                    row + (b < col) + port_index if col_bits else row + port_index, f"row{b}_{port_index}"
+                )
                 port = mem.read_port(domain="sync", transparent_for=())
                 m.d.comb += [port.addr.eq(row_address), port.en.eq(advance)]
                 outs.append(stage(port.data, f"bank{b}_{port_index}_q"))

@@ -43,8 +43,12 @@ class ScaleLUT(ConfigComponent):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.rom = rom = Memory(shape=SHIFT_BITS, depth=len(self._lut), init=[int(k) for k in self._lut],
-                                        attrs={"rom_style": rom_style(self.config)})
+        m.submodules.rom = rom = Memory(
+            shape=SHIFT_BITS,
+            depth=len(self._lut),
+            init=[int(k) for k in self._lut],
+            attrs={"rom_style": rom_style(self.config)},
+        )
         port = rom.read_port(domain="sync", transparent_for=())
         m.d.comb += [port.addr.eq(self.state), port.en.eq(self.read), self.shift.eq(port.data)]
         return m

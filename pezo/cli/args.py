@@ -31,9 +31,11 @@ class Parser(argparse.ArgumentParser):
 
             option = action.option_strings[0]
             if arg_string == "":
-                raise CLIError(f"{option} '' is empty, not a directory name: an empty path is the current directory, "
-                               f"and pezo cannot replace what is the current directory or one of its parents; name "
-                               f"a new directory (e.g. {option} build/out)")
+                raise CLIError(
+                    f"{option} '' is empty, not a directory name: an empty path is the current directory, "
+                    f"and pezo cannot replace what is the current directory or one of its parents; name "
+                    f"a new directory (e.g. {option} build/out)"
+                )
             _check_not_cwd(Path(arg_string), option, arg_string)
         return super()._get_value(action, arg_string)
 
@@ -76,8 +78,9 @@ def seed_list(text: str, check) -> list:
             check(seed)
         except ValueError as exc:
             message = str(exc)
-            raise CLIError(f"--seeds {text.strip()}: {'every ' if message.startswith('seed') else ''}{message}") \
-                from None
+            raise CLIError(
+                f"--seeds {text.strip()}: {'every ' if message.startswith('seed') else ''}{message}"
+            ) from None
     return seeds
 
 
@@ -88,13 +91,24 @@ def add_family_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-bits", type=raw, help="pezo-pregen: bits per pool value (default 12)")
     p.add_argument("--n-rngs", type=raw, help="pezo-otf, naive-int: LFSR URNGs n (default 31 = 2^5 - 1)")
     p.add_argument("--rng-bits", type=raw, help="pezo-otf, naive-int: LFSR width b (default 14)")
-    p.add_argument("--scaling", type=str, help="pezo-otf modulus scaling: lut (power of two, the hardware's), "
-                   "exact (PeZO Eq. 3) or none (default lut)")
-    p.add_argument("--leap", type=raw, help="pezo-otf, naive-int: LFSR steps per clock k (leap-forward), 1..b, "
-                   "coprime to 2^b - 1 (default 1; b decorrelates the lanes)")
-    p.add_argument("--bit-order", type=str, help="pezo-otf, naive-int: how a lane reads its LFSR state: spread (a "
-                   "fixed bit permutation, wiring only; moves the lane correlation to the largest shift) or natural "
-                   "(PeZO's array as published) (default spread for pezo-otf, natural for naive-int)")
+    p.add_argument(
+        "--scaling",
+        type=str,
+        help="pezo-otf modulus scaling: lut (power of two, the hardware's), exact (PeZO Eq. 3) or none (default lut)",
+    )
+    p.add_argument(
+        "--leap",
+        type=raw,
+        help="pezo-otf, naive-int: LFSR steps per clock k (leap-forward), 1..b, "
+        "coprime to 2^b - 1 (default 1; b decorrelates the lanes)",
+    )
+    p.add_argument(
+        "--bit-order",
+        type=str,
+        help="pezo-otf, naive-int: how a lane reads its LFSR state: spread (a "
+        "fixed bit permutation, wiring only; moves the lane correlation to the largest shift) or natural "
+        "(PeZO's array as published) (default spread for pezo-otf, natural for naive-int)",
+    )
 
 
 def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
@@ -109,26 +123,33 @@ def option_error(exc: Exception, fields, given=(), defaults=None) -> CLIError:
         if "_" in field:
             message = re.sub(rf"(?<![\w-]){field}(?![\w])", option, message)
         elif re.match(rf"{field}\b", message):
-            message = option + message[len(field):]
+            message = option + message[len(field) :]
     message = _bare_fields(message, {f: o for f, o in options.items() if "_" not in f})
     blamed = re.match(r"--[\w-]+", message)
     field = {option: f for f, option in options.items()}.get(blamed.group()) if blamed else None
     if field is not None and field not in given:
         default = defaults.get(field) if isinstance(defaults, dict) else getattr(defaults, field, None)
-        message += (f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
-                    if default is not None else f" ({blamed.group()} was not given: its default does not fit)")
+        message += (
+            f" ({blamed.group()} was not given: {default!r} is its default; give it explicitly)"
+            if default is not None
+            else f" ({blamed.group()} was not given: its default does not fit)"
+        )
     return CLIError(message)
 
 
 def _bare_fields(message: str, options: dict) -> str:
     """Field names without an underscore inside a message as options: a value (``lanes=8`` -> ``--lanes=8``)
     and a list with options (``takes only --n-rngs, scaling`` -> ``--scaling``); prose words stay words."""
+
     def one(name: str) -> str:
         return options.get(name, name)
 
     message = re.sub(r"(?<![\w-])(\w+)(?==)", lambda m: one(m.group(1)), message)
-    return re.sub(r"(?<![\w-])[\w-]+(?:, [\w-]+)+", lambda m: ", ".join(one(i) for i in m.group().split(", "))
-                  if "--" in m.group() else m.group(), message)
+    return re.sub(
+        r"(?<![\w-])[\w-]+(?:, [\w-]+)+",
+        lambda m: ", ".join(one(i) for i in m.group().split(", ")) if "--" in m.group() else m.group(),
+        message,
+    )
 
 
 def pezo_command() -> str:

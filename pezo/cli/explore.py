@@ -62,8 +62,10 @@ def check_study_file(path: Path, what: str, advice: str = "name a new file or a 
         found = " ".join(" ".join(problems).split()[:12])
         raise CLIError(f"{what}: a corrupt SQLite database (quick_check: {found}); {advice}")
     if tables and "studies" not in tables:
-        raise CLIError(f"{what}: an SQLite database but not an Optuna study storage (tables "
-                       f"{', '.join(tables[:5])}{', ...' if len(tables) > 5 else ''}); {advice}")
+        raise CLIError(
+            f"{what}: an SQLite database but not an Optuna study storage (tables "
+            f"{', '.join(tables[:5])}{', ...' if len(tables) > 5 else ''}); {advice}"
+        )
 
 
 def storage_path(url: str, new_dirs: bool = False, out: Path | None = None) -> Path:
@@ -71,14 +73,18 @@ def storage_path(url: str, new_dirs: bool = False, out: Path | None = None) -> P
     replaces); an existing file readable, writable and a study database (``check_study_file``); a new one in a
     writable directory that exists (with ``new_dirs``, the default storage's, in one that pezo may create).
     CLIError naming --storage otherwise. Nothing is created or changed."""
-    if not isinstance(url, str) or not url.startswith(SQLITE) or not url[len(SQLITE):].strip():
-        raise CLIError(f"--storage must be an SQLite URL sqlite:///PATH (e.g. {DEFAULT_STORAGE}; "
-                       f"sqlite:////abs/path.db), got {url!r}")
-    path = Path(url[len(SQLITE):])
+    if not isinstance(url, str) or not url.startswith(SQLITE) or not url[len(SQLITE) :].strip():
+        raise CLIError(
+            f"--storage must be an SQLite URL sqlite:///PATH (e.g. {DEFAULT_STORAGE}; "
+            f"sqlite:////abs/path.db), got {url!r}"
+        )
+    path = Path(url[len(SQLITE) :])
     shown = quoted(url)
     if out is not None and (path.resolve() == out.resolve() or out.resolve() in path.resolve().parents):
-        raise CLIError(f"--storage {shown} is inside --out {quoted(out)}, which pezo replaces; keep the study "
-                       f"elsewhere, or omit --storage to keep it in --out as {STUDY_FILE}")
+        raise CLIError(
+            f"--storage {shown} is inside --out {quoted(out)}, which pezo replaces; keep the study "
+            f"elsewhere, or omit --storage to keep it in --out as {STUDY_FILE}"
+        )
     if path.is_dir():
         raise CLIError(f"--storage {shown}: {quoted(path)} is a directory, not a database file")
     if path.exists():
@@ -121,11 +127,15 @@ def _storage(args, out: Path) -> Storage:
         return Storage(DEFAULT_STORAGE, storage_path(DEFAULT_STORAGE, new_dirs=True))
     path = out / STUDY_FILE
     if path.is_dir() or (path.exists() and not os.access(path, os.R_OK)):
-        raise CLIError(f"--out {quoted(out)}: {quoted(path)} (the study, kept in --out without --storage) is "
-                       "not a readable file")
+        raise CLIError(
+            f"--out {quoted(out)}: {quoted(path)} (the study, kept in --out without --storage) is not a readable file"
+        )
     if path.exists():
-        check_study_file(path, f"--out {quoted(out)}: {quoted(path)} (the study, kept in --out without --storage)",
-                         "move it away, or give --storage")
+        check_study_file(
+            path,
+            f"--out {quoted(out)}: {quoted(path)} (the study, kept in --out without --storage)",
+            "move it away, or give --storage",
+        )
     return Storage(SQLITE + str(path), path, in_out=True)
 
 
@@ -163,12 +173,16 @@ def _check(args):
             raise CLIError(f"--space {shown}: {exc.strerror}") from None
     if "cycles" not in objectives:  # the array shape matters to the cycles objective only
         if args.space is not None and "rows" in json.loads(Path(args.space).read_text()):
-            raise CLIError(f"--space {quoted(args.space)}: key 'rows' (the PE array's rows) applies to the cycles "
-                           "objective only; add cycles to --objectives or drop the key")
+            raise CLIError(
+                f"--space {quoted(args.space)}: key 'rows' (the PE array's rows) applies to the cycles "
+                "objective only; add cycles to --objectives or drop the key"
+            )
         space = {k: v for k, v in space.items() if k != "rows"}
     if "cycles" in objectives and "gaussian" in space["strategy"] and len(space["strategy"]) == 1:
-        raise CLIError("--objectives cycles needs an engine strategy (otf or pregen) in the space; the engine has "
-                       "no gaussian stream")
+        raise CLIError(
+            "--objectives cycles needs an engine strategy (otf or pregen) in the space; the engine has "
+            "no gaussian stream"
+        )
     out = DEFAULT_OUT if args.out is None else Path(args.out)
     storage = _storage(args, out)
     if args.study is not None and (not args.study.strip() or len(args.study) > 200):
@@ -260,8 +274,10 @@ def cmd_explore(args) -> int:
         print(json.dumps(summary, indent=1, default=str))
         return 0
     print((out / "front.md").read_text())
-    print(f"study {name} in {storage.url}: {ran} trials run now, {before} before "
-          f"({summary['counts']['complete']} complete, {summary['counts']['pruned']} pruned)")
+    print(
+        f"study {name} in {storage.url}: {ran} trials run now, {before} before "
+        f"({summary['counts']['complete']} complete, {summary['counts']['pruned']} pruned)"
+    )
     for p in written:
         print(f"wrote {out / p.name}")
     return 0
@@ -270,36 +286,74 @@ def cmd_explore(args) -> int:
 def add_parsers(sub) -> None:
     from pezo.boards.flow.explore import DEFAULT_OBJECTIVES, OBJECTIVES, SAMPLERS, SPACE_KEYS
 
-    p = sub.add_parser("explore", help="design-space explorer: accuracy x LUT/FF/BRAM x power x cycles of "
-                       "perturbation configurations, a Pareto front (Optuna on SQLite, trials on Dask)",
-                       description="Search the perturbation configuration (strategy, n_rngs, rng_bits, pool_size, "
-                       "pool_bits, lanes, banks, eps_shift) for the Pareto front of a short golden ZO run's accuracy "
-                       "against the stream unit's Yosys resources (and the activity proxy, the engine's cycles). "
-                       "Resumable: the same command continues its study after Ctrl-C.")
-    p.add_argument("--task", default="digits", help="the training task of every trial (digits, digits-rot30, "
-                   "digits-rot45, rotten_tomatoes, bbc_news; default digits)")
-    p.add_argument("--trials", type=raw, default=24, help=f"finished trials the study should hold, 1..{MAX_TRIALS} "
-                   "(a rerun continues up to it; default 24)")
-    p.add_argument("--space", type=Path, default=None, help="JSON search space: an object with any of "
-                   f"{', '.join(SPACE_KEYS)}; a list = a categorical choice, {{\"low\": L, \"high\": H}} an "
-                   "integer range (default: the built-in space, gcd traps included)")
-    p.add_argument("--objectives", default=",".join(DEFAULT_OBJECTIVES), help="comma-separated subset of "
-                   f"{', '.join(OBJECTIVES)} (default {','.join(DEFAULT_OBJECTIVES)})")
-    p.add_argument("--storage", default=None, help=f"Optuna storage, sqlite:///PATH in an existing directory "
-                   f"(default: {STUDY_FILE} inside --out when --out is given, written with the outputs; else "
-                   f"{DEFAULT_STORAGE})")
-    p.add_argument("--study", default=None, help="study name (default: one derived from task, steps, seed, "
-                   "objectives and space, so the same command resumes it)")
-    p.add_argument("--sampler", default="tpe", help=f"{', '.join(SAMPLERS)}: Optuna's multi-objective TPE or "
-                   "NSGA-II (default tpe)")
-    p.add_argument("--steps", type=raw, default=3000, help="MeZO steps of every trial's training run (default 3000: "
-                   "about 2 s on digits)")
+    p = sub.add_parser(
+        "explore",
+        help="design-space explorer: accuracy x LUT/FF/BRAM x power x cycles of "
+        "perturbation configurations, a Pareto front (Optuna on SQLite, trials on Dask)",
+        description="Search the perturbation configuration (strategy, n_rngs, rng_bits, pool_size, "
+        "pool_bits, lanes, banks, eps_shift) for the Pareto front of a short golden ZO run's accuracy "
+        "against the stream unit's Yosys resources (and the activity proxy, the engine's cycles). "
+        "Resumable: the same command continues its study after Ctrl-C.",
+    )
+    p.add_argument(
+        "--task",
+        default="digits",
+        help="the training task of every trial (digits, digits-rot30, "
+        "digits-rot45, rotten_tomatoes, bbc_news; default digits)",
+    )
+    p.add_argument(
+        "--trials",
+        type=raw,
+        default=24,
+        help=f"finished trials the study should hold, 1..{MAX_TRIALS} (a rerun continues up to it; default 24)",
+    )
+    p.add_argument(
+        "--space",
+        type=Path,
+        default=None,
+        help="JSON search space: an object with any of "
+        f'{", ".join(SPACE_KEYS)}; a list = a categorical choice, {{"low": L, "high": H}} an '
+        "integer range (default: the built-in space, gcd traps included)",
+    )
+    p.add_argument(
+        "--objectives",
+        default=",".join(DEFAULT_OBJECTIVES),
+        help=f"comma-separated subset of {', '.join(OBJECTIVES)} (default {','.join(DEFAULT_OBJECTIVES)})",
+    )
+    p.add_argument(
+        "--storage",
+        default=None,
+        help=f"Optuna storage, sqlite:///PATH in an existing directory "
+        f"(default: {STUDY_FILE} inside --out when --out is given, written with the outputs; else "
+        f"{DEFAULT_STORAGE})",
+    )
+    p.add_argument(
+        "--study",
+        default=None,
+        help="study name (default: one derived from task, steps, seed, "
+        "objectives and space, so the same command resumes it)",
+    )
+    p.add_argument(
+        "--sampler", default="tpe", help=f"{', '.join(SAMPLERS)}: Optuna's multi-objective TPE or NSGA-II (default tpe)"
+    )
+    p.add_argument(
+        "--steps",
+        type=raw,
+        default=3000,
+        help="MeZO steps of every trial's training run (default 3000: about 2 s on digits)",
+    )
     p.add_argument("--seed", type=raw, default=1, help="seed of the training runs and of the sampler (default 1)")
     add_executor_args(p, "trials")
-    p.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT}): front.md, "
-                   f"front.csv, front.json, trials.csv, front.png (and {STUDY_FILE}, the study, without --storage)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output directory (default {DEFAULT_OUT}): front.md, "
+        f"front.csv, front.json, trials.csv, front.png (and {STUDY_FILE}, the study, without --storage)",
+    )
     p.add_argument("--force", action="store_true", help="replace an --out pezo did not write")
-    p.add_argument("--json", action="store_true", help="print one JSON object: pareto, trials, study, storage, "
-                   "counts, setting")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object: pareto, trials, study, storage, counts, setting"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_explore)

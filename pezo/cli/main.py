@@ -6,8 +6,8 @@ Failures of external tools -> one line, exit status 1.
 
 One module per command family, each with ``add_parsers(subparsers)`` and its ``cmd_*`` functions:
 ``hardware`` (build, power, verilog, simulate; it registers ``report`` from ``report``, both taking the
-generator options from ``generator``), ``explore`` (the design-space explorer), ``training`` (train, sweep; the seed methods
-of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8). They share
+generator options from ``generator``), ``explore`` (the design-space explorer), ``training`` (train, sweep; the seed
+methods of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8). They share
 ``args`` (the user error, parser and argument types) and ``output`` (staged output directories);
 this module only assembles the parser and turns exceptions into exit statuses.
 """
@@ -54,8 +54,11 @@ def quiet_unbuilt_designs() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="pezo", description="pezo: FPGA perturbation engines for zeroth-order on-device "
-                    "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.")
+    parser = Parser(
+        prog="pezo",
+        description="pezo: FPGA perturbation engines for zeroth-order on-device "
+        "training (PeZO) - golden model, Amaranth RTL, cocotb proofs, resource reports.",
+    )
     parser.add_argument("--version", action="version", version=f"pezo {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     hardware.add_parsers(sub)

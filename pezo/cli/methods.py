@@ -22,13 +22,34 @@ from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS,
 from pezo.golden.methods.registry import train_method
 from pezo.golden.methods.tasks import VISION_TASKS, all_tasks
 
-METHOD_FIELDS = ("split", "bp_lr", "g_clip", "r_max", "p_zero", "b_zo", "b_bp", "loss_sign", "mu_weight", "mu_node",
-                 "perturbation", "block", "weight_bits", "act_bits", "z_scale", "hidden", "lr_schedule")
+METHOD_FIELDS = (
+    "split",
+    "bp_lr",
+    "g_clip",
+    "r_max",
+    "p_zero",
+    "b_zo",
+    "b_bp",
+    "loss_sign",
+    "mu_weight",
+    "mu_node",
+    "perturbation",
+    "block",
+    "weight_bits",
+    "act_bits",
+    "z_scale",
+    "hidden",
+    "lr_schedule",
+)
 """Options only the seed methods take (``MethodConfig`` fields)."""
-METHOD_ONLY = {"split": ("elasticzo", "elasticzo-int8"), "bp_lr": ("elasticzo",), "g_clip": ("elasticzo",),
-               **{n: ("elasticzo-int8",) for n in ("r_max", "p_zero", "b_zo", "b_bp", "loss_sign")},
-               **{n: ("poormans",) for n in ("mu_weight", "mu_node", "perturbation", "block")},
-               **{n: ("sign-m-spsa",) for n in ("weight_bits", "act_bits", "z_scale")}}
+METHOD_ONLY = {
+    "split": ("elasticzo", "elasticzo-int8"),
+    "bp_lr": ("elasticzo",),
+    "g_clip": ("elasticzo",),
+    **{n: ("elasticzo-int8",) for n in ("r_max", "p_zero", "b_zo", "b_bp", "loss_sign")},
+    **{n: ("poormans",) for n in ("mu_weight", "mu_node", "perturbation", "block")},
+    **{n: ("sign-m-spsa",) for n in ("weight_bits", "act_bits", "z_scale")},
+}
 """Method options that only some methods read (the others would silently ignore them)."""
 TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
 """Options only the golden MeZO trainer (text tasks) takes."""
@@ -41,13 +62,21 @@ def add_method_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bp-lr", type=num, help="elasticzo: learning rate of the backprop tail (default 0.05)")
     g.add_argument("--g-clip", type=num, help=f"elasticzo: |g| bound (default {d.g_clip:g})")
     g.add_argument("--r-max", type=raw, help=f"elasticzo-int8: perturbation range, 1..63 (default {d.r_max})")
-    g.add_argument("--p-zero", type=num, help="elasticzo-int8: fixed sparsity in [0, 1) (default: the schedule "
-                   "0.33/0.5/0.9 at 0/20/50 %% of the steps)")
+    g.add_argument(
+        "--p-zero",
+        type=num,
+        help="elasticzo-int8: fixed sparsity in [0, 1) (default: the schedule 0.33/0.5/0.9 at 0/20/50 %% of the steps)",
+    )
     g.add_argument("--b-zo", type=raw, help=f"elasticzo-int8: ZO update bits b_ZO, 1..7 (default {d.b_zo})")
     g.add_argument("--b-bp", type=raw, help="elasticzo-int8: BP gradient bits, 1..7 (default: the schedule 5/4/3)")
-    g.add_argument("--loss-sign", type=str, help=f"elasticzo-int8: {', '.join(LOSS_SIGNS)} (float CE, or the "
-                   f"integer-only Eq. 12) (default {d.loss_sign})")
-    g.add_argument("--mu-weight", type=raw, help=f"poormans: weight perturbation in LSB, 1..127 (default {d.mu_weight})")
+    g.add_argument(
+        "--loss-sign",
+        type=str,
+        help=f"elasticzo-int8: {', '.join(LOSS_SIGNS)} (float CE, or the integer-only Eq. 12) (default {d.loss_sign})",
+    )
+    g.add_argument(
+        "--mu-weight", type=raw, help=f"poormans: weight perturbation in LSB, 1..127 (default {d.mu_weight})"
+    )
     g.add_argument("--mu-node", type=raw, help=f"poormans: node perturbation in LSB, 1..127 (default {d.mu_node})")
     g.add_argument("--perturbation", type=str, help=f"poormans: {', '.join(PERTURBATIONS)} (default {d.perturbation})")
     g.add_argument("--block", type=raw, help=f"poormans: a layer index or {', '.join(BLOCKS)} (default {d.block})")
@@ -68,32 +97,52 @@ def _hidden(text):
 
 def uses_methods(args) -> bool:
     """True when ``pezo train`` runs ``golden.methods`` rather than the golden MeZO trainer."""
-    return (args.method or "mezo") != "mezo" or (args.task in VISION_TASKS) or any(
-        getattr(args, f, None) is not None for f in METHOD_FIELDS)
+    return (
+        (args.method or "mezo") != "mezo"
+        or (args.task in VISION_TASKS)
+        or any(getattr(args, f, None) is not None for f in METHOD_FIELDS)
+    )
 
 
 def method_config(args, **overrides):
     for name in TRAINER_ONLY:
         if getattr(args, name, None) is not None:
-            raise CLIError(f"--{name.replace('_', '-')} applies to the golden MeZO trainer (--method mezo on a text "
-                           f"task) only")
+            raise CLIError(
+                f"--{name.replace('_', '-')} applies to the golden MeZO trainer (--method mezo on a text task) only"
+            )
     fields = {"method": args.method or "mezo"}
     method = overrides.get("method", fields["method"])
     if method in METHODS:
         for name, methods in METHOD_ONLY.items():
             if getattr(args, name, None) is not None and method not in methods:
-                raise CLIError(f"--{name.replace('_', '-')} applies to --method {' / '.join(methods)} only, "
-                               f"not {method}")
-    for name in ("task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots", "eval_every", "family",
-                 *METHOD_FIELDS):
+                raise CLIError(
+                    f"--{name.replace('_', '-')} applies to --method {' / '.join(methods)} only, not {method}"
+                )
+    for name in (
+        "task",
+        "seed",
+        "steps",
+        "batch_size",
+        "lr",
+        "eps",
+        "queries",
+        "shots",
+        "eval_every",
+        "family",
+        *METHOD_FIELDS,
+    ):
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = _hidden(value) if name == "hidden" else value
     if "task" not in fields:
         fields["task"] = "digits"
-    options = tuple(sorted((n, getattr(args, n)) for n in ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling",
-                                                                   "leap", "bit_order")
-                           if getattr(args, n, None) is not None))
+    options = tuple(
+        sorted(
+            (n, getattr(args, n))
+            for n in ("pool_size", "pool_bits", "n_rngs", "rng_bits", "scaling", "leap", "bit_order")
+            if getattr(args, n, None) is not None
+        )
+    )
     if options:
         fields["family_options"] = options
     fields.update(overrides)
@@ -103,9 +152,32 @@ def method_config(args, **overrides):
             layers = len(config.hidden) + 1 if config.task.startswith("digits") else 1
             config.split_point(layers)
     except ValueError as exc:
-        raise option_error(exc, ("method", "task", "seed", "steps", "batch_size", "lr", "eps", "queries", "shots",
-                                 "eval_every", "family", *METHOD_FIELDS, "pool_size", "pool_bits", "n_rngs",
-                                 "rng_bits", "scaling", "leap", "bit_order"), fields, MethodConfig()) from None
+        raise option_error(
+            exc,
+            (
+                "method",
+                "task",
+                "seed",
+                "steps",
+                "batch_size",
+                "lr",
+                "eps",
+                "queries",
+                "shots",
+                "eval_every",
+                "family",
+                *METHOD_FIELDS,
+                "pool_size",
+                "pool_bits",
+                "n_rngs",
+                "rng_bits",
+                "scaling",
+                "leap",
+                "bit_order",
+            ),
+            fields,
+            MethodConfig(),
+        ) from None
     return config
 
 
@@ -119,12 +191,22 @@ def diverged(exc: Exception, args) -> CLIError:
     where = f"at step {step.group(1)}" if step else "(a value overflowed)"
     blew_up = getattr(exc, "symptom", None)
     shown = lambda value: f"{value:g}" if isinstance(value, float) else value  # noqa: E731
-    given = [f"--{name} {shown(getattr(args, name))}" for name in (("lr",) if blew_up else ("lr", "eps"))
-             if getattr(args, name, None) is not None]
-    cause = " or ".join(given) + " too large" if given else (
-        "--lr too large for this task (or --eps too small)" if blew_up else "--lr or --eps too large for this task")
-    return CLIError(f"training diverged {where}: {blew_up or 'the loss or the weights are no longer finite'}; "
-                    f"likely cause: {cause}; lower it")
+    given = [
+        f"--{name} {shown(getattr(args, name))}"
+        for name in (("lr",) if blew_up else ("lr", "eps"))
+        if getattr(args, name, None) is not None
+    ]
+    cause = (
+        " or ".join(given) + " too large"
+        if given
+        else (
+            "--lr too large for this task (or --eps too small)" if blew_up else "--lr or --eps too large for this task"
+        )
+    )
+    return CLIError(
+        f"training diverged {where}: {blew_up or 'the loss or the weights are no longer finite'}; "
+        f"likely cause: {cause}; lower it"
+    )
 
 
 @contextlib.contextmanager
@@ -150,18 +232,26 @@ def cmd_train_method(args) -> int:
         print(json.dumps(result, indent=2, default=str))
         return 0
     split = f", split {config.split}" if config.method.startswith("elasticzo") else ""
-    print(f"{config.method}{split} on {config.task}, {config.steps} steps, seed {config.seed}, "
-          f"{result['trainable_params']} weights, family {result['family']}")
-    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation "
-          f"checkpoint, step {result['best_step']}); final weights {result['final_test_accuracy']:.3f}")
-    print(f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; "
-          f"{result['forward_passes']:,} forward passes ({result['forward_equivalents']:,.0f} full-forward "
-          f"equivalents); memory {result['memory_bytes']['total'] / 1024:.1f} KiB "
-          f"({result['memory_bytes']['formula']}); {1000 * result['seconds_per_step']:.2f} ms per step")
+    print(
+        f"{config.method}{split} on {config.task}, {config.steps} steps, seed {config.seed}, "
+        f"{result['trainable_params']} weights, family {result['family']}"
+    )
+    print(
+        f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation "
+        f"checkpoint, step {result['best_step']}); final weights {result['final_test_accuracy']:.3f}"
+    )
+    print(
+        f"  train loss {result['train_loss_start']:.4f} -> {result['train_loss_end']:.4f}; "
+        f"{result['forward_passes']:,} forward passes ({result['forward_equivalents']:,.0f} full-forward "
+        f"equivalents); memory {result['memory_bytes']['total'] / 1024:.1f} KiB "
+        f"({result['memory_bytes']['formula']}); {1000 * result['seconds_per_step']:.2f} ms per step"
+    )
     agree = result["method_details"].get("sign_agreement")
     if agree is not None:
-        print(f"  integer CE sign agreed with the float sign on {100 * agree:.1f} % of "
-              f"{result['method_details']['sign_steps']} ZO steps")
+        print(
+            f"  integer CE sign agreed with the float sign on {100 * agree:.1f} % of "
+            f"{result['method_details']['sign_steps']} ZO steps"
+        )
     return 0
 
 
@@ -194,9 +284,12 @@ def cmd_sweep_methods(args) -> int:
                 except ValueError as exc:
                     raise option_error(exc, ("shots", "seed"), ("shots", "seed")) from None
     out = args.out if args.out != Path("build/sweep") else Path("build/methods")
-    with executor_from_args(args) as executor, \
-            staged_output(out, args.force, {"command": "pezo sweep --methods", "methods": methods,
-                                            "tasks": tasks}) as staging:
+    with (
+        executor_from_args(args) as executor,
+        staged_output(
+            out, args.force, {"command": "pezo sweep --methods", "methods": methods, "tasks": tasks}
+        ) as staging,
+    ):
         results = run_methods(base, methods, tasks, seeds, executor=executor, progress=not args.quiet)
         written = write_outputs(results, base, staging.path)
     print((out / "methods.md").read_text())

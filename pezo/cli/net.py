@@ -11,19 +11,51 @@ import sys
 
 import numpy as np
 
-from pezo.cli.args import CLIError, num, option_error, raw
+from pezo.cli.args import CLIError, option_error, raw
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
 LOSS_CHOICES = ("on-chip", "host")
 HEAD_ONLY = ("weight_exponent",)
 """Options of the head engine that a --net run does not take."""
-NET_ONLY = ("loss", "g_mode", "margin", "g_lr", "g_shift", "no_overlap", "wd_shift", "wd_every", "last_init",
-            "hidden_init")
-NET_TRAIN_OPTIONS = {field: "--" + field.replace("_", "-") for field in (
-    "rows", "cols", "batch", "eps_shift", "stream_seed", "rng_bits", "pool_size", "shots", "lr", "g_mode", "margin",
-    "g_lr", "g_shift", "eval_every", "steps", "lfsr_leap", "lfsr_bit_order", "wd_shift", "wd_every",
-    "last_init", "hidden_init")} | {"seed": "--split-seed"}
+NET_ONLY = (
+    "loss",
+    "g_mode",
+    "margin",
+    "g_lr",
+    "g_shift",
+    "no_overlap",
+    "wd_shift",
+    "wd_every",
+    "last_init",
+    "hidden_init",
+)
+NET_TRAIN_OPTIONS = {
+    field: "--" + field.replace("_", "-")
+    for field in (
+        "rows",
+        "cols",
+        "batch",
+        "eps_shift",
+        "stream_seed",
+        "rng_bits",
+        "pool_size",
+        "shots",
+        "lr",
+        "g_mode",
+        "margin",
+        "g_lr",
+        "g_shift",
+        "eval_every",
+        "steps",
+        "lfsr_leap",
+        "lfsr_bit_order",
+        "wd_shift",
+        "wd_every",
+        "last_init",
+        "hidden_init",
+    )
+} | {"seed": "--split-seed"}
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
 
 
@@ -31,7 +63,7 @@ def _shown(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def net_default(field: str) -> str:
     """The ``--net`` runs' default of ``NetTrainConfig`` field ``field`` for help texts: one value if every
     network has it, else each network's (``digits-mlp 128, rt-mlp 256``)."""
@@ -56,32 +88,69 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
     from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN
     from pezo.golden.engine.zo_engine import G_MAX
 
-    p.add_argument("--net", choices=NET_NAMES, help="train a whole network on the network engine: digits-mlp "
-                   "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine")
-    p.add_argument("--loss", choices=LOSS_CHOICES, help="with --net: on-chip (the engine's hinge loss and g, "
-                   "OP_TRAIN; default) or host (the host's cross-entropy g each step)")
-    p.add_argument("--g-mode", choices=("sign", "scaled"), help="with --net --loss on-chip: g = +-g_lr (sign, "
-                   "default) or round_shift(L+ - L-, g_shift) (scaled)")
-    p.add_argument("--margin", type=raw, help=f"with --net: hinge margin in logit LSBs, 0..{MAX_MARGIN} "
-                   f"(default {net_default('margin')})")
-    p.add_argument("--g-lr", type=raw, help=f"with --net, sign mode: |g| in Q8.16, 1..{G_MAX} "
-                   f"(default {net_default('g_lr')})")
-    p.add_argument("--g-shift", type=raw, help=f"with --net, scaled mode: {G_SHIFT_RANGE[0]}..{G_SHIFT_RANGE[1]} "
-                   f"(default {net_default('g_shift')})")
-    p.add_argument("--wd-shift", type=raw, help="with --net: the update's integer weight decay "
-                   "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)")
-    p.add_argument("--wd-every", type=raw, help="with --net --wd-shift: decay on every N-th step only (the "
-                   "engine's WD_EVERY register and decay counter), 1..255 (default 1)")
-    p.add_argument("--hidden-init", choices=("normal", "pca"), help="with --net: the hidden layers' start "
-                   "directions, normal (w0 ~ N(0, 1), default) or pca (the top width/2 principal directions of "
-                   "the layer's training inputs and their negatives; no labels), both calibrated")
+    p.add_argument(
+        "--net",
+        choices=NET_NAMES,
+        help="train a whole network on the network engine: digits-mlp "
+        "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine",
+    )
+    p.add_argument(
+        "--loss",
+        choices=LOSS_CHOICES,
+        help="with --net: on-chip (the engine's hinge loss and g, "
+        "OP_TRAIN; default) or host (the host's cross-entropy g each step)",
+    )
+    p.add_argument(
+        "--g-mode",
+        choices=("sign", "scaled"),
+        help="with --net --loss on-chip: g = +-g_lr (sign, default) or round_shift(L+ - L-, g_shift) (scaled)",
+    )
+    p.add_argument(
+        "--margin",
+        type=raw,
+        help=f"with --net: hinge margin in logit LSBs, 0..{MAX_MARGIN} (default {net_default('margin')})",
+    )
+    p.add_argument(
+        "--g-lr", type=raw, help=f"with --net, sign mode: |g| in Q8.16, 1..{G_MAX} (default {net_default('g_lr')})"
+    )
+    p.add_argument(
+        "--g-shift",
+        type=raw,
+        help=f"with --net, scaled mode: {G_SHIFT_RANGE[0]}..{G_SHIFT_RANGE[1]} (default {net_default('g_shift')})",
+    )
+    p.add_argument(
+        "--wd-shift",
+        type=raw,
+        help="with --net: the update's integer weight decay "
+        "w -= round_shift(w, S), 0..7 (0 = off, the default; the engine's WD_SHIFT register)",
+    )
+    p.add_argument(
+        "--wd-every",
+        type=raw,
+        help="with --net --wd-shift: decay on every N-th step only (the "
+        "engine's WD_EVERY register and decay counter), 1..255 (default 1)",
+    )
+    p.add_argument(
+        "--hidden-init",
+        choices=("normal", "pca"),
+        help="with --net: the hidden layers' start "
+        "directions, normal (w0 ~ N(0, 1), default) or pca (the top width/2 principal directions of "
+        "the layer's training inputs and their negatives; no labels), both calibrated",
+    )
     if not sim:
-        p.add_argument("--last-init", choices=("zero", "calibrated", "probe"), help="with --net: the last layer "
-                       "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
-                       "hidden features, quantised to int8")
+        p.add_argument(
+            "--last-init",
+            choices=("zero", "calibrated", "probe"),
+            help="with --net: the last layer "
+            "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
+            "hidden features, quantised to int8",
+        )
     if sim:
-        p.add_argument("--no-overlap", action="store_true", help="with --net: load each batch while the engine "
-                       "waits (the comparison without double buffering)")
+        p.add_argument(
+            "--no-overlap",
+            action="store_true",
+            help="with --net: load each batch while the engine waits (the comparison without double buffering)",
+        )
 
 
 def add_split_seed_arg(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -95,8 +164,10 @@ def check_seed_option(args) -> None:
     """One error for ``--seed`` where it would be ambiguous (see ``add_split_seed_arg``)."""
     if getattr(args, "ambiguous_seed", None) is not None:
         stream = " or --stream-seed (the LFSR / pool master seed)" if hasattr(args, "stream_seed") else ""
-        raise CLIError(f"--seed is ambiguous here: give --split-seed (the data split, initial weights and batch "
-                       f"order){stream}; in build and report --seed is the LFSR / pool master seed")
+        raise CLIError(
+            f"--seed is ambiguous here: give --split-seed (the data split, initial weights and batch "
+            f"order){stream}; in build and report --seed is the LFSR / pool master seed"
+        )
 
 
 def check_mode(args) -> None:
@@ -121,26 +192,36 @@ def check_net_options(args, net: str, loss: str) -> None:
 
     given = lambda name: getattr(args, name, None) is not None  # noqa: E731
     if loss == "on-chip" and given("lr"):
-        raise CLIError("--lr applies to --loss host only (MeZO's step on the host's cross-entropy g); with --loss "
-                       "on-chip (the default) the engine steps by --g-lr (--g-mode sign) or --g-shift (--g-mode "
-                       "scaled)")
+        raise CLIError(
+            "--lr applies to --loss host only (MeZO's step on the host's cross-entropy g); with --loss "
+            "on-chip (the default) the engine steps by --g-lr (--g-mode sign) or --g-shift (--g-mode "
+            "scaled)"
+        )
     g_mode = getattr(args, "g_mode", None) or "sign"
     if loss == "on-chip" and g_mode == "sign" and given("g_shift"):
-        raise CLIError("--g-shift applies to --g-mode scaled only; --g-mode sign (the default) steps by g = +-g_lr: "
-                       "set --g-lr, or give --g-mode scaled")
+        raise CLIError(
+            "--g-shift applies to --g-mode scaled only; --g-mode sign (the default) steps by g = +-g_lr: "
+            "set --g-lr, or give --g-mode scaled"
+        )
     if loss == "on-chip" and g_mode == "scaled" and given("g_lr"):
-        raise CLIError("--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, "
-                       "g_shift): set --g-shift")
+        raise CLIError(
+            "--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, "
+            "g_shift): set --g-shift"
+        )
     layers = NETS.get(net, ())
     if given("hidden_init") and len(layers) == 1:
         with_hidden = ", ".join(name for name, net_layers in NETS.items() if len(net_layers) > 1)
-        raise CLIError(f"--hidden-init applies to networks with hidden layers (--net {with_hidden}); {net} "
-                       f"({layers[0].inputs} -> {layers[0].outputs}) has none")
+        raise CLIError(
+            f"--hidden-init applies to networks with hidden layers (--net {with_hidden}); {net} "
+            f"({layers[0].inputs} -> {layers[0].outputs}) has none"
+        )
     if given("shots") and NET_TASKS.get(net) == "digits":
         rt_nets = ", ".join(name for name, task in NET_TASKS.items() if task != "digits")
-        raise CLIError(f"--shots applies to the Rotten Tomatoes runs (the head engine, --net {rt_nets}); --net {net} "
-                       f"trains on the fixed digits split ({DIGITS_SPLIT[0]} train, {DIGITS_SPLIT[1]} validation, "
-                       f"{DIGITS_SPLIT[2]} test examples)")
+        raise CLIError(
+            f"--shots applies to the Rotten Tomatoes runs (the head engine, --net {rt_nets}); --net {net} "
+            f"trains on the fixed digits split ({DIGITS_SPLIT[0]} train, {DIGITS_SPLIT[1]} validation, "
+            f"{DIGITS_SPLIT[2]} test examples)"
+        )
 
 
 def net_train_config(args, steps: int | None = None):
@@ -160,14 +241,20 @@ def net_train_config(args, steps: int | None = None):
     for name in ("rng_bits", "lfsr_leap", "lfsr_bit_order"):
         if args.strategy != "otf" and getattr(args, name, None) is not None:
             raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
-    if fields.get("loss", "on-chip") == "host" and any(getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")):
+    if fields.get("loss", "on-chip") == "host" and any(
+        getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")
+    ):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
         return NetTrainConfig.from_dict(fields)
     except ValueError as exc:
-        raise option_error(exc, {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
-                           fields, NetTrainConfig(net=args.net).to_dict()) from None
+        raise option_error(
+            exc,
+            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
+            fields,
+            NetTrainConfig(net=args.net).to_dict(),
+        ) from None
 
 
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
@@ -189,32 +276,65 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
     build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
     flat = [w.ravel() for w in weights]
-    r = run_net_engine(net, loss, xs, ys, np.concatenate(flat), simulator, build, overlap=overlap,
-                       host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent})
+    r = run_net_engine(
+        net,
+        loss,
+        xs,
+        ys,
+        np.concatenate(flat),
+        simulator,
+        build,
+        overlap=overlap,
+        host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent},
+    )
     bound = net.cycle_bound()
     records = r["records"]
     return {
-        "match": r["match"], "steps": r["steps"], "cycles_per_step": r["cycles_per_step"], "cycle_bound": bound,
-        "cycle_ratio": r["cycles_per_step"] / bound, "mac_utilisation": net.useful_mac_cycles() / r["cycles_per_step"],
-        "load_hidden": bool(r["load_hidden"]), "simulator": simulator, "net": net.name, "loss": train.loss,
-        "strategy": net.stream.strategy, "busy_cycles_per_step": r["busy_cycles_per_step"],
-        "busy_cycle_ratio": r["busy_cycles_per_step"] / bound, "wait_cycles": r["wait_cycles"],
-        "overlap": overlap, "layer_utilisation": net.layer_utilisation(), "mismatches": r["mismatches"],
-        "mismatch_count": r["mismatch_count"], "loss_first": records[0] if records else None,
-        "loss_last": records[-1] if records else None, "final_weights_nonzero": r["final_weights_nonzero"],
-        "final_weight_range": r["final_weight_range"], "final_weights_digest": r.get("final_weight_digest"),
-        "array": f"{net.array.rows}x{net.array.cols}", "batch": net.array.batch,
-        "weights": net.weights, "layers": [l.describe() for l in net.layers], "build_s": r.get("build_s"),
-        "test_s": r.get("test_s"), "seed": train.seed, "split_seed": train.seed, "config": train.to_dict(),
+        "match": r["match"],
+        "steps": r["steps"],
+        "cycles_per_step": r["cycles_per_step"],
+        "cycle_bound": bound,
+        "cycle_ratio": r["cycles_per_step"] / bound,
+        "mac_utilisation": net.useful_mac_cycles() / r["cycles_per_step"],
+        "load_hidden": bool(r["load_hidden"]),
+        "simulator": simulator,
+        "net": net.name,
+        "loss": train.loss,
+        "strategy": net.stream.strategy,
+        "busy_cycles_per_step": r["busy_cycles_per_step"],
+        "busy_cycle_ratio": r["busy_cycles_per_step"] / bound,
+        "wait_cycles": r["wait_cycles"],
+        "overlap": overlap,
+        "layer_utilisation": net.layer_utilisation(),
+        "mismatches": r["mismatches"],
+        "mismatch_count": r["mismatch_count"],
+        "loss_first": records[0] if records else None,
+        "loss_last": records[-1] if records else None,
+        "final_weights_nonzero": r["final_weights_nonzero"],
+        "final_weight_range": r["final_weight_range"],
+        "final_weights_digest": r.get("final_weight_digest"),
+        "array": f"{net.array.rows}x{net.array.cols}",
+        "batch": net.array.batch,
+        "weights": net.weights,
+        "layers": [l.describe() for l in net.layers],
+        "build_s": r.get("build_s"),
+        "test_s": r.get("test_s"),
+        "seed": train.seed,
+        "split_seed": train.seed,
+        "config": train.to_dict(),
     }
 
 
 def print_sim(result: dict) -> None:
-    print(f"{result['simulator']}: {'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} ZO steps of "
-          f"{result['net']} ({result['loss']} loss; every logit of every pass, every loss and g, final weights)")
-    print(f"  {result['cycles_per_step']:.1f} cycles/step (loading included) vs bound {result['cycle_bound']} "
-          f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%; loading "
-          f"{'hidden' if result['load_hidden'] else 'not hidden'}")
+    print(
+        f"{result['simulator']}: {'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} ZO steps of "
+        f"{result['net']} ({result['loss']} loss; every logit of every pass, every loss and g, final weights)"
+    )
+    print(
+        f"  {result['cycles_per_step']:.1f} cycles/step (loading included) vs bound {result['cycle_bound']} "
+        f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%; loading "
+        f"{'hidden' if result['load_hidden'] else 'not hidden'}"
+    )
     for line in result["mismatches"]:
         print(f"  {line}")
 
@@ -225,9 +345,11 @@ def check_saturation(result: dict, cause: str) -> None:
     the first such step and the likely cause, exit 2, instead of a result that looks like training."""
     saturated, steps = result["g_saturated_steps"], result["steps"]
     if 2 * saturated > steps:
-        raise CLIError(f"training diverged: g hit the Q8.16 limit in {saturated} of {steps} steps (first at step "
-                       f"{result['g_saturated_first_step']}), driving the int8 weights to their rails; likely "
-                       f"cause: {cause}")
+        raise CLIError(
+            f"training diverged: g hit the Q8.16 limit in {saturated} of {steps} steps (first at step "
+            f"{result['g_saturated_first_step']}), driving the int8 weights to their rails; likely "
+            f"cause: {cause}"
+        )
 
 
 def _saturation_cause(args, train) -> str:
@@ -250,8 +372,13 @@ def cmd_train_int8_net(args, steps) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
-          f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}", file=sys.stdout)
-    print(f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
-          f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step")
+    print(
+        f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
+        f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}",
+        file=sys.stdout,
+    )
+    print(
+        f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
+        f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step"
+    )
     return 0

@@ -44,8 +44,9 @@ class Staging:
 
 
 @contextmanager
-def staged_output(target: Path, force: bool = False, what: dict | None = None, *,
-                  strict: bool = False, option: str = "--out") -> Iterator[Staging]:
+def staged_output(
+    target: Path, force: bool = False, what: dict | None = None, *, strict: bool = False, option: str = "--out"
+) -> Iterator[Staging]:
     """Check ``target`` (``prepare_output``: OutputDirError if refused), yield a ``Staging`` to write into;
     when the block ends normally, write the manifest (``what``, whose ``command`` names the writer, plus the
     files) and move it to ``target``; on any exception (KeyboardInterrupt included) remove the staging
@@ -73,8 +74,10 @@ def _check_not_cwd(path: Path, option: str, given: str) -> None:
     resolved = path.resolve()
     cwd = Path.cwd().resolve()
     if given in ("", ".") or resolved == cwd or resolved in cwd.parents:
-        raise OutputDirError(f"{option} {quoted(given)} is the current directory or one of its parents, which "
-                             f"pezo cannot replace; name a new directory (e.g. {option} build/out)")
+        raise OutputDirError(
+            f"{option} {quoted(given)} is the current directory or one of its parents, which "
+            f"pezo cannot replace; name a new directory (e.g. {option} build/out)"
+        )
 
 
 def _files(root: Path) -> dict[str, list[int]]:
@@ -115,13 +118,19 @@ def _inspect(path: Path, command: str | None) -> tuple[str | None, str | None]:
         if now:
             return f"has an unreadable pezo marker (it holds {_listing(sorted(now))})", None
         return None, "has an unreadable pezo marker"
-    why = f"was written by {writer or 'another pezo command'}, not {command}" if (
-        command is not None and writer != command) else None
+    why = (
+        f"was written by {writer or 'another pezo command'}, not {command}"
+        if (command is not None and writer != command)
+        else None
+    )
     if listed is None:  # a marker of an older pezo: no file list, so what is newer than the marker may not be pezo's
         limit = marker.stat().st_mtime_ns
         newer = sorted(rel for rel, (size, mtime) in now.items() if size >= 0 and mtime > limit)
-        return (f"has files changed after pezo wrote it ({_listing(newer)}) that its marker (an older pezo's) "
-                "does not list" if newer else None), why
+        return (
+            f"has files changed after pezo wrote it ({_listing(newer)}) that its marker (an older pezo's) does not list"
+            if newer
+            else None
+        ), why
     extra = {rel for rel in now if rel not in listed}
     top = sorted(rel for rel in extra if rel.rpartition("/")[0] not in extra)  # a new directory stands for its files
     foreign = f"holds files pezo did not write ({_listing(top)})" if top else None
@@ -131,8 +140,9 @@ def _inspect(path: Path, command: str | None) -> tuple[str | None, str | None]:
     return foreign, why
 
 
-def prepare_output(path: Path, force: bool = False, strict: bool = False, command: str | None = None,
-                   option: str = "--out") -> tuple[Path, bool]:
+def prepare_output(
+    path: Path, force: bool = False, strict: bool = False, command: str | None = None, option: str = "--out"
+) -> tuple[Path, bool]:
     """Validate ``path`` and return ``(staging_dir, replacing)``; write into staging, then ``commit_output``.
 
     A non-empty directory is refused without ``force`` unless it holds exactly what ``command`` wrote there
@@ -150,16 +160,24 @@ def prepare_output(path: Path, force: bool = False, strict: bool = False, comman
             foreign, why = _inspect(path, command)
             if foreign is not None:  # never deleted, even with --force
                 needs_force = not force and (strict or why is not None)
-                said = f"is not empty, {why}, and {foreign}" if why is not None and not force else (
-                    f"is not empty and {foreign}")
-                raise OutputDirError(f"{option} {shown} {said}; choose another directory or remove them"
-                                     + (" and pass --force to replace it" if needs_force else ""))
+                said = (
+                    f"is not empty, {why}, and {foreign}"
+                    if why is not None and not force
+                    else (f"is not empty and {foreign}")
+                )
+                raise OutputDirError(
+                    f"{option} {shown} {said}; choose another directory or remove them"
+                    + (" and pass --force to replace it" if needs_force else "")
+                )
             if strict and not force:
-                raise OutputDirError(f"{option} {shown} is not empty (it may hold a Vivado run); choose another "
-                                     "directory or pass --force to replace it")
+                raise OutputDirError(
+                    f"{option} {shown} is not empty (it may hold a Vivado run); choose another "
+                    "directory or pass --force to replace it"
+                )
             if why is not None and not force:
-                raise OutputDirError(f"{option} {shown} is not empty and {why}; choose another directory or "
-                                     "pass --force to replace it")
+                raise OutputDirError(
+                    f"{option} {shown} is not empty and {why}; choose another directory or pass --force to replace it"
+                )
             replacing = True
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
@@ -185,8 +203,10 @@ def _check_still_pezos(path: Path, option: str) -> None:
     if path.is_dir() and not path.is_symlink():
         foreign, _ = _inspect(path, None)
         if foreign is not None:
-            raise OutputDirError(f"{option} {quoted(path)} {foreign}, added while pezo ran; nothing was replaced: "
-                                 "choose another directory or remove them")
+            raise OutputDirError(
+                f"{option} {quoted(path)} {foreign}, added while pezo ran; nothing was replaced: "
+                "choose another directory or remove them"
+            )
 
 
 def commit_output(staging: Path, path: Path, what: dict) -> None:

@@ -30,14 +30,20 @@ def cmd_report(args) -> int:
     if not _given(args) and args.unit is None:
         return _report_table(args)
     if args.vivado or args.csv or args.plot or args.out:
-        raise CLIError("--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
-                       "generator options); one design's report is printed as text or --json")
+        raise CLIError(
+            "--vivado, --csv, --plot and --out belong to the comparison table (pezo report without "
+            "generator options); one design's report is printed as text or --json"
+        )
     if args.jobs is not None or args.scheduler is not None:
-        raise CLIError("--jobs and --scheduler spread the comparison table's designs (pezo report without "
-                       "generator options); one design is one synthesis")
+        raise CLIError(
+            "--jobs and --scheduler spread the comparison table's designs (pezo report without "
+            "generator options); one design is one synthesis"
+        )
     if args.brief:
-        raise CLIError("--brief shortens the comparison table (pezo report without generator options); one "
-                       "design's report is printed in full as text or --json")
+        raise CLIError(
+            "--brief shortens the comparison table (pezo report without generator options); one "
+            "design's report is printed in full as text or --json"
+        )
     if args.strategy in ENGINE_STRATEGIES:
         return _report_engine(args)
     args.unit = args.unit or "generator"
@@ -55,17 +61,25 @@ def cmd_report(args) -> int:
     print_timing(result, args)
     if args.unit == "scale":
         stats = result["lut_statistics"]
-        print(f"  ROM style {result['rom_style']}; shifts k: {stats['shift_histogram']}; applied/exact norm "
-              f"{stats['norm_ratio_min']:.3f}..{stats['norm_ratio_max']:.3f} (mean {stats['norm_ratio_mean']:.3f})")
+        print(
+            f"  ROM style {result['rom_style']}; shifts k: {stats['shift_histogram']}; applied/exact norm "
+            f"{stats['norm_ratio_min']:.3f}..{stats['norm_ratio_max']:.3f} (mean {stats['norm_ratio_mean']:.3f})"
+        )
     elif config.strategy == "pregen" and args.unit == "generator":
-        print(f"  BRAM18 equivalents {result['BRAM18_equivalent']} (analytical minimum "
-              f"{result['budget']['BRAM18_equivalent']}), LUT-ROM {result['LUTRAM']}")
+        print(
+            f"  BRAM18 equivalents {result['BRAM18_equivalent']} (analytical minimum "
+            f"{result['budget']['BRAM18_equivalent']}), LUT-ROM {result['LUTRAM']}"
+        )
     elif config.strategy == "gaussian" and args.unit == "generator":
         per, ext = result["per_generator"], result["extrapolated_1024"]
-        print(f"  per generator: {per['LUT']:.1f} LUT, {per['FF']:.1f} FF (hand estimate "
-              f"{result['analytical_LUT'] / config.lanes:.0f} LUT, 127 FF)")
-        print(f"  1024 generators (MeZO, extrapolated linearly): {ext['LUT']} LUT, {ext['FF']} FF "
-              f"(PeZO Table 6: 133120 LUT, 69632 FF)")
+        print(
+            f"  per generator: {per['LUT']:.1f} LUT, {per['FF']:.1f} FF (hand estimate "
+            f"{result['analytical_LUT'] / config.lanes:.0f} LUT, 127 FF)"
+        )
+        print(
+            f"  1024 generators (MeZO, extrapolated linearly): {ext['LUT']} LUT, {ext['FF']} FF "
+            f"(PeZO Table 6: 133120 LUT, 69632 FF)"
+        )
     elif config.rewind and args.unit == "generator":
         o, b = result["overhead"], result["budget"]
         print(f"  rewind overhead: +{o['LUT']} LUT, +{o['FF']} FF (budget +{b['LUT']} LUT, +{b['FF']} FF)")
@@ -74,13 +88,22 @@ def cmd_report(args) -> int:
         print(f"  budget: <= {b['LUT']} LUT, <= {b['FF']} FF")
     if "within_budget" in result:
         print(f"  within budget: {'yes' if result['within_budget'] else 'NO'}")
-    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
-          f"{' (cached)' if result.get('cached') else ''}")
+    print(
+        f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
+        f"{' (cached)' if result.get('cached') else ''}"
+    )
     return 0
 
 
-ENGINE_REPORT_FIELDS = {"seed": "seed", "eps_shift": "eps_shift", "rng_bits": "rng_bits", "pool_size": "pool_size",
-                        "pool_bits": "pool_bits", "lfsr_leap": "lfsr_leap", "lfsr_bit_order": "lfsr_bit_order"}
+ENGINE_REPORT_FIELDS = {
+    "seed": "seed",
+    "eps_shift": "eps_shift",
+    "rng_bits": "rng_bits",
+    "pool_size": "pool_size",
+    "pool_bits": "pool_bits",
+    "lfsr_leap": "lfsr_leap",
+    "lfsr_bit_order": "lfsr_bit_order",
+}
 
 
 def _report_engine(args) -> int:
@@ -95,16 +118,26 @@ def _report_engine(args) -> int:
         return cmd_report_board(args, strategy)
     if args.unit is not None or other:
         bad = "--unit" if args.unit is not None else "--" + other[0].replace("_", "-")
-        raise CLIError(f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "
-                       "--rng-bits, --lfsr-leap, --lfsr-bit-order (otf), --pool-size and --pool-bits (pregen))")
+        raise CLIError(
+            f"{bad} does not apply to --strategy {args.strategy} (the engine takes --seed, --eps-shift, "
+            "--rng-bits, --lfsr-leap, --lfsr-bit-order (otf), --pool-size and --pool-bits (pregen))"
+        )
     fields = {f: getattr(args, f) for f in ENGINE_REPORT_FIELDS if getattr(args, f, None) is not None}
-    for field, only in (("rng_bits", "otf"), ("lfsr_leap", "otf"), ("lfsr_bit_order", "otf"), ("pool_size", "pregen"),
-                        ("pool_bits", "pregen")):
+    for field, only in (
+        ("rng_bits", "otf"),
+        ("lfsr_leap", "otf"),
+        ("lfsr_bit_order", "otf"),
+        ("pool_size", "pregen"),
+        ("pool_bits", "pregen"),
+    ):
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
-        config = (net_config(args.net, strategy=strategy, **fields) if args.net
-                  else EngineConfig().replace(strategy=strategy, **fields))
+        config = (
+            net_config(args.net, strategy=strategy, **fields)
+            if args.net
+            else EngineConfig().replace(strategy=strategy, **fields)
+        )
     except ValueError as exc:
         raise option_error(exc, tuple(ENGINE_REPORT_FIELDS), fields) from None
     print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)  # stderr: --json too
@@ -118,13 +151,17 @@ def _report_engine(args) -> int:
     print(f"ZO engine {config.array.rows}x{config.array.cols} INT8 MAC array + {strategy} stream - {result['tool']}")
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
-    print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.array.macs} MACs + "
-          f"{config.array.cols} "
-          f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})")
+    print(
+        f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}: {config.array.macs} MACs + "
+        f"{config.array.cols} "
+        f"g*p lanes); BRAM36 {result['BRAM36']:g} (estimate {result['analytical_BRAM36']:g})"
+    )
     print(f"  cycle bound per ZO step (B={config.array.batch}, |W|={config.weights}): {result['cycle_bound']}")
     print_timing(result, args)
-    print(f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
-          f"{' (cached)' if result.get('cached') else ''}")
+    print(
+        f"  cells: {', '.join(f'{k} {v}' for k, v in result['cells'].items())}"
+        f"{' (cached)' if result.get('cached') else ''}"
+    )
     return 0
 
 
@@ -136,9 +173,11 @@ def _report_net_engine(config, args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"ZO network engine {config.name} ({', '.join(result['layers'])}) on a "
-          f"{config.array.rows}x{config.array.cols} INT8 "
-          f"MAC array + {config.stream.strategy} stream - {result['tool']}")
+    print(
+        f"ZO network engine {config.name} ({', '.join(result['layers'])}) on a "
+        f"{config.array.rows}x{config.array.cols} INT8 "
+        f"MAC array + {config.stream.strategy} stream - {result['tool']}"
+    )
     for key in ("LUT", "FF", "CARRY", "BRAM", "DSP", "LUTRAM", "SRL"):
         print(f"  {key:<7}{result[key]:>8}")
     print(f"  DSP48E2 {result['DSP']} (analytical {result['analytical_DSP']}); BRAM36 {result['BRAM36']:g}")
@@ -167,21 +206,37 @@ def _report_table(args) -> int:
             vivado = vivado_row(args.vivado)
         except VivadoReportError as exc:
             raise CLIError(str(exc)) from None
-    staged = (staged_output(args.out, args.force, {"command": "report"}) if args.out is not None
-              else contextlib.nullcontext())
+    staged = (
+        staged_output(args.out, args.force, {"command": "report"}) if args.out is not None else contextlib.nullcontext()
+    )
     with executor_from_args(args) as executor, staged as staging:
         activity = not args.no_activity
         if activity and not shutil.which("iverilog"):
-            print("pezo: note: Icarus Verilog is not installed (apt-get install -y iverilog): the table is printed "
-                  "without the switching-activity proxy", file=sys.stderr)
+            print(
+                "pezo: note: Icarus Verilog is not installed (apt-get install -y iverilog): the table is printed "
+                "without the switching-activity proxy",
+                file=sys.stderr,
+            )
             activity = False
         designs = comparison_designs()
-        work = " + ".join(["synthesis (Yosys xcup)", *(["activity"] if activity else []),
-                           *([] if args.no_timing else ["place and route (nextpnr-ecp5)"])])
-        with tqdm(total=len(designs), desc=work, unit="design", file=sys.stderr,
-                  disable=args.quiet) as bar:  # stderr: --json keeps stdout clean
-            rows = comparison_rows(designs, progress=bar, activity=activity, timing=not args.no_timing,
-                                   executor=executor, use_cache=not args.no_cache)
+        work = " + ".join(
+            [
+                "synthesis (Yosys xcup)",
+                *(["activity"] if activity else []),
+                *([] if args.no_timing else ["place and route (nextpnr-ecp5)"]),
+            ]
+        )
+        with tqdm(
+            total=len(designs), desc=work, unit="design", file=sys.stderr, disable=args.quiet
+        ) as bar:  # stderr: --json keeps stdout clean
+            rows = comparison_rows(
+                designs,
+                progress=bar,
+                activity=activity,
+                timing=not args.no_timing,
+                executor=executor,
+                use_cache=not args.no_cache,
+            )
         if vivado is not None:
             rows.append(vivado)
         if args.csv is not None:
@@ -210,22 +265,33 @@ def brief_summary(rows: list[dict], out: Path | None) -> str:
     are, and the next commands."""
     from pezo.cli.output import quoted
 
-    picked = [r for r in rows if r["unit"] == "generator" and r.get("paper_LUT") is not None
-              and r["strategy"] != "otf" or r["design"] == "otf 32 x 14"]
+    picked = [
+        r
+        for r in rows
+        if r["unit"] == "generator"
+        and r.get("paper_LUT") is not None
+        and r["strategy"] != "otf"
+        or r["design"] == "otf 32 x 14"
+    ]
     picked += [r for r in rows if r["unit"] in ("engine", "board")]
     width = max(len(r["design"]) for r in picked)
     lines = ["Resources (Yosys synth_xilinx xcup, out of context; PeZO Table 6 where it reports the design):"]
     for r in picked:
         paper = f"   (paper: {r['paper_LUT']} LUT)" if r.get("paper_LUT") else ""
-        lines.append(f"  {r['design']:<{width}} {r['LUT']:>7} LUT {r['FF']:>7} FF {r['BRAM']:>3} BRAM "
-                     f"{r['DSP']:>3} DSP{paper}")
+        lines.append(
+            f"  {r['design']:<{width}} {r['LUT']:>7} LUT {r['FF']:>7} FF {r['BRAM']:>3} BRAM {r['DSP']:>3} DSP{paper}"
+        )
     timed = any(r.get("fmax_mhz") is not None for r in rows)
     if out is not None:
-        lines.append(f"Every design, estimates, activity{' and timing' if timed else ''}: "
-                     f"{quoted(str(out) + '/resources.md')} (+ .json, .csv, .png)")
+        lines.append(
+            f"Every design, estimates, activity{' and timing' if timed else ''}: "
+            f"{quoted(str(out) + '/resources.md')} (+ .json, .csv, .png)"
+        )
     if not timed:
-        lines.append("Fmax of every design (nextpnr-ecp5 place and route, 3 seeds; long when cold, then cached): "
-                     f".venv/bin/pezo report --out {quoted(str(out or 'build/report'))}")
+        lines.append(
+            "Fmax of every design (nextpnr-ecp5 place and route, 3 seeds; long when cold, then cached): "
+            f".venv/bin/pezo report --out {quoted(str(out or 'build/report'))}"
+        )
     lines.append("Next: .venv/bin/pezo --help    (every command)    make test    (the whole test suite)")
     return "\n".join(lines)
 
@@ -234,33 +300,68 @@ def brief_summary(rows: list[dict], out: Path | None) -> str:
 
 
 def add_report_parser(sub) -> None:
-    p = sub.add_parser("report", help="without generator options: every strategy side by side (PeZO Table 6 "
-                       "shape, %% of ZCU102, estimate, paper, activity); with them: one design (Yosys, xcup)",
-                       description="Without generator options, synthesise every strategy (cached) and print "
-                       "the comparison table; with options (--strategy, --n-rngs, ...), report one design.")
+    p = sub.add_parser(
+        "report",
+        help="without generator options: every strategy side by side (PeZO Table 6 "
+        "shape, %% of ZCU102, estimate, paper, activity); with them: one design (Yosys, xcup)",
+        description="Without generator options, synthesise every strategy (cached) and print "
+        "the comparison table; with options (--strategy, --n-rngs, ...), report one design.",
+    )
     _add_generator_args(p, engine=True)
-    p.add_argument("--json", action="store_true", help="print JSON: a list of rows (table) or one object "
-                   "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...")
-    p.add_argument("--no-cache", action="store_true", help="re-run synthesis, place and route (and the table's "
-                   "activity runs) even if cached")
-    p.add_argument("--net", choices=NET_NAMES, help="with --strategy engine-otf|engine-pregen: the network engine "
-                   "generated for this network (default: the head engine)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: a list of rows (table) or one object "
+        "(one design); keys LUT, FF, BRAM, DSP, strategy, unit, ...",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="re-run synthesis, place and route (and the table's activity runs) even if cached",
+    )
+    p.add_argument(
+        "--net",
+        choices=NET_NAMES,
+        help="with --strategy engine-otf|engine-pregen: the network engine "
+        "generated for this network (default: the head engine)",
+    )
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")
     p.add_argument("--out", type=Path, metavar="DIR", help="table: write resources.{md,json,csv,png} to DIR")
-    p.add_argument("--force", action="store_true", help="table: replace an existing --csv / --plot file, or a "
-                   "--out DIR that another pezo command wrote or whose pezo files changed (files pezo did not write "
-                   "are never deleted)")
-    p.add_argument("--vivado", type=Path, metavar="RUN_DIR", help="table: add the post-place (or post-synthesis) "
-                   "utilisation of a Vivado run of pezo build's files")
-    p.add_argument("--no-activity", action="store_true", help="table: skip the switching-activity proxy "
-                   "(it needs Icarus)")
-    p.add_argument("--no-timing", action="store_true", help="skip the timing columns (fmax_mhz, logic_levels, "
-                   "throughput_values_per_s: place and route on ECP5-85 -6 with nextpnr-ecp5, 3 seeds, cached)")
-    p.add_argument("--timing-path", action="store_true", help="one design: print its critical path (nextpnr's "
-                   "report of the median seed) and add it to --json as critical_path")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="table: replace an existing --csv / --plot file, or a "
+        "--out DIR that another pezo command wrote or whose pezo files changed (files pezo did not write "
+        "are never deleted)",
+    )
+    p.add_argument(
+        "--vivado",
+        type=Path,
+        metavar="RUN_DIR",
+        help="table: add the post-place (or post-synthesis) utilisation of a Vivado run of pezo build's files",
+    )
+    p.add_argument(
+        "--no-activity", action="store_true", help="table: skip the switching-activity proxy (it needs Icarus)"
+    )
+    p.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="skip the timing columns (fmax_mhz, logic_levels, "
+        "throughput_values_per_s: place and route on ECP5-85 -6 with nextpnr-ecp5, 3 seeds, cached)",
+    )
+    p.add_argument(
+        "--timing-path",
+        action="store_true",
+        help="one design: print its critical path (nextpnr's "
+        "report of the median seed) and add it to --json as critical_path",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_executor_args(p, "table's designs (synthesis, activity, place and route)")
-    p.add_argument("--brief", action="store_true", help="table: print a short comparison (the PeZO generators "
-                   "and the ZO engines), where the full tables are and the next commands (what make run ends with)")
+    p.add_argument(
+        "--brief",
+        action="store_true",
+        help="table: print a short comparison (the PeZO generators "
+        "and the ZO engines), where the full tables are and the next commands (what make run ends with)",
+    )
     p.set_defaults(func=cmd_report)

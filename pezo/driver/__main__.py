@@ -32,17 +32,31 @@ def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
     from pezo.golden.zo.net_init import init_weights
 
     stream, array = config.stream, config.array
-    train = NetTrainConfig().replace(net=config.name, strategy=stream.strategy, rows=array.rows, cols=array.cols,
-                                     batch=array.batch, eps_shift=stream.eps_shift, rng_bits=stream.rng_bits,
-                                     stream_seed=stream.seed, pool_size=stream.pool_size, pool_bits=stream.pool_bits,
-                                     seed=seed, g_mode=g_mode)
+    train = NetTrainConfig().replace(
+        net=config.name,
+        strategy=stream.strategy,
+        rows=array.rows,
+        cols=array.cols,
+        batch=array.batch,
+        eps_shift=stream.eps_shift,
+        rng_bits=stream.rng_bits,
+        stream_seed=stream.seed,
+        pool_size=stream.pool_size,
+        pool_bits=stream.pool_bits,
+        seed=seed,
+        g_mode=g_mode,
+    )
     if train.net_config != config:
         raise ValueError("the design's engine is not a preset net of the trainer (pezo build --design engine --net N)")
     data = load_data(train)
     schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
     weights, _ = init_weights(train, data.x["train"])
-    return (data.x["train"][schedule], data.y["train"][schedule], np.concatenate([w.ravel() for w in weights]),
-            train.loss_config)
+    return (
+        data.x["train"][schedule],
+        data.y["train"][schedule],
+        np.concatenate([w.ravel() for w in weights]),
+        train.loss_config,
+    )
 
 
 async def run(driver: EngineDriver, xs, ys, flat, loss) -> dict:
@@ -57,17 +71,27 @@ async def run(driver: EngineDriver, xs, ys, flat, loss) -> dict:
     for k, (x, y, got) in enumerate(zip(xs, ys, result.steps)):
         want = model.train_step(x, y, loss)
         if (got.loss_plus, got.loss_minus, got.g) != (want.loss_plus, want.loss_minus, want.g):
-            bad.append(f"step {k}: losses/g {got.loss_plus, got.loss_minus, got.g} != golden "
-                       f"{want.loss_plus, want.loss_minus, want.g}")
-        elif got.logits_intact and not (np.array_equal(got.logits[0], want.logits_plus)
-                                        and np.array_equal(got.logits[1], want.logits_minus)):
+            bad.append(
+                f"step {k}: losses/g {got.loss_plus, got.loss_minus, got.g} != golden "
+                f"{want.loss_plus, want.loss_minus, want.g}"
+            )
+        elif got.logits_intact and not (
+            np.array_equal(got.logits[0], want.logits_plus) and np.array_equal(got.logits[1], want.logits_minus)
+        ):
             bad.append(f"step {k}: logits differ from golden")
     if not np.array_equal(final, model.flat):
         bad.append("final weights differ from golden")
-    return {"match": not bad, "mismatches": bad[:10], "steps": len(xs), "seconds_per_step": seconds / len(xs),
-            "engine_cycles_per_step": result.engine_cycles / len(xs), "cycle_bound": driver.config.cycle_bound(),
-            "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
-            "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus], "design": "engine"}
+    return {
+        "match": not bad,
+        "mismatches": bad[:10],
+        "steps": len(xs),
+        "seconds_per_step": seconds / len(xs),
+        "engine_cycles_per_step": result.engine_cycles / len(xs),
+        "cycle_bound": driver.config.cycle_bound(),
+        "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
+        "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus],
+        "design": "engine",
+    }
 
 
 def main(argv=None) -> int:
@@ -87,8 +111,9 @@ def main(argv=None) -> int:
         if not 1 <= args.steps < 1 << 16:
             raise ValueError(f"--steps must be in 1..65535, got {args.steps}")
         xs, ys, flat, loss = job(config, args.steps, args.seed)
-        bus = MmapBus(args.mem, described["regs_base"], described["windows_base"], described["windows_size"],
-                      uio=args.uio)
+        bus = MmapBus(
+            args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
+        )
     except (OSError, ValueError, KeyError) as exc:
         print(f"pezo.driver: error: {exc}", file=sys.stderr)
         return 2
@@ -99,9 +124,12 @@ def main(argv=None) -> int:
         return 1
     finally:
         bus.close()
-    print(json.dumps(result, indent=2) if args.json else
-          f"{'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} steps; "
-          f"{1e3 * result['seconds_per_step']:.3f} ms/step; loss {result['loss_first']} -> {result['loss_last']}")
+    print(
+        json.dumps(result, indent=2)
+        if args.json
+        else f"{'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} steps; "
+        f"{1e3 * result['seconds_per_step']:.3f} ms/step; loss {result['loss_first']} -> {result['loss_last']}"
+    )
     return 0 if result["match"] else 1
 
 

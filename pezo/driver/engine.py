@@ -6,8 +6,8 @@ Written once against a bus with async methods (``Bus``; byte addresses relative 
 * ``read32(addr) -> (value, resp)`` and ``write32(addr, value) -> resp`` on the AXI4-Lite registers;
 * ``write_burst(addr, data: bytes) -> resp`` and ``read_burst(addr, n) -> (bytes, resp)`` on the AXI4
   windows (8-byte aligned; a transport may split them into bursts);
-* optional ``irq`` (True: ``wait_irq()`` returns when the ``irq`` line is high) and ``now()`` (a clock: cycles in simulation,
-  seconds on the board) for the figures.
+* optional ``irq`` (True: ``wait_irq()`` returns when the ``irq`` line is high) and ``now()`` (a clock: cycles in
+  simulation, seconds on the board) for the figures.
 
 ``resp`` is 0 (OKAY) or 2 (SLVERR); the driver raises ``BusError`` on an unexpected SLVERR. The
 simulation transport is ``pezo.sim.board_bus.CocotbBus`` (cocotbext-axi masters), the board's
@@ -20,8 +20,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pezo.golden.board_map import (BEAT_BYTES, CONTROL_BITS, ENGINE_MAP_VERSION, IRQ_BITS, OPS, STATUS_BITS,
-                                   STEP_LOG_DEPTH, STEP_RECORD_ENTRIES, BoardMap)
+from pezo.golden.board_map import (
+    BEAT_BYTES,
+    CONTROL_BITS,
+    ENGINE_MAP_VERSION,
+    IRQ_BITS,
+    OPS,
+    STATUS_BITS,
+    STEP_LOG_DEPTH,
+    STEP_RECORD_ENTRIES,
+    BoardMap,
+)
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
 from pezo.golden.engine.zo_engine import G_BITS
 from pezo.golden.host import HOST_ID, RESP_OKAY
@@ -93,8 +102,12 @@ class EngineDriver:
     async def check_identity(self) -> None:
         """The bitstream behind the bus is an engine top of this map (ID, VERSION, SHAPE, BATCH)."""
         got = {n: await self.read(n) for n in ("ID", "VERSION", "SHAPE", "BATCH")}
-        want = {"ID": HOST_ID, "VERSION": ENGINE_MAP_VERSION, "SHAPE": self.map.shape_word(),
-                "BATCH": self.map.batch_word()}
+        want = {
+            "ID": HOST_ID,
+            "VERSION": ENGINE_MAP_VERSION,
+            "SHAPE": self.map.shape_word(),
+            "BATCH": self.map.batch_word(),
+        }
         bad = [f"{n} {got[n]:#x} (expected {want[n]:#x})" for n in want if got[n] != want[n]]
         if bad:
             raise BusError("the device is not the engine top of this configuration: " + ", ".join(bad))
@@ -120,8 +133,12 @@ class EngineDriver:
 
     async def load_biases(self, biases) -> None:
         """Per-layer int32 biases (None for a layer without one), written as entries of the biases window."""
-        values = np.concatenate([np.zeros(l.outputs, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
-                                 for l, b in zip(self.config.layers, biases)])
+        values = np.concatenate(
+            [
+                np.zeros(l.outputs, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
+                for l, b in zip(self.config.layers, biases)
+            ]
+        )
         entries = values.astype(np.int64) & 0xFFFFFFFF
         if await self._write("biases", self.map.window("biases").base, entries.astype("<u8").tobytes()) != RESP_OKAY:
             raise BusError("loading the biases answered SLVERR (is the engine busy, does the net have biases?)")
@@ -134,13 +151,13 @@ class EngineDriver:
         if x.shape != (cfg.array.batch, cfg.inputs):
             raise ValueError(f"x must have shape {(cfg.array.batch, cfg.inputs)}, got {x.shape}")
         rows = np.zeros((cfg.array.batch, bmap.x_stride), dtype=np.int8)
-        rows[:, :cfg.inputs] = x
+        rows[:, : cfg.inputs] = x
         ok = True
         if bmap.x_stride == cfg.inputs:  # one burst for the whole batch
             ok &= await self._write("x", bmap.x_offset(0), rows.tobytes()) == RESP_OKAY
         else:
             for b in range(cfg.array.batch):
-                ok &= await self._write("x", bmap.x_offset(b), rows[b, :cfg.inputs].tobytes()) == RESP_OKAY
+                ok &= await self._write("x", bmap.x_offset(b), rows[b, : cfg.inputs].tobytes()) == RESP_OKAY
         entries = np.asarray(labels, dtype=np.int64).astype("<u8")
         ok &= await self._write("labels", bmap.label_offset(0), entries.tobytes()) == RESP_OKAY
         return bool(ok)
@@ -168,7 +185,7 @@ class EngineDriver:
             if resp != RESP_OKAY:
                 raise BusError(f"reading the logits of bank {bank} pass {s} answered SLVERR")
             words = np.frombuffer(bytes(data), dtype="<i4").reshape(cfg.array.batch, bmap.output_stride, 2)
-            logits[i], quant[i] = words[:, :cfg.outputs, 0], words[:, :cfg.outputs, 1]
+            logits[i], quant[i] = words[:, : cfg.outputs, 0], words[:, : cfg.outputs, 1]
         return logits, quant
 
     # -- operations -----------------------------------------------------------------------------
@@ -210,8 +227,9 @@ class EngineDriver:
         bank = (await self.status())["last_bank"]
         return (await self.read_logits(bank, passes=(0,)))[0][0]
 
-    async def train(self, xs, labels, loss: LossConfig, read_logits: bool = True, use_irq: bool | None = None,
-                    clock=None) -> TrainResult:
+    async def train(
+        self, xs, labels, loss: LossConfig, read_logits: bool = True, use_irq: bool | None = None, clock=None
+    ) -> TrainResult:
         """``len(xs)`` ZO steps of OP_TRAIN with the on-chip loss ``loss``: fill both banks, start, then
         per finished step read its record (and its logits while the next step runs) and refill the
         queue, until DONE. ``use_irq``: wait on ``bus.wait_irq`` (STEP and DONE interrupts) instead of

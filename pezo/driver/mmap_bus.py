@@ -29,18 +29,27 @@ class MmapBus:
     ``windows_size`` bytes of the AXI4 port (``BoardMap``: 8 slots), ``path`` the memory device
     (/dev/mem; a file in the tests), ``uio`` an optional UIO device for the interrupt."""
 
-    def __init__(self, path: str, regs_base: int, windows_base: int, windows_size: int, regs_size: int = 4096,
-                 uio: str | None = None):
+    def __init__(
+        self,
+        path: str,
+        regs_base: int,
+        windows_base: int,
+        windows_size: int,
+        regs_size: int = 4096,
+        uio: str | None = None,
+    ):
         for name, value in (("regs_base", regs_base), ("windows_base", windows_base)):
             if not isinstance(value, int) or value < 0 or value % PAGE:
                 raise ValueError(f"{name} must be a non-negative multiple of the page size {PAGE}, got {value!r}")
         if not isinstance(windows_size, int) or windows_size <= 0 or windows_size % 8:
             raise ValueError(f"windows_size must be a positive multiple of 8, got {windows_size!r}")
         self.fd = os.open(path, os.O_RDWR | getattr(os, "O_SYNC", 0))
-        self.regs_map = mmap.mmap(self.fd, regs_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
-                                  offset=regs_base)
-        self.win_map = mmap.mmap(self.fd, windows_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
-                                 offset=windows_base)
+        self.regs_map = mmap.mmap(
+            self.fd, regs_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=regs_base
+        )
+        self.win_map = mmap.mmap(
+            self.fd, windows_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=windows_base
+        )
         self.regs, self.windows = memoryview(self.regs_map).cast("I"), memoryview(self.win_map).cast("Q")
         self.uio = os.open(uio, os.O_RDWR) if uio else None
 

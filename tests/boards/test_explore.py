@@ -12,8 +12,17 @@ import time
 import pytest
 
 import pezo.boards.flow.explore as explore
-from pezo.boards.flow.explore import (DEFAULT_SPACE, Setting, SpaceError, check_objectives, check_space, evaluate,
-                                 open_study, run_study, trial_rows)
+from pezo.boards.flow.explore import (
+    DEFAULT_SPACE,
+    Setting,
+    SpaceError,
+    check_objectives,
+    check_space,
+    evaluate,
+    open_study,
+    run_study,
+    trial_rows,
+)
 from pezo.cli.main import main
 from pezo.executor import SERIAL
 
@@ -21,16 +30,19 @@ TINY_SPACE = {"strategy": ["otf"], "n_rngs": [3], "rng_bits": {"low": 4, "high":
 """Stream units that synthesize in a few seconds (3 LFSRs of 4-5 bits)."""
 
 
-@pytest.mark.parametrize("space,needle", [
-    ({}, "is empty"),
-    ({"n_rng": [3]}, "key 'n_rng' is not a search-space key"),
-    ({"strategy": ["otf", "lfsr"]}, "key 'strategy' must be a non-empty list of otf, pregen, gaussian"),
-    ({"rng_bits": {"low": 9, "high": 4}}, "key 'rng_bits' must be {\"low\": L, \"high\": H} with integers L <= H"),
-    ({"pool_size": []}, "key 'pool_size' must be a non-empty list of integers"),
-    ({"lanes": ["8"]}, "key 'lanes' must be a non-empty list of integers"),
-    ({"banks": 4}, "key 'banks' must be a list of integers"),
-    ([1, 2], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "space,needle",
+    [
+        ({}, "is empty"),
+        ({"n_rng": [3]}, "key 'n_rng' is not a search-space key"),
+        ({"strategy": ["otf", "lfsr"]}, "key 'strategy' must be a non-empty list of otf, pregen, gaussian"),
+        ({"rng_bits": {"low": 9, "high": 4}}, 'key \'rng_bits\' must be {"low": L, "high": H} with integers L <= H'),
+        ({"pool_size": []}, "key 'pool_size' must be a non-empty list of integers"),
+        ({"lanes": ["8"]}, "key 'lanes' must be a non-empty list of integers"),
+        ({"banks": 4}, "key 'banks' must be a list of integers"),
+        ([1, 2], "must be a JSON object"),
+    ],
+)
 def test_bad_spaces_name_the_key(space, needle):
     with pytest.raises(SpaceError) as info:
         check_space(space)
@@ -50,13 +62,20 @@ def test_space_file_and_objectives(tmp_path):
             check_objectives(bad)
 
 
-@pytest.mark.parametrize("params,reason", [
-    ({"strategy": "otf", "n_rngs": 63, "rng_bits": 4, "eps_shift": 10}, "config: n_rngs must be in 1..15, got 63"),
-    ({"strategy": "pregen", "pool_size": 4095, "pool_bits": 12, "lanes": 4, "banks": 8, "eps_shift": 10},
-     "config: banks must be in 1..4"),
-    ({"strategy": "pregen", "pool_size": 1696, "pool_bits": 12, "lanes": 8, "banks": 8, "eps_shift": 10},
-     "training: "),  # 1696 divides d = 3392: every perturbation the same, the family refuses it
-])
+@pytest.mark.parametrize(
+    "params,reason",
+    [
+        ({"strategy": "otf", "n_rngs": 63, "rng_bits": 4, "eps_shift": 10}, "config: n_rngs must be in 1..15, got 63"),
+        (
+            {"strategy": "pregen", "pool_size": 4095, "pool_bits": 12, "lanes": 4, "banks": 8, "eps_shift": 10},
+            "config: banks must be in 1..4",
+        ),
+        (
+            {"strategy": "pregen", "pool_size": 1696, "pool_bits": 12, "lanes": 8, "banks": 8, "eps_shift": 10},
+            "training: ",
+        ),  # 1696 divides d = 3392: every perturbation the same, the family refuses it
+    ],
+)
 def test_invalid_configurations_are_pruned_not_crashed(params, reason):
     result = evaluate((params, Setting(steps=5)))
     assert result["state"] == "pruned" and result["reason"].startswith(reason), result
@@ -64,8 +83,13 @@ def test_invalid_configurations_are_pruned_not_crashed(params, reason):
 
 def _fake_report(config, unit="stream"):
     """Resources without Yosys: a function of the configuration (the unit tests do not synthesize)."""
-    return {"LUT": 10 * config.lanes + config.rng_bits, "FF": 20 * config.lanes, "BRAM": int(config.strategy == "pregen"),
-            "DSP": 0, "CARRY": 0}
+    return {
+        "LUT": 10 * config.lanes + config.rng_bits,
+        "FF": 20 * config.lanes,
+        "BRAM": int(config.strategy == "pregen"),
+        "DSP": 0,
+        "CARRY": 0,
+    }
 
 
 def test_gcd_traps_are_kept_and_marked(monkeypatch):
@@ -75,14 +99,16 @@ def test_gcd_traps_are_kept_and_marked(monkeypatch):
     setting = Setting(steps=20)
     trap = evaluate(({"strategy": "otf", "n_rngs": 31, "rng_bits": 10, "eps_shift": 10}, setting))
     fine = evaluate(({"strategy": "otf", "n_rngs": 31, "rng_bits": 11, "eps_shift": 10}, setting))
-    pool = evaluate(({"strategy": "pregen", "pool_size": 4240, "pool_bits": 12, "lanes": 8, "banks": 8,
-                      "eps_shift": 10}, setting))
+    pool = evaluate(
+        ({"strategy": "pregen", "pool_size": 4240, "pool_bits": 12, "lanes": 8, "banks": 8, "eps_shift": 10}, setting)
+    )
     assert trap["state"] == fine["state"] == pool["state"] == "complete"
     assert trap["attrs"]["gcd"] == 31 and trap["attrs"]["distinct_perturbations"] == 33
     assert fine["attrs"]["gcd"] == 1
     assert pool["attrs"]["gcd"] == 848 and pool["attrs"]["distinct_perturbations"] == 5
     assert explore.trap({"gcd": 848, "distinct_perturbations": 5, "params": {"strategy": "pregen"}}).startswith(
-        "gcd(N, d) = 848: 5 distinct")
+        "gcd(N, d) = 848: 5 distinct"
+    )
     assert set(trap["values"]) == {"accuracy", "lut", "ff", "bram"}
 
 
@@ -98,8 +124,12 @@ def test_resume_after_an_interrupt_does_not_repeat_finished_trials(tmp_path, mon
     def fake_evaluate(job):
         params, setting = job
         calls.append(params)
-        return {"state": "complete", "values": {"accuracy": params["eps_shift"] / 20, "lut": params["n_rngs"]},
-                "attrs": {"gcd": 1}, "reason": None}
+        return {
+            "state": "complete",
+            "values": {"accuracy": params["eps_shift"] / 20, "lut": params["n_rngs"]},
+            "attrs": {"gcd": 1},
+            "reason": None,
+        }
 
     monkeypatch.setattr(explore, "evaluate", fake_evaluate)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
@@ -131,8 +161,23 @@ def test_explore_command_end_to_end_and_rerun_continues(tmp_path, capsys):
     space.write_text(json.dumps(TINY_SPACE))
     (tmp_path / "db").mkdir()  # --storage's directory must exist (pezo creates none for it, as for --csv)
     storage = f"sqlite:///{tmp_path / 'db' / 'studies.db'}"
-    argv = ["explore", "--trials", "2", "--steps", "30", "--space", str(space), "--storage", storage, "--jobs", "1",
-            "--quiet", "--json", "--out", str(tmp_path / "out")]
+    argv = [
+        "explore",
+        "--trials",
+        "2",
+        "--steps",
+        "30",
+        "--space",
+        str(space),
+        "--storage",
+        storage,
+        "--jobs",
+        "1",
+        "--quiet",
+        "--json",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert {"pareto", "trials", "study", "storage"} <= set(summary) and summary["storage"] == storage
@@ -155,9 +200,28 @@ def test_sigint_stops_explore_and_the_rerun_resumes(tmp_path):
     space = tmp_path / "space.json"
     space.write_text(json.dumps({**TINY_SPACE, "rng_bits": {"low": 4, "high": 6}}))
     db = tmp_path / "s.db"
-    argv = [sys.executable, "-m", "pezo.cli.main", "explore", "--trials", "4", "--steps", "400", "--space",
-            str(space), "--storage", f"sqlite:///{db}", "--study", "s", "--jobs", "1", "--quiet", "--json",
-            "--out", str(tmp_path / "out")]
+    argv = [
+        sys.executable,
+        "-m",
+        "pezo.cli.main",
+        "explore",
+        "--trials",
+        "4",
+        "--steps",
+        "400",
+        "--space",
+        str(space),
+        "--storage",
+        f"sqlite:///{db}",
+        "--study",
+        "s",
+        "--jobs",
+        "1",
+        "--quiet",
+        "--json",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     import sqlite3
 
@@ -169,11 +233,15 @@ def test_sigint_stops_explore_and_the_rerun_resumes(tmp_path):
         time.sleep(0.3)
         try:  # read-only: the study's schema is pezo's to create
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-                finished = con.execute("SELECT count(*) FROM trials WHERE state IN ('COMPLETE', 'PRUNED')").fetchone()[0]
+                finished = con.execute("SELECT count(*) FROM trials WHERE state IN ('COMPLETE', 'PRUNED')").fetchone()[
+                    0
+                ]
         except sqlite3.Error:
             continue
-    assert proc.poll() is None and finished >= 1, ("pezo explore ended before it could be interrupted",
-                                                   proc.poll() is None or proc.communicate()[1])
+    assert proc.poll() is None and finished >= 1, (
+        "pezo explore ended before it could be interrupted",
+        proc.poll() is None or proc.communicate()[1],
+    )
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err == "pezo: interrupted\n", err

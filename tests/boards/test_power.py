@@ -125,12 +125,26 @@ def _check_balanced(text):
 
 def test_write_saif_known_vcd(handwritten, tmp_path):
     activity = toggle_counts(handwritten)
-    path = write_saif(activity, tmp_path / "tiny.saif", activity.duration_ps, instance_path=("system", "unit"),
-                      design="tiny", date="today")
+    path = write_saif(
+        activity,
+        tmp_path / "tiny.saif",
+        activity.duration_ps,
+        instance_path=("system", "unit"),
+        design="tiny",
+        date="today",
+    )
     text = path.read_text()
     _check_balanced(text)
-    for header in ('(SAIFVERSION "2.0")', '(DIRECTION "backward")', '(DESIGN "tiny")', '(DATE "today")',
-                   '(VENDOR "pezo")', "(DIVIDER / )", "(TIMESCALE 1 ps)", "(DURATION 30)"):
+    for header in (
+        '(SAIFVERSION "2.0")',
+        '(DIRECTION "backward")',
+        '(DESIGN "tiny")',
+        '(DATE "today")',
+        '(VENDOR "pezo")',
+        "(DIVIDER / )",
+        "(TIMESCALE 1 ps)",
+        "(DURATION 30)",
+    ):
         assert header in text
     assert re.search(r"\(INSTANCE system\s+\(INSTANCE unit\s+\(NET", text)
     assert re.search(r"\(INSTANCE sub\s+\(NET\s+\(alias\\\[0\\\]", text)
@@ -147,7 +161,7 @@ def test_representative_stimulus_consumes_exact_counts():
         stimulus = power.representative_stimulus(config, steps=2)
         vectors = -(-config.perturb_dim // stream_lanes(config))
         assert all(set(v) == {"en", "next", "rewind", "sign"} for v in stimulus)
-        assert stimulus[:power.IDLE_CYCLES] == [{"en": 0, "next": 0, "rewind": 0, "sign": 0}] * power.IDLE_CYCLES
+        assert stimulus[: power.IDLE_CYCLES] == [{"en": 0, "next": 0, "rewind": 0, "sign": 0}] * power.IDLE_CYCLES
         model = PerturbationStream(config)
         commands, consumed = [], []
         for v in stimulus:
@@ -178,8 +192,9 @@ def test_power_proxy_unit_must_be_stream():
 def test_simulate_vcd_compile_error(require_simulator, tmp_path):
     require_simulator("icarus")
     with pytest.raises(RuntimeError, match="iverilog failed to compile broken"):
-        power.simulate_vcd("module broken(input clk, input rst, input en); wire x = ; endmodule", "broken",
-                           [{"en": 1}], tmp_path)
+        power.simulate_vcd(
+            "module broken(input clk, input rst, input en); wire x = ; endmodule", "broken", [{"en": 1}], tmp_path
+        )
 
 
 TINY = """
@@ -208,9 +223,23 @@ endmodule
 @pytest.mark.rtl
 def test_classify_nets_known_design():
     classes = power.classify_nets(TINY, "tiny")
-    expect = {"count[0]": "FF", "count[3]": "FF", "sum[0]": "LUT", "sum[3]": "LUT", "y[2]": "LUT",
-              "a[1]": "input", "clk": "input", "rst": "input", "k_r[0]": "BRAM", "k_r[1]": "BRAM",
-              "k[1]": "BRAM", "f_r[0]": "FF", "f[1]": "FF", "g_async[0]": "LUT", "g[1]": "LUT"}
+    expect = {
+        "count[0]": "FF",
+        "count[3]": "FF",
+        "sum[0]": "LUT",
+        "sum[3]": "LUT",
+        "y[2]": "LUT",
+        "a[1]": "input",
+        "clk": "input",
+        "rst": "input",
+        "k_r[0]": "BRAM",
+        "k_r[1]": "BRAM",
+        "k[1]": "BRAM",
+        "f_r[0]": "FF",
+        "f[1]": "FF",
+        "g_async[0]": "LUT",
+        "g[1]": "LUT",
+    }
     assert {key: classes.get(key) for key in expect} == expect
     net = power.netlist(TINY, "tiny")
     ports = {m["name"]: m["read_ports"] for m in net.memories}
@@ -300,6 +329,7 @@ def test_power_proxy_deterministic_and_cached(require_simulator, private_cache, 
     second = power.power_proxy(config, use_cache=False)
     cached = power.power_proxy(config)
     assert calls == [(config, "stream")] * 2  # the third call answers from the cache
+
     def numbers(result):
         return {k: v for k, v in result.items() if k not in ("timing", "cached")}
 

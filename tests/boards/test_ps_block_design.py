@@ -5,22 +5,55 @@ import re
 
 import pytest
 
-from pezo.boards.ps_block_design import (PS_PROPERTIES, PS_WRAPPER_NAME, PS_WRAPPER_PORTS, WrapperPort,
-                                    ps_block_design_tcl, ps_wrapper_ports)
+from pezo.boards.ps_block_design import (
+    PS_PROPERTIES,
+    PS_WRAPPER_NAME,
+    PS_WRAPPER_PORTS,
+    WrapperPort,
+    ps_block_design_tcl,
+    ps_wrapper_ports,
+)
 
 # The 19 signals of an exported AXI4-Lite interface port, as Vivado's wrapper names them
 # ("<port>_<suffix>"; corundum fpga/mqnic/ZCU102/fpga/rtl/fpga.v, qick design_1_wrapper.vhd).
 # Direction seen from the wrapper (the AXI master), as Amaranth Instance prefixes; width None = ADDR_WIDTH.
-AXIL = {"awaddr": ("o", None), "awprot": ("o", 3), "awvalid": ("o", 1), "awready": ("i", 1),
-        "wdata": ("o", 32), "wstrb": ("o", 4), "wvalid": ("o", 1), "wready": ("i", 1),
-        "bresp": ("i", 2), "bvalid": ("i", 1), "bready": ("o", 1),
-        "araddr": ("o", None), "arprot": ("o", 3), "arvalid": ("o", 1), "arready": ("i", 1),
-        "rdata": ("i", 32), "rresp": ("i", 2), "rvalid": ("i", 1), "rready": ("o", 1)}
+AXIL = {
+    "awaddr": ("o", None),
+    "awprot": ("o", 3),
+    "awvalid": ("o", 1),
+    "awready": ("i", 1),
+    "wdata": ("o", 32),
+    "wstrb": ("o", 4),
+    "wvalid": ("o", 1),
+    "wready": ("i", 1),
+    "bresp": ("i", 2),
+    "bvalid": ("i", 1),
+    "bready": ("o", 1),
+    "araddr": ("o", None),
+    "arprot": ("o", 3),
+    "arvalid": ("o", 1),
+    "arready": ("i", 1),
+    "rdata": ("i", 32),
+    "rresp": ("i", 2),
+    "rvalid": ("i", 1),
+    "rready": ("o", 1),
+}
 
-ORDER = ["create_bd_design", "create_bd_cell", "create_bd_port", "create_bd_intf_port", "connect_bd_net",
-         "connect_bd_intf_net", "assign_bd_address", "validate_bd_design", "save_bd_design",
-         "set_property synth_checkpoint_mode None", "generate_target all",
-         "add_files -norecurse [make_wrapper -files", "update_compile_order"]
+ORDER = [
+    "create_bd_design",
+    "create_bd_cell",
+    "create_bd_port",
+    "create_bd_intf_port",
+    "connect_bd_net",
+    "connect_bd_intf_net",
+    "assign_bd_address",
+    "validate_bd_design",
+    "save_bd_design",
+    "set_property synth_checkpoint_mode None",
+    "generate_target all",
+    "add_files -norecurse [make_wrapper -files",
+    "update_compile_order",
+]
 
 
 def expected_ports(axil="M_AXIL", clock="aclk", reset="aresetn", addr_width=12):
@@ -31,6 +64,7 @@ def expected_ports(axil="M_AXIL", clock="aclk", reset="aresetn", addr_width=12):
 
 
 # ---- the wrapper description -----------------------------------------------------------------------
+
 
 def test_default_wrapper_module_and_ports():
     assert PS_WRAPPER_PORTS.module == PS_WRAPPER_NAME == "pezo_ps_wrapper"
@@ -64,14 +98,28 @@ def test_wrapper_ports_follow_arguments():
 
 # ---- the Tcl text ----------------------------------------------------------------------------------
 
+
 def _code(tcl):
     """The Tcl without comment lines."""
     return "\n".join(line for line in tcl.splitlines() if not line.lstrip().startswith("#"))
 
 
-@pytest.mark.parametrize("kwargs", [{}, dict(name="soc", axil_port="s_ctrl", clock_port="clk",
-                                             reset_port="rstn", addr_width=20, range_bytes=65536,
-                                             base_address=0xA001_0000, clock_hz=100_000_000)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        dict(
+            name="soc",
+            axil_port="s_ctrl",
+            clock_port="clk",
+            reset_port="rstn",
+            addr_width=20,
+            range_bytes=65536,
+            base_address=0xA001_0000,
+            clock_hz=100_000_000,
+        ),
+    ],
+)
 def test_braces_and_brackets_balance(kwargs):
     tcl = ps_block_design_tcl(**kwargs)
     for open_, close in ("{}", "[]", "()"):
@@ -105,8 +153,10 @@ def test_key_lines_for_defaults():
     assert "CONFIG.PSU__USE__M_AXI_GP1 {0}" in tcl and "CONFIG.PSU__USE__M_AXI_GP2 {0}" in tcl
     assert "CONFIG.PSU__FPGA_PL0_ENABLE {0}" in tcl and "CONFIG.PSU__USE__FABRIC__RST {1}" in tcl
     assert "apply_bd_automation" not in tcl and "board_part" not in tcl  # no board preset
-    assert ("assign_bd_address -offset 0xA0000000 -range 4K -target_address_space "
-            "[get_bd_addr_spaces zynq_ultra_ps_e_0/Data] [get_bd_addr_segs M_AXIL/Reg] -force") in tcl
+    assert (
+        "assign_bd_address -offset 0xA0000000 -range 4K -target_address_space "
+        "[get_bd_addr_spaces zynq_ultra_ps_e_0/Data] [get_bd_addr_segs M_AXIL/Reg] -force"
+    ) in tcl
     assert "CONFIG.PROTOCOL {AXI4LITE}" in tcl and "CONFIG.ADDR_WIDTH {12}" in tcl
     assert tcl.count("CONFIG.FREQ_HZ {125000000}") == 2
     assert "add_files -norecurse [make_wrapper -files $pezo_bd_file -top]" in tcl
@@ -132,31 +182,35 @@ def test_port_names_in_tcl_match_wrapper():
 
 # ---- argument errors -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs,needle", [
-    (dict(name="1bd"), "name must be an identifier"),
-    (dict(name="pezo ps"), "name must be an identifier"),
-    (dict(name="top"), "name must be an identifier"),
-    (dict(name="x" * 65), "name must be an identifier"),
-    (dict(axil_port="M-AXIL"), "axil_port must be an identifier"),
-    (dict(clock_port="input"), "clock_port must be an identifier"),
-    (dict(reset_port=""), "reset_port must be an identifier"),
-    (dict(reset_port="aclk"), "reset_port must differ from clock_port"),
-    (dict(reset_port="ACLK"), "reset_port must differ from clock_port"),
-    (dict(clock_port="M_AXIL_awaddr"), "clock_port must differ from the M_AXIL_* signal names"),
-    (dict(clock_hz=0), "clock_hz must be in 1000000..500000000"),
-    (dict(clock_hz=125e6), "clock_hz must be in 1000000..500000000"),
-    (dict(clock_hz=True), "clock_hz must be in 1000000..500000000"),
-    (dict(addr_width=11), "addr_width must be in 12..40"),
-    (dict(addr_width=41), "addr_width must be in 12..40"),
-    (dict(range_bytes=65536, addr_width=12), "addr_width must be in 16..40 for range_bytes=65536"),
-    (dict(range_bytes=3000), "range_bytes must be a power of two in 4096..268435456"),
-    (dict(range_bytes=2048), "range_bytes must be a power of two in 4096..268435456"),
-    (dict(range_bytes=1 << 29, addr_width=29), "range_bytes must be a power of two in 4096..268435456"),
-    (dict(base_address=0x8000_0000), "base_address must be in 0xa0000000..0xaffff000"),
-    (dict(base_address=0xB000_0000), "base_address must be in 0xa0000000..0xaffff000"),
-    (dict(base_address=0xA000_0800), "a multiple of range_bytes=4096"),
-    (dict(base_address=0xA000_1000, range_bytes=8192, addr_width=13), "a multiple of range_bytes=8192"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(name="1bd"), "name must be an identifier"),
+        (dict(name="pezo ps"), "name must be an identifier"),
+        (dict(name="top"), "name must be an identifier"),
+        (dict(name="x" * 65), "name must be an identifier"),
+        (dict(axil_port="M-AXIL"), "axil_port must be an identifier"),
+        (dict(clock_port="input"), "clock_port must be an identifier"),
+        (dict(reset_port=""), "reset_port must be an identifier"),
+        (dict(reset_port="aclk"), "reset_port must differ from clock_port"),
+        (dict(reset_port="ACLK"), "reset_port must differ from clock_port"),
+        (dict(clock_port="M_AXIL_awaddr"), "clock_port must differ from the M_AXIL_* signal names"),
+        (dict(clock_hz=0), "clock_hz must be in 1000000..500000000"),
+        (dict(clock_hz=125e6), "clock_hz must be in 1000000..500000000"),
+        (dict(clock_hz=True), "clock_hz must be in 1000000..500000000"),
+        (dict(addr_width=11), "addr_width must be in 12..40"),
+        (dict(addr_width=41), "addr_width must be in 12..40"),
+        (dict(range_bytes=65536, addr_width=12), "addr_width must be in 16..40 for range_bytes=65536"),
+        (dict(range_bytes=3000), "range_bytes must be a power of two in 4096..268435456"),
+        (dict(range_bytes=2048), "range_bytes must be a power of two in 4096..268435456"),
+        (dict(range_bytes=1 << 29, addr_width=29), "range_bytes must be a power of two in 4096..268435456"),
+        (dict(base_address=0x8000_0000), "base_address must be in 0xa0000000..0xaffff000"),
+        (dict(base_address=0xB000_0000), "base_address must be in 0xa0000000..0xaffff000"),
+        (dict(base_address=0xA000_0800), "a multiple of range_bytes=4096"),
+        (dict(base_address=0xA000_1000, range_bytes=8192, addr_width=13), "a multiple of range_bytes=8192"),
+    ],
+)
 def test_bad_arguments(kwargs, needle):
     with pytest.raises(ValueError) as info:
         ps_block_design_tcl(**kwargs)
@@ -182,10 +236,16 @@ def test_largest_window_accepted():
 
 IP_PINS = {  # pin names from corundum's zynq_ps.tcl, LiteX's zynqmp core, AMD's proc_sys_reset
     "xilinx.com:ip:zynq_ultra_ps_e": ({"maxihpm0_fpd_aclk", "pl_resetn0"}, {"M_AXI_HPM0_FPD"}, {"Data"}),
-    "xilinx.com:ip:axi_interconnect": ({"ACLK", "ARESETN", "S00_ACLK", "S00_ARESETN", "M00_ACLK",
-                                        "M00_ARESETN"}, {"S00_AXI", "M00_AXI"}, set()),
-    "xilinx.com:ip:proc_sys_reset": ({"slowest_sync_clk", "ext_reset_in", "interconnect_aresetn",
-                                      "peripheral_aresetn"}, set(), set()),
+    "xilinx.com:ip:axi_interconnect": (
+        {"ACLK", "ARESETN", "S00_ACLK", "S00_ARESETN", "M00_ACLK", "M00_ARESETN"},
+        {"S00_AXI", "M00_AXI"},
+        set(),
+    ),
+    "xilinx.com:ip:proc_sys_reset": (
+        {"slowest_sync_clk", "ext_reset_in", "interconnect_aresetn", "peripheral_aresetn"},
+        set(),
+        set(),
+    ),
 }
 
 
@@ -196,18 +256,37 @@ class FakeVivado:
         self.tcl = tcl
         self.calls = []
         self.bd = None
-        self.cells = {}       # name -> vlnv
-        self.ports = {}       # name -> (dir, type)
+        self.cells = {}  # name -> vlnv
+        self.ports = {}  # name -> (dir, type)
         self.intf_ports = {}  # name -> (mode, vlnv)
-        self.props = {}       # object -> {prop: value}
+        self.props = {}  # object -> {prop: value}
         self.nets = []
         self.intf_nets = []
-        for name in ("current_project", "create_bd_design", "current_bd_design", "create_bd_cell",
-                     "set_property", "create_bd_port", "create_bd_intf_port", "get_bd_ports",
-                     "get_bd_intf_ports", "get_bd_pins", "get_bd_intf_pins", "get_bd_addr_spaces",
-                     "get_bd_addr_segs", "connect_bd_net", "connect_bd_intf_net", "assign_bd_address",
-                     "validate_bd_design", "save_bd_design", "get_files", "generate_target",
-                     "make_wrapper", "add_files", "update_compile_order"):
+        for name in (
+            "current_project",
+            "create_bd_design",
+            "current_bd_design",
+            "create_bd_cell",
+            "set_property",
+            "create_bd_port",
+            "create_bd_intf_port",
+            "get_bd_ports",
+            "get_bd_intf_ports",
+            "get_bd_pins",
+            "get_bd_intf_pins",
+            "get_bd_addr_spaces",
+            "get_bd_addr_segs",
+            "connect_bd_net",
+            "connect_bd_intf_net",
+            "assign_bd_address",
+            "validate_bd_design",
+            "save_bd_design",
+            "get_files",
+            "generate_target",
+            "make_wrapper",
+            "add_files",
+            "update_compile_order",
+        ):
             tcl.createcommand(name, self._recorder(name))
 
     def _recorder(self, name):
@@ -215,6 +294,7 @@ class FakeVivado:
             self.calls.append((name, args))
             handler = getattr(self, "do_" + name, None)
             return handler(*args) if handler else ""
+
         return command
 
     @staticmethod
@@ -343,16 +423,27 @@ def run_fake(tmp_path, monkeypatch, **kwargs):
 
 CASES = [
     {},
-    dict(name="soc", axil_port="s_ctrl", clock_port="clk", reset_port="rstn", addr_width=20,
-         range_bytes=65536, base_address=0xA001_0000, clock_hz=100_000_000),
+    dict(
+        name="soc",
+        axil_port="s_ctrl",
+        clock_port="clk",
+        reset_port="rstn",
+        addr_width=20,
+        range_bytes=65536,
+        base_address=0xA001_0000,
+        clock_hz=100_000_000,
+    ),
 ]
 
 
 @pytest.mark.parametrize("kwargs", CASES)
 def test_tcl_runs_and_builds_the_intended_design(tmp_path, monkeypatch, kwargs):
     name = kwargs.get("name", "pezo_ps")
-    axil, clock, reset = (kwargs.get("axil_port", "M_AXIL"), kwargs.get("clock_port", "aclk"),
-                          kwargs.get("reset_port", "aresetn"))
+    axil, clock, reset = (
+        kwargs.get("axil_port", "M_AXIL"),
+        kwargs.get("clock_port", "aclk"),
+        kwargs.get("reset_port", "aresetn"),
+    )
     stale = tmp_path / "bd" / name / "stale.txt"  # a previous run's block design is removed first
     stale.parent.mkdir(parents=True)
     stale.write_text("old")
@@ -361,16 +452,19 @@ def test_tcl_runs_and_builds_the_intended_design(tmp_path, monkeypatch, kwargs):
     assert fake.bd == (str(tmp_path / "bd"), name)
 
     # the wrapper Vivado would write is exactly the one we describe
-    wrapper = ps_wrapper_ports(name=name, axil_port=axil, clock_port=clock, reset_port=reset,
-                               addr_width=kwargs.get("addr_width", 12))
+    wrapper = ps_wrapper_ports(
+        name=name, axil_port=axil, clock_port=clock, reset_port=reset, addr_width=kwargs.get("addr_width", 12)
+    )
     assert fake.wrapper_ports() == {p.name: (p.direction, p.width) for p in wrapper.ports}
     added = [args for cmd, args in fake.calls if cmd == "add_files"]
     assert added == [("-norecurse", f"{tmp_path / 'bd'}/{name}/hdl/{wrapper.module}.v")]
 
     # cells and the PS configuration
-    assert fake.cells == {"zynq_ultra_ps_e_0": "xilinx.com:ip:zynq_ultra_ps_e",
-                          "axi_interconnect_0": "xilinx.com:ip:axi_interconnect",
-                          "proc_sys_reset_0": "xilinx.com:ip:proc_sys_reset"}
+    assert fake.cells == {
+        "zynq_ultra_ps_e_0": "xilinx.com:ip:zynq_ultra_ps_e",
+        "axi_interconnect_0": "xilinx.com:ip:axi_interconnect",
+        "proc_sys_reset_0": "xilinx.com:ip:proc_sys_reset",
+    }
     ps = fake.props["cell:zynq_ultra_ps_e_0"]
     assert ps == {f"CONFIG.{k}": v for k, v in PS_PROPERTIES}
     assert ps["CONFIG.PSU__USE__M_AXI_GP0"] == "1" and ps["CONFIG.PSU__MAXIGP0__DATA_WIDTH"] == "128"
@@ -386,8 +480,14 @@ def test_tcl_runs_and_builds_the_intended_design(tmp_path, monkeypatch, kwargs):
 
     # nets: one clock everywhere, pl_resetn0 through proc_sys_reset, AXI through the interconnect
     ic, rst, psc = "pin:axi_interconnect_0/", "pin:proc_sys_reset_0/", "pin:zynq_ultra_ps_e_0/"
-    assert {"port:" + clock, psc + "maxihpm0_fpd_aclk", ic + "ACLK", ic + "S00_ACLK", ic + "M00_ACLK",
-            rst + "slowest_sync_clk"} in fake.nets
+    assert {
+        "port:" + clock,
+        psc + "maxihpm0_fpd_aclk",
+        ic + "ACLK",
+        ic + "S00_ACLK",
+        ic + "M00_ACLK",
+        rst + "slowest_sync_clk",
+    } in fake.nets
     assert {psc + "pl_resetn0", rst + "ext_reset_in"} in fake.nets
     assert {rst + "interconnect_aresetn", ic + "ARESETN", ic + "S00_ARESETN", ic + "M00_ARESETN"} in fake.nets
     assert {rst + "peripheral_aresetn", "port:" + reset} in fake.nets
@@ -396,7 +496,8 @@ def test_tcl_runs_and_builds_the_intended_design(tmp_path, monkeypatch, kwargs):
     assert len(pins) == len(set(pins))  # no pin driven twice
     assert fake.intf_nets == [
         {"intf_pin:zynq_ultra_ps_e_0/M_AXI_HPM0_FPD", "intf_pin:axi_interconnect_0/S00_AXI"},
-        {"intf_pin:axi_interconnect_0/M00_AXI", "intf_port:" + axil}]
+        {"intf_pin:axi_interconnect_0/M00_AXI", "intf_port:" + axil},
+    ]
 
     # address map
     opts, rest = fake.address
@@ -409,12 +510,22 @@ def test_tcl_runs_and_builds_the_intended_design(tmp_path, monkeypatch, kwargs):
     # order: build, validate, save, global synthesis mode, generate, wrapper, add, compile order
     seq = [cmd for cmd, _ in fake.calls]
     bd_file = f"{tmp_path / 'bd'}/{name}/{name}.bd"
-    mode = seq.index("set_property", [i for i, (c, a) in enumerate(fake.calls)
-                                      if c == "set_property" and a[0] == "synth_checkpoint_mode"][0])
+    mode = seq.index(
+        "set_property",
+        [i for i, (c, a) in enumerate(fake.calls) if c == "set_property" and a[0] == "synth_checkpoint_mode"][0],
+    )
     assert fake.calls[mode][1] == ("synth_checkpoint_mode", "None", bd_file)
-    steps = [seq.index("create_bd_design"), seq.index("assign_bd_address"), seq.index("validate_bd_design"),
-             seq.index("save_bd_design"), mode, seq.index("generate_target"), seq.index("make_wrapper"),
-             seq.index("add_files"), seq.index("update_compile_order")]
+    steps = [
+        seq.index("create_bd_design"),
+        seq.index("assign_bd_address"),
+        seq.index("validate_bd_design"),
+        seq.index("save_bd_design"),
+        mode,
+        seq.index("generate_target"),
+        seq.index("make_wrapper"),
+        seq.index("add_files"),
+        seq.index("update_compile_order"),
+    ]
     assert steps == sorted(steps)
     assert max(i for i, c in enumerate(seq) if c.startswith(("create_bd_", "connect_bd_"))) < steps[2]
     assert fake.calls[steps[5]][1] == ("all", bd_file)

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from pezo.golden.config import PerturbConfig
 from pezo.boards.flow.report import report
 from pezo.boards.flow.synth import summarize
+from pezo.golden.config import PerturbConfig
 
 PEZO_SIZES = [(32, 14), (32, 8), (31, 8)]
 
@@ -56,11 +56,21 @@ def test_spread_bit_order_is_wiring(n, bits):
 
 
 def test_summarize_counts_primitives():
-    cells = {"LUT4": 32, "INV": 1, "FDRE": 200, "FDSE": 253, "CARRY8": 1, "RAMB18E2": 2, "RAMB36E2": 1,
-             "DSP48E2": 3, "RAM32M16": 2, "SRLC32E": 1, "MUXF7": 4}
+    cells = {
+        "LUT4": 32,
+        "INV": 1,
+        "FDRE": 200,
+        "FDSE": 253,
+        "CARRY8": 1,
+        "RAMB18E2": 2,
+        "RAMB36E2": 1,
+        "DSP48E2": 3,
+        "RAM32M16": 2,
+        "SRLC32E": 1,
+        "MUXF7": 4,
+    }
     s = summarize(cells)
-    assert (s["LUT"], s["FF"], s["CARRY"], s["BRAM"], s["RAMB18"], s["RAMB36"], s["DSP"]) == \
-        (33, 453, 1, 3, 2, 1, 3)
+    assert (s["LUT"], s["FF"], s["CARRY"], s["BRAM"], s["RAMB18"], s["RAMB36"], s["DSP"]) == (33, 453, 1, 3, 2, 1, 3)
     assert (s["LUTRAM"], s["SRL"], s["MUXF"]) == (2, 1, 4)
 
 
@@ -75,6 +85,7 @@ POOL_CASES = {
 @pytest.mark.parametrize("name", POOL_CASES)
 def test_pool_is_block_ram_at_the_analytical_minimum(name):
     from pezo.boards.flow.estimates import pool_bram18_minimum
+
     config = POOL_CASES[name]
     r = report(config)
     assert r["RAMB18"] + 2 * r["RAMB36"] == pool_bram18_minimum(config), r["cells"]
@@ -84,6 +95,7 @@ def test_pool_is_block_ram_at_the_analytical_minimum(name):
 
 def test_pool_bram_minimum_formula():
     from pezo.boards.flow.estimates import pool_bram18_minimum
+
     assert pool_bram18_minimum(PerturbConfig()) == 8  # PeZO: 4096 x 12 over 8 BRAMs
     assert pool_bram18_minimum(PerturbConfig(lanes=16, banks=8)) == 8  # two read ports per RAMB18
     assert pool_bram18_minimum(PerturbConfig(lanes=32, banks=8)) == 16
@@ -101,6 +113,7 @@ def test_gaussian_array_scales_linearly_to_32_generators():
     assert many["LUT"] == pytest.approx(32 * one["LUT"], rel=0.02)
     assert many["extrapolated_1024"]["LUT"] == pytest.approx(1024 * one["LUT"], rel=0.02)
     from pezo.boards.flow.estimates import grng_lut_estimate
+
     assert grng_lut_estimate() <= one["LUT"] <= 1.3 * grng_lut_estimate()  # 96 XOR + the adder tree
     assert many["BRAM"] == many["DSP"] == 0
 
@@ -120,6 +133,7 @@ def test_stream_units_keep_their_sources_intact():
     assert otf["FF"] >= 2 * 32 * 14 and otf["BRAM"] >= 1  # array + shadow, and the scale LUT in BRAM
     pool = report(PerturbConfig(strategy="pregen"), unit="stream")
     from pezo.boards.flow.estimates import pool_bram18_minimum
+
     assert pool["RAMB18"] + 2 * pool["RAMB36"] == pool_bram18_minimum(PerturbConfig(strategy="pregen"))
     assert pool["LUTRAM"] == 0
 

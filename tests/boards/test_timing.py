@@ -38,8 +38,13 @@ def _verilog(width, op, name="unit"):
 def test_ports_of_generated_verilog():
     ports = {p.name: p for p in timing.ports(_verilog(12, lambda a, b: a ^ b), "unit")}
     assert {n: (p.direction, p.width) for n, p in ports.items()} == {
-        "clk": ("input", 1), "rst": ("input", 1), "a": ("input", 12), "b": ("input", 12),
-        "y": ("output", 12), "q": ("output", 12)}
+        "clk": ("input", 1),
+        "rst": ("input", 1),
+        "a": ("input", 12),
+        "b": ("input", 12),
+        "y": ("output", 12),
+        "q": ("output", 12),
+    }
 
 
 def test_ports_unknown_module_is_an_error():
@@ -49,7 +54,7 @@ def test_ports_unknown_module_is_an_error():
 
 def test_wrapper_drives_every_input_from_a_register_and_registers_every_output():
     text = timing.register_wrapper(_verilog(12, lambda a, b: a ^ b), "unit")
-    wrap = text[text.index(f"module {timing.WRAP_TOP}"):]
+    wrap = text[text.index(f"module {timing.WRAP_TOP}") :]
     # rst, a, b: 25 stimulus bits from one shift register; y, q: 24 result bits registered, then 4-input XORs
     assert "reg [24:0] stim" in wrap and "stim <= {stim[23:0], din}" in wrap and ".clk(clk)" in wrap
     connected = dict(re.findall(r"\.(\w+)\((\w+)\[", wrap))
@@ -57,12 +62,17 @@ def test_wrapper_drives_every_input_from_a_register_and_registers_every_output()
     assert "level0 <= result" in wrap and "level1[5] <= ^level0[23:20]" in wrap and "assign dout = level3[0]" in wrap
 
 
-@pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus is not installed (the Yosys flow below "
-                    "still parses the wrapper)")
+@pytest.mark.skipif(
+    shutil.which("iverilog") is None, reason="Icarus is not installed (the Yosys flow below still parses the wrapper)"
+)
 def test_wrapper_is_valid_verilog(tmp_path):
     (tmp_path / "w.v").write_text(timing.register_wrapper(_verilog(8, lambda a, b: a + b), "unit"))
-    proc = subprocess.run(["iverilog", "-g2012", "-o", "w.vvp", "-s", timing.WRAP_TOP, "w.v"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["iverilog", "-g2012", "-o", "w.vvp", "-s", timing.WRAP_TOP, "w.v"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -111,6 +121,7 @@ def test_logic_levels_grow_with_xor_width():
             m = Module()
             m.d.comb += self.y.eq(self.x.xor())
             return m
+
     deep = timing.logic_levels(verilog.convert(Reduce(), name="unit"), "unit", use_cache=False)
     # 216 inputs need at least 3 LUT6 levels (36, 6, 1); ABC's mapping takes a few more, never fewer
     assert 3 <= deep["logic_levels"] <= 8 and len(deep["logic_path"]) == deep["logic_levels"]
@@ -118,6 +129,7 @@ def test_logic_levels_grow_with_xor_width():
 
 def test_timing_path_needs_one_design(capsys):
     from pezo.cli.main import main
+
     assert main(["report", "--timing-path"]) == 2
     assert "--timing-path prints one design's critical path" in capsys.readouterr().err
 
@@ -125,7 +137,9 @@ def test_timing_path_needs_one_design(capsys):
 @pytest.mark.synth
 def test_report_of_one_design_gains_the_timing_keys(capsys):
     import json
+
     from pezo.cli.main import main
+
     assert main(["report", "--strategy", "otf", "--n-rngs", "8", "--rng-bits", "8", "--json", "--timing-path"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["fmax_source"] == "nextpnr-ecp5" and 50 < row["fmax_mhz"] < 1000
@@ -142,10 +156,11 @@ def test_comparison_rows_carry_timing_and_the_timing_table():
     from pezo.boards.flow.comparison_rows import Design, comparison_rows
     from pezo.boards.flow.comparison_table import format_table
     from pezo.golden.config import PerturbConfig
+
     designs = [Design(PerturbConfig(strategy="pregen", pool_size=255, lanes=4, banks=4), "stream")]
-    timed, = comparison_rows(designs, timing=True)
+    (timed,) = comparison_rows(designs, timing=True)
     assert timed["fmax_mhz"] > 0 and timed["values_per_cycle"] == 4
-    untimed, = comparison_rows(designs)
+    (untimed,) = comparison_rows(designs)
     assert all(untimed[k] is None for k in timing.TIMING_KEYS)
     table = format_table([timed])
     assert "Timing - Fmax after place and route on ECP5-85F" in table and f"{timed['fmax_mhz']:.1f}" in table

@@ -30,8 +30,14 @@ SLOW_SCRIPT = "read_verilog top.v; synth -top top; abc; stat"
 
 
 def _module_files(cache: Path) -> list[Path]:
-    files = [p for p in cache.rglob("*") if p.is_file() and ".pezo-ready" not in p.parts and p.suffix != ".lock"
-             and not any(part.startswith(".staging-") for part in p.parts)]
+    files = [
+        p
+        for p in cache.rglob("*")
+        if p.is_file()
+        and ".pezo-ready" not in p.parts
+        and p.suffix != ".lock"
+        and not any(part.startswith(".staging-") for part in p.parts)
+    ]
     assert files, f"no compiled module in {cache}"
     return files
 
@@ -40,9 +46,13 @@ def _start_slow_yosys(cache: Path, work: Path) -> subprocess.Popen:
     """A Yosys run that loads its module from ``cache``; returns once it is running (its log exists)."""
     work.mkdir(parents=True)
     (work / "top.v").write_text(SLOW_VERILOG)
-    proc = subprocess.Popen([sys.executable, "-c", tools.YOSYS.code(), "-l", "yosys.log", "-p", SLOW_SCRIPT],
-                            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**tools.env(), "YOWASP_CACHE_DIR": str(cache)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", tools.YOSYS.code(), "-l", "yosys.log", "-p", SLOW_SCRIPT],
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**tools.env(), "YOWASP_CACHE_DIR": str(cache)},
+    )
     deadline = time.monotonic() + 120
     while not (work / "yosys.log").exists() or "Executing" not in (work / "yosys.log").read_text():
         assert proc.poll() is None, "Yosys ended before it started working"

@@ -16,11 +16,14 @@ def test_tools_come_from_this_python():
     assert env["YOWASP_CACHE_DIR"] == str(tools.shared_cache())
 
 
-@pytest.mark.parametrize("extra,needle", [
-    (["--saif", "x.saif"], "--saif does not apply to --board ulx3s-85f"),
-    (["--no-vivado"], "--no-vivado does not apply to --board ulx3s-85f"),
-    (["--rewind"], "--rewind does not apply to --board ulx3s-85f"),
-])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--saif", "x.saif"], "--saif does not apply to --board ulx3s-85f"),
+        (["--no-vivado"], "--no-vivado does not apply to --board ulx3s-85f"),
+        (["--rewind"], "--rewind does not apply to --board ulx3s-85f"),
+    ],
+)
 def test_vivado_options_do_not_apply_to_the_open_flow_board(extra, needle, tmp_path, capsys):
     assert main(["build", "--board", "ulx3s-85f", "--out", str(tmp_path / "x"), *extra]) == 2
     assert needle in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -21,34 +21,99 @@ A35T = FIXTURES / "xc7a35t_top_utilization_place.rpt"
 EXPECTED = {
     # UltraScale+, the ZCU102's part; a `report_utilization -cells` report of one instance, post-route.
     ZU9EG: dict(
-        LUT=5025, LUT_logic=4353, LUTRAM=672, SRL=0, FF=10097, CARRY=0, RAMB36=0, RAMB18=0, BRAM=0,
-        BRAM_tiles=0.0, DSP=28, device="xczu9eg-ffvb1156-2-e", tool_version="2022.1.2",
-        design="impl_top_bd_wrapper", design_state="Physopt postRoute",
-        available={"LUT": 274080, "FF": 548160, "BRAM_tiles": 912.0, "DSP": 2520}),
+        LUT=5025,
+        LUT_logic=4353,
+        LUTRAM=672,
+        SRL=0,
+        FF=10097,
+        CARRY=0,
+        RAMB36=0,
+        RAMB18=0,
+        BRAM=0,
+        BRAM_tiles=0.0,
+        DSP=28,
+        device="xczu9eg-ffvb1156-2-e",
+        tool_version="2022.1.2",
+        design="impl_top_bd_wrapper",
+        design_state="Physopt postRoute",
+        available={"LUT": 274080, "FF": 548160, "BRAM_tiles": 912.0, "DSP": 2520},
+    ),
     # UltraScale+ RFSoC, whole design, post-place: half a BRAM tile, SRLs, CARRY8, DSPs all non-zero.
     ZU48DR_PLACED: dict(
-        LUT=29992, LUT_logic=9113, LUTRAM=20879, SRL=20647, FF=25689, CARRY=91, RAMB36=66, RAMB18=1,
-        BRAM=67, BRAM_tiles=66.5, DSP=376, device="xczu48dr-ffvg1517-2-e", tool_version="2024.1",
-        design="design_1_wrapper", design_state="Fully Placed",
-        available={"LUT": 425280, "FF": 850560, "BRAM_tiles": 1080.0, "DSP": 4272}),
+        LUT=29992,
+        LUT_logic=9113,
+        LUTRAM=20879,
+        SRL=20647,
+        FF=25689,
+        CARRY=91,
+        RAMB36=66,
+        RAMB18=1,
+        BRAM=67,
+        BRAM_tiles=66.5,
+        DSP=376,
+        device="xczu48dr-ffvg1517-2-e",
+        tool_version="2024.1",
+        design="design_1_wrapper",
+        design_state="Fully Placed",
+        available={"LUT": 425280, "FF": 850560, "BRAM_tiles": 1080.0, "DSP": 4272},
+    ),
     # Same project, post-synth: "CLB LUTs*" (asterisk), everything in black boxes, no SRL row.
     ZU48DR_SYNTH: dict(
-        LUT=0, LUT_logic=0, LUTRAM=0, SRL=0, FF=0, CARRY=0, RAMB36=0, RAMB18=0, BRAM=0,
-        BRAM_tiles=0.0, DSP=0, device="xczu48dr-ffvg1517-2-e", tool_version="2024.1",
-        design="design_1_wrapper", design_state="Synthesized",
-        available={"LUT": 425280, "FF": 850560, "BRAM_tiles": 1080.0, "DSP": 4272}),
+        LUT=0,
+        LUT_logic=0,
+        LUTRAM=0,
+        SRL=0,
+        FF=0,
+        CARRY=0,
+        RAMB36=0,
+        RAMB18=0,
+        BRAM=0,
+        BRAM_tiles=0.0,
+        DSP=0,
+        device="xczu48dr-ffvg1517-2-e",
+        tool_version="2024.1",
+        design="design_1_wrapper",
+        design_state="Synthesized",
+        available={"LUT": 425280, "FF": 850560, "BRAM_tiles": 1080.0, "DSP": 4272},
+    ),
     # 7-series (Zynq-7020), Vivado 2022.1: "Slice LUTs", Prohibited column, CARRY4 only among primitives.
     Z7020: dict(
-        LUT=5417, LUT_logic=5229, LUTRAM=188, SRL=170, FF=6173, CARRY=236, RAMB36=7, RAMB18=6, BRAM=13,
-        BRAM_tiles=10.0, DSP=0, device="xc7z020clg400-1", tool_version="2022.1",
-        design="design_1_wrapper", design_state="Fully Placed",
-        available={"LUT": 53200, "FF": 106400, "BRAM_tiles": 140.0, "DSP": 220}),
+        LUT=5417,
+        LUT_logic=5229,
+        LUTRAM=188,
+        SRL=170,
+        FF=6173,
+        CARRY=236,
+        RAMB36=7,
+        RAMB18=6,
+        BRAM=13,
+        BRAM_tiles=10.0,
+        DSP=0,
+        device="xc7z020clg400-1",
+        tool_version="2022.1",
+        design="design_1_wrapper",
+        design_state="Fully Placed",
+        available={"LUT": 53200, "FF": 106400, "BRAM_tiles": 140.0, "DSP": 220},
+    ),
     # 7-series (Artix-7 35T), Vivado 2018.2.1: no Prohibited column; the name Amaranth's template uses.
     A35T: dict(
-        LUT=230, LUT_logic=230, LUTRAM=0, SRL=0, FF=177, CARRY=15, RAMB36=0, RAMB18=0, BRAM=0,
-        BRAM_tiles=0.0, DSP=0, device="7a35tcpg236-1", tool_version="2018.2.1",
-        design="top", design_state="Fully Placed",
-        available={"LUT": 20800, "FF": 41600, "BRAM_tiles": 50.0, "DSP": 90}),
+        LUT=230,
+        LUT_logic=230,
+        LUTRAM=0,
+        SRL=0,
+        FF=177,
+        CARRY=15,
+        RAMB36=0,
+        RAMB18=0,
+        BRAM=0,
+        BRAM_tiles=0.0,
+        DSP=0,
+        device="7a35tcpg236-1",
+        tool_version="2018.2.1",
+        design="top",
+        design_state="Fully Placed",
+        available={"LUT": 20800, "FF": 41600, "BRAM_tiles": 50.0, "DSP": 90},
+    ),
 }
 
 
@@ -74,16 +139,18 @@ def test_lut_total_is_logic_plus_memory():
 
 def test_columns_are_found_by_header_not_position():
     """Swapping columns and dropping Fixed/Prohibited/Util% must not change what is read."""
-    text = "\n".join([
-        "| Device       : xczu9eg-ffvb1156-2-e",
-        "+-----------+-----------+------------+-------+",
-        "| Site Type | Available | Prohibited |  Used |",
-        "+-----------+-----------+------------+-------+",
-        "| CLB LUTs* |    274080 |          0 |  1234 |",
-        "| DSPs      |      2520 |          0 |     7 |",
-        "+-----------+-----------+------------+-------+",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "| Device       : xczu9eg-ffvb1156-2-e",
+            "+-----------+-----------+------------+-------+",
+            "| Site Type | Available | Prohibited |  Used |",
+            "+-----------+-----------+------------+-------+",
+            "| CLB LUTs* |    274080 |          0 |  1234 |",
+            "| DSPs      |      2520 |          0 |     7 |",
+            "+-----------+-----------+------------+-------+",
+            "",
+        ]
+    )
     parsed = parse_utilization(text)
     assert (parsed["LUT"], parsed["DSP"], parsed["FF"]) == (1234, 7, 0)
     assert parsed["available"] == {"LUT": 274080, "FF": None, "BRAM_tiles": None, "DSP": 2520}
@@ -96,14 +163,16 @@ def test_not_a_report_raises(text):
 
 
 def test_hierarchical_report_is_not_a_flat_report():
-    text = "\n".join([
-        "+----------+--------+------------+------------+---------+------+------+",
-        "| Instance | Module | Total LUTs | Logic LUTs | LUTRAMs | SRLs |  FFs |",
-        "+----------+--------+------------+------------+---------+------+------+",
-        "| top      |  (top) |         10 |         10 |       0 |    0 |   12 |",
-        "+----------+--------+------------+------------+---------+------+------+",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "+----------+--------+------------+------------+---------+------+------+",
+            "| Instance | Module | Total LUTs | Logic LUTs | LUTRAMs | SRLs |  FFs |",
+            "+----------+--------+------------+------------+---------+------+------+",
+            "| top      |  (top) |         10 |         10 |       0 |    0 |   12 |",
+            "+----------+--------+------------+------------+---------+------+------+",
+            "",
+        ]
+    )
     with pytest.raises(VivadoReportError):
         parse_utilization(text)
 
@@ -172,8 +241,9 @@ def test_vivado_project_layout(tmp_path):
 
 
 def test_directory_above_the_project(tmp_path):
-    placed = _copy(ZU48DR_PLACED, tmp_path / "project_1" / "project_1.runs" / "impl_1"
-                   / "design_1_wrapper_utilization_placed.rpt")
+    placed = _copy(
+        ZU48DR_PLACED, tmp_path / "project_1" / "project_1.runs" / "impl_1" / "design_1_wrapper_utilization_placed.rpt"
+    )
     assert find_utilization_report(tmp_path) == placed
 
 

@@ -8,19 +8,34 @@ import subprocess
 
 import pytest
 
-from pezo.cli.main import main
 from pezo.boards.ps_block_design import ps_wrapper_ports
-from pezo.boards.zcu102 import (CLOCK_PINS, LED_PINS, PART, RESET_PIN, ZCU102Platform, build_plan, registers_header,
-                           write_design)
+from pezo.boards.zcu102 import (
+    CLOCK_PINS,
+    LED_PINS,
+    PART,
+    RESET_PIN,
+    ZCU102Platform,
+    build_plan,
+    registers_header,
+    write_design,
+)
+from pezo.cli.main import main
 from pezo.golden.config import PerturbConfig
 from pezo.golden.host import addr_width, register_map
 
 # alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc, verbatim pin/IOSTANDARD pairs
 FORENCICH_XDC = {
-    "clk_125mhz_p": ("G21", "LVDS_25"), "clk_125mhz_n": ("F21", "LVDS_25"),
-    "led[0]": ("AG14", "LVCMOS33"), "led[1]": ("AF13", "LVCMOS33"), "led[2]": ("AE13", "LVCMOS33"),
-    "led[3]": ("AJ14", "LVCMOS33"), "led[4]": ("AJ15", "LVCMOS33"), "led[5]": ("AH13", "LVCMOS33"),
-    "led[6]": ("AH14", "LVCMOS33"), "led[7]": ("AL12", "LVCMOS33"), "reset": ("AM13", "LVCMOS33"),
+    "clk_125mhz_p": ("G21", "LVDS_25"),
+    "clk_125mhz_n": ("F21", "LVDS_25"),
+    "led[0]": ("AG14", "LVCMOS33"),
+    "led[1]": ("AF13", "LVCMOS33"),
+    "led[2]": ("AE13", "LVCMOS33"),
+    "led[3]": ("AJ14", "LVCMOS33"),
+    "led[4]": ("AJ15", "LVCMOS33"),
+    "led[5]": ("AH13", "LVCMOS33"),
+    "led[6]": ("AH14", "LVCMOS33"),
+    "led[7]": ("AL12", "LVCMOS33"),
+    "reset": ("AM13", "LVCMOS33"),
 }
 
 
@@ -75,9 +90,17 @@ def test_build_writes_the_promised_files(design):
 def test_tcl_builds_the_ps_then_reports_with_saif(design):
     out, _ = design
     tcl = (out / "top.tcl").read_text()
-    order = ["create_project -force -name top -part xczu9eg-ffvb1156-2-e", "read_xdc top.xdc",
-             "create_bd_design", "make_wrapper", "synth_design -top top", "report_utilization",
-             "read_saif -strip_path pezo_power_tb/dut top.saif", "report_power", "write_bitstream"]
+    order = [
+        "create_project -force -name top -part xczu9eg-ffvb1156-2-e",
+        "read_xdc top.xdc",
+        "create_bd_design",
+        "make_wrapper",
+        "synth_design -top top",
+        "report_utilization",
+        "read_saif -strip_path pezo_power_tb/dut top.saif",
+        "report_power",
+        "write_bitstream",
+    ]
     positions = [tcl.index(step) for step in order]
     assert positions == sorted(positions)
     assert "report_timing_summary" in tcl
@@ -107,8 +130,10 @@ def test_register_header_compiles_and_matches_the_map(tmp_path):
         if not r.name.startswith("RESULT_"):
             assert re.search(rf"#define PEZO_{r.name}\s+0x{r.offset:02X}u", header), r.name
     (tmp_path / "pezo_regs.h").write_text(header)
-    (tmp_path / "t.c").write_text('#include "pezo_regs.h"\n_Static_assert(PEZO_RESULT(7) == 0x5C, "");\n'
-                                  "_Static_assert(PEZO_STRATEGY_VALUE == 2, \"\");\nint main(void){return 0;}\n")
+    (tmp_path / "t.c").write_text(
+        '#include "pezo_regs.h"\n_Static_assert(PEZO_RESULT(7) == 0x5C, "");\n'
+        '_Static_assert(PEZO_STRATEGY_VALUE == 2, "");\nint main(void){return 0;}\n'
+    )
     subprocess.run(["gcc", "-fsyntax-only", "-Wall", "-Werror", str(tmp_path / "t.c")], check=True)
 
 
@@ -133,16 +158,22 @@ def test_pezo_build_without_vivado_prints_what_to_run(tmp_path, capsys, monkeypa
     assert json.loads((out / "config.json").read_text())["config"]["strategy"] == "otf"
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["build", "--board", "zcu104"], "board must be one of zcu102, ulx3s-85f, got 'zcu104'"),
-    (["build", "--strategy", "uniform"], "strategy must be one of otf, pregen, gaussian"),
-    (["build", "--strategy", "otf", "--pool-size", "1023"], "--pool-size applies to --strategy pregen only, not otf"),
-    (["build", "--strategy", "pregen", "--n-rngs", "8"], "--n-rngs applies to --strategy otf only, not pregen"),
-    (["build", "--saif", "/nonexistent.saif"], "--saif /nonexistent.saif: no such file"),
-    (["build", "--rng-bits", "20"], "--rng-bits must be in 3..16 for the scale LUT"),
-    (["build", "--out", "/proc/pezo"], "is not writable"),
-    (["build", "--rewind"], "--rewind does not apply to pezo build"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["build", "--board", "zcu104"], "board must be one of zcu102, ulx3s-85f, got 'zcu104'"),
+        (["build", "--strategy", "uniform"], "strategy must be one of otf, pregen, gaussian"),
+        (
+            ["build", "--strategy", "otf", "--pool-size", "1023"],
+            "--pool-size applies to --strategy pregen only, not otf",
+        ),
+        (["build", "--strategy", "pregen", "--n-rngs", "8"], "--n-rngs applies to --strategy otf only, not pregen"),
+        (["build", "--saif", "/nonexistent.saif"], "--saif /nonexistent.saif: no such file"),
+        (["build", "--rng-bits", "20"], "--rng-bits must be in 3..16 for the scale LUT"),
+        (["build", "--out", "/proc/pezo"], "is not writable"),
+        (["build", "--rewind"], "--rewind does not apply to pezo build"),
+    ],
+)
 def test_pezo_build_bad_input(argv, needle, capsys, tmp_path):
     if "--out" not in argv:
         argv = argv + ["--out", str(tmp_path / "o")]
@@ -162,26 +193,33 @@ def test_pezo_build_refuses_a_file_as_out(tmp_path, capsys):
 def test_pezo_power_writes_a_saif_that_pezo_build_reads(tmp_path, capsys, require_simulator):
     require_simulator("icarus")
     saif = tmp_path / "act.saif"
-    code, text, err = run(["power", "--strategy", "gaussian", "--lanes", "2", "--perturb-dim", "64", "--saif",
-                           str(saif), "--json"], capsys)
+    code, text, err = run(
+        ["power", "--strategy", "gaussian", "--lanes", "2", "--perturb-dim", "64", "--saif", str(saif), "--json"],
+        capsys,
+    )
     assert code == 0, err
     result = json.loads(text)
     assert result["activity_proxy"] > 0 and result["note"] == "relative switching-activity proxy, not watts"
     body = saif.read_text()
     assert body.count("(") == body.count(")") and "(INSTANCE pezo_power_tb" in body and "(INSTANCE stream" in body
     out = tmp_path / "z"
-    code, text, err = run(["build", "--strategy", "gaussian", "--lanes", "2", "--saif", str(saif), "--out", str(out),
-                           "--no-vivado"], capsys)
+    code, text, err = run(
+        ["build", "--strategy", "gaussian", "--lanes", "2", "--saif", str(saif), "--out", str(out), "--no-vivado"],
+        capsys,
+    )
     assert code == 0, err
     assert (out / "top.saif").read_text() == body and "power with top.saif" in text
     assert "read_saif -strip_path pezo_power_tb/dut top.saif" in (out / "top.tcl").read_text()
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["power", "--perturb-dim", "100000"], "perturb_dim must be in 1..65536 for the activity run"),
-    (["power", "--steps", "0"], "steps must be an integer in 1..100"),
-    (["power", "--saif", "/nonexistent/x.saif"], "the directory /nonexistent does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["power", "--perturb-dim", "100000"], "perturb_dim must be in 1..65536 for the activity run"),
+        (["power", "--steps", "0"], "steps must be an integer in 1..100"),
+        (["power", "--saif", "/nonexistent/x.saif"], "the directory /nonexistent does not exist"),
+    ],
+)
 def test_pezo_power_bad_input(argv, needle, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
@@ -198,7 +236,8 @@ def test_pezo_build_runs_vivado_when_it_is_on_path(tmp_path, capsys, monkeypatch
     (bin_dir / "vivado").write_text(
         "#!/bin/sh\n"
         '[ "$1 $2 $3 $4 $5 $6" = "-mode batch -log top.log -source top.tcl" ] || exit 3\n'
-        f'cp "{fixture}" top_utilization_place.rpt\necho done > top.log\n')
+        f'cp "{fixture}" top_utilization_place.rpt\necho done > top.log\n'
+    )
     (bin_dir / "vivado").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     out = tmp_path / "z"

@@ -11,18 +11,35 @@ import subprocess
 
 import pytest
 
-from pezo.boards.engine_block_design import (AXI4_SIGNALS, default_windows_base, engine_block_design_tcl,
-                                             engine_wrapper_ports)
+from pezo.boards.engine_block_design import (
+    AXI4_SIGNALS,
+    default_windows_base,
+    engine_block_design_tcl,
+    engine_wrapper_ports,
+)
 from pezo.boards.ps_block_design import AXI4LITE_SIGNALS
 from pezo.boards.zcu102_engine import addresses, write_engine_design
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.nets import net_config
 
 CONFIG = net_config("digits-mlp", batch=16)
-PINS = {"zynq_ultra_ps_e": {"maxihpm0_fpd_aclk", "pl_resetn0", "pl_ps_irq0", "M_AXI_HPM0_FPD", "Data"},
-        "axi_interconnect": {"ACLK", "ARESETN", "S00_ACLK", "S00_ARESETN", "M00_ACLK", "M00_ARESETN", "M01_ACLK",
-                             "M01_ARESETN", "S00_AXI", "M00_AXI", "M01_AXI"},
-        "proc_sys_reset": {"slowest_sync_clk", "ext_reset_in", "interconnect_aresetn", "peripheral_aresetn"}}
+PINS = {
+    "zynq_ultra_ps_e": {"maxihpm0_fpd_aclk", "pl_resetn0", "pl_ps_irq0", "M_AXI_HPM0_FPD", "Data"},
+    "axi_interconnect": {
+        "ACLK",
+        "ARESETN",
+        "S00_ACLK",
+        "S00_ARESETN",
+        "M00_ACLK",
+        "M00_ARESETN",
+        "M01_ACLK",
+        "M01_ARESETN",
+        "S00_AXI",
+        "M00_AXI",
+        "M01_AXI",
+    },
+    "proc_sys_reset": {"slowest_sync_clk", "ext_reset_in", "interconnect_aresetn", "peripheral_aresetn"},
+}
 
 
 class StandInVivado:
@@ -31,17 +48,38 @@ class StandInVivado:
     def __init__(self, tcl):
         self.tcl, self.cells, self.ports, self.intf, self.props = tcl, {}, {}, {}, {}
         self.nets, self.intf_nets, self.segments, self.calls = [], [], [], []
-        for name in ("current_project", "create_bd_design", "current_bd_design", "create_bd_cell", "set_property",
-                     "create_bd_port", "create_bd_intf_port", "get_bd_ports", "get_bd_intf_ports", "get_bd_pins",
-                     "get_bd_intf_pins", "get_bd_addr_spaces", "get_bd_addr_segs", "connect_bd_net",
-                     "connect_bd_intf_net", "assign_bd_address", "validate_bd_design", "save_bd_design",
-                     "get_files", "generate_target", "make_wrapper", "add_files", "update_compile_order"):
+        for name in (
+            "current_project",
+            "create_bd_design",
+            "current_bd_design",
+            "create_bd_cell",
+            "set_property",
+            "create_bd_port",
+            "create_bd_intf_port",
+            "get_bd_ports",
+            "get_bd_intf_ports",
+            "get_bd_pins",
+            "get_bd_intf_pins",
+            "get_bd_addr_spaces",
+            "get_bd_addr_segs",
+            "connect_bd_net",
+            "connect_bd_intf_net",
+            "assign_bd_address",
+            "validate_bd_design",
+            "save_bd_design",
+            "get_files",
+            "generate_target",
+            "make_wrapper",
+            "add_files",
+            "update_compile_order",
+        ):
             tcl.createcommand(name, self._command(name))
 
     def _command(self, name):
         def run(*args):
             self.calls.append(name)
             return getattr(self, "do_" + name, lambda *a: "")(*args)
+
         return run
 
     @staticmethod
@@ -120,8 +158,13 @@ class StandInVivado:
         for name in self.intf:
             cfg = self.props["intf_port:" + name]
             for suffix, direction, width in signals[cfg["CONFIG.PROTOCOL"]]:
-                w = int(cfg["CONFIG.ADDR_WIDTH"]) if width is None else int(cfg["CONFIG.ID_WIDTH"]) if width == "id" \
+                w = (
+                    int(cfg["CONFIG.ADDR_WIDTH"])
+                    if width is None
+                    else int(cfg["CONFIG.ID_WIDTH"])
+                    if width == "id"
                     else width
+                )
                 out[f"{name}_{suffix}"] = (direction, w)
         return out
 
@@ -171,8 +214,8 @@ def test_written_design_instantiates_the_wrapper_and_describes_the_map(tmp_path)
     bmap = BoardMap(CONFIG)
     wrapper = engine_wrapper_ports(bmap.addr_width)
     top = (tmp_path / "top.v").read_text()
-    instance = top[top.index(f"{wrapper.module} ps ("):]
-    instance = instance[:instance.index(");")]
+    instance = top[top.index(f"{wrapper.module} ps (") :]
+    instance = instance[: instance.index(");")]
     assert set(re.findall(r"\.(\w+)\(", instance)) == set(wrapper.names())
     assert "create_bd_design" in (tmp_path / "top.tcl").read_text()
     described = json.loads((tmp_path / "config.json").read_text())
@@ -183,8 +226,12 @@ def test_written_design_instantiates_the_wrapper_and_describes_the_map(tmp_path)
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("gcc is not installed: the C header and example were not compiled")
-    run = subprocess.run([gcc, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "pezo_example.c"], cwd=tmp_path,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [gcc, "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "pezo_example.c"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
 
 

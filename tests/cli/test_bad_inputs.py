@@ -25,19 +25,26 @@ BAD_INPUTS = [
     (["sweep", "--method", "elasticzo"], "--method is an option of pezo train"),
     (["sweep", "--methods", "mezo", "--experiment", "table3"], "--experiment applies to the PeZO experiments sweep"),
     (["sweep", "--split", "cls1"], "--split applies to pezo sweep --methods only"),
-    (["train", "--method", "poormans", "--r-max", "5"], "--r-max applies to --method elasticzo-int8 only, not poormans"),
+    (
+        ["train", "--method", "poormans", "--r-max", "5"],
+        "--r-max applies to --method elasticzo-int8 only, not poormans",
+    ),
     (["train", "--method", "mezo", "--split", "cls1"], "--split applies to --method elasticzo / elasticzo-int8 only"),
     (["train", "--method", "elasticzo-int8", "--mu-weight", "3"], "--mu-weight applies to --method poormans only"),
     (["train", "--method", "poormans", "--z-scale", "pow2"], "--z-scale applies to --method sign-m-spsa only"),
     (["train", "--method", "elasticzo-int8", "--g-clip", "3"], "--g-clip applies to --method elasticzo only"),
     # validated before any run starts
-    (["sweep", "--methods", "mezo", "--tasks", "rotten_tomatoes", "--shots", "99999", "--seeds", "1"],
-     "--shots must be in 1..2692 for task rotten_tomatoes"),
+    (
+        ["sweep", "--methods", "mezo", "--tasks", "rotten_tomatoes", "--shots", "99999", "--seeds", "1"],
+        "--shots must be in 1..2692 for task rotten_tomatoes",
+    ),
     # the option names the user typed, and defaults said to be defaults
     (["report", "--n-rngs", "0"], "--n-rngs must be in 1..1024, got 0"),
     (["report", "--strategy", "pregen", "--pool-bits", "99"], "--pool-bits must be in"),
-    (["build", "--strategy", "pregen", "--lanes", "7", "--out", "/tmp/pezo-never-written"],
-     "(--banks was not given: 8 is its default"),
+    (
+        ["build", "--strategy", "pregen", "--lanes", "7", "--out", "/tmp/pezo-never-written"],
+        "(--banks was not given: 8 is its default",
+    ),
     (["train", "--task", "digits", "--n-rngs", "0"], "'--n-rngs'"),
     # a huge bad value is cut
     (["report", "--n-rngs", "x" * 100_000], "...(100002 characters)"),
@@ -63,44 +70,78 @@ BAD_INPUTS = [
     (["train-int8", "--eval-every", "0"], "--eval-every must be in 1..10000000, got 0"),
     (["sim", "engine", "--steps", "0"], "--steps must be an integer in 1..10000, got 0"),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
-    (["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--scheduler",
-      "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered within 1 s"),
-    (["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--scheduler", "127.0.0.1:8786"],
-     "--scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got '127.0.0.1:8786'"),
+    (
+        [
+            "sweep",
+            "--methods",
+            "mezo",
+            "--tasks",
+            "digits",
+            "--seeds",
+            "1",
+            "--steps",
+            "2",
+            "--scheduler",
+            "tcp://127.0.0.1:1",
+        ],
+        "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered within 1 s",
+    ),
+    (
+        ["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--scheduler", "127.0.0.1:8786"],
+        "--scheduler must be a Dask scheduler address tcp://HOST:PORT (port 1..65535), got '127.0.0.1:8786'",
+    ),
     (["sweep", "--methods", "mezo", "--jobs", "0"], "--jobs must be an integer in 1..64, got 0"),
-    (["sweep", "--methods", "mezo", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"],
-     "--jobs sets the workers of the local cluster; with --scheduler"),
+    (
+        ["sweep", "--methods", "mezo", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"],
+        "--jobs sets the workers of the local cluster; with --scheduler",
+    ),
     # pezo explore (space files under tests/fixtures/explore)
-    (["explore", "--objectives", "accuracy,area"], "--objectives must be a comma-separated subset of accuracy, lut, "
-     "ff, bram, dsp, power, cycles, got 'area'"),
+    (
+        ["explore", "--objectives", "accuracy,area"],
+        "--objectives must be a comma-separated subset of accuracy, lut, ff, bram, dsp, power, cycles, got 'area'",
+    ),
     (["explore", "--task", "mnist"], "--task must be one of digits, digits-rot30, digits-rot45"),
     (["explore", "--trials", "0"], "--trials must be an integer in 1..10000, got 0"),
     (["explore", "--trials", "-3"], "--trials must be an integer in 1..10000, got -3"),
     (["explore", "--space", "/dev/null"], "--space /dev/null is empty; give a JSON object of strategy, n_rngs"),
     (["explore", "--space", str(FIXTURES / "empty_object.json")], "empty_object.json is empty"),
     (["explore", "--space", str(FIXTURES / "unknown_key.json")], "key 'n_rng' is not a search-space key"),
-    (["explore", "--space", str(FIXTURES / "bad_range.json")], "key 'rng_bits' must be {\"low\": L, \"high\": H} "
-     "with integers L <= H"),
-    (["explore", "--space", str(FIXTURES / "rows_without_cycles.json")], "key 'rows' (the PE array's rows) applies "
-     "to the cycles objective only"),
+    (
+        ["explore", "--space", str(FIXTURES / "bad_range.json")],
+        'key \'rng_bits\' must be {"low": L, "high": H} with integers L <= H',
+    ),
+    (
+        ["explore", "--space", str(FIXTURES / "rows_without_cycles.json")],
+        "key 'rows' (the PE array's rows) applies to the cycles objective only",
+    ),
     (["explore", "--space", "/nonexistent/space.json"], "--space /nonexistent/space.json: No such file"),
-    (["explore", "--storage", "sqlite:////proc/pezo/study.db"], "--storage sqlite:////proc/pezo/study.db: cannot "
-     "write in /proc"),
+    (
+        ["explore", "--storage", "sqlite:////proc/pezo/study.db"],
+        "--storage sqlite:////proc/pezo/study.db: cannot write in /proc",
+    ),
     (["explore", "--storage", "postgresql://db/x"], "--storage must be an SQLite URL sqlite:///PATH"),
     (["explore", "--storage", "sqlite:///out/s.db", "--out", "out"], "is inside --out out, which pezo replaces"),
     (["explore", "--steps", "0"], "--steps must be an integer in 1..1000000, got 0"),
     (["explore", "--sampler", "grid"], "--sampler must be one of tpe, nsga2, got 'grid'"),
     (["explore", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: no Dask scheduler answered"),
     # diverging training: the step and the likely cause
-    (["train-int8", "--net", "digits-mlp", "--loss", "host", "--lr", "1e6", "--steps", "20", "--quiet"],
-     "training diverged: g hit the Q8.16 limit in 20 of 20 steps (first at step 1), driving the int8 weights to "
-     "their rails; likely cause: --lr 1e+06 is too large"),
-    (["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
-     "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30"),
-    (["train", "--task", "digits", "--eps", "1e30", "--steps", "20", "--quiet"],
-     "training diverged at step 0: the loss or the weights are no longer finite; likely cause: --eps 1e+30"),
-    (["train", "--task", "digits", "--method", "sign-m-spsa", "--lr", "1e30", "--steps", "20", "--quiet"],
-     "training diverged (a value overflowed)"),
+    (
+        ["train-int8", "--net", "digits-mlp", "--loss", "host", "--lr", "1e6", "--steps", "20", "--quiet"],
+        "training diverged: g hit the Q8.16 limit in 20 of 20 steps (first at step 1), driving the int8 weights to "
+        "their rails; likely cause: --lr 1e+06 is too large",
+    ),
+    (
+        ["train", "--task", "digits", "--lr", "1e30", "--steps", "20", "--quiet"],
+        "training diverged at step 1: the loss or the weights are no longer finite; likely cause: --lr 1e+30",
+    ),
+    (
+        ["train", "--task", "digits", "--eps", "1e30", "--steps", "20", "--quiet"],
+        "training diverged at step 0: the loss or the weights are no longer finite; likely cause: --eps 1e+30",
+    ),
+    (
+        ["train", "--task", "digits", "--method", "sign-m-spsa", "--lr", "1e30", "--steps", "20", "--quiet"],
+        "training diverged (a value overflowed)",
+    ),
 ]
 
 
@@ -111,9 +152,18 @@ def test_one_seed_has_no_spread():
 
     assert percent_cell(0.5, 0.0, 1) == "50.0" and percent_cell(0.5, 0.01, 2) == "50.0 ± 1.0"
     assert percent_cell(None, None, 1) == "-"
-    row = {"experiment": "fig3", "label": "n=4", "family": "pezo-otf", "shots": 16, "seeds": [1],
-           "test_accuracy_mean": 0.5, "test_accuracy_std": 0.0, "train_loss_end_mean": 0.7, "train_loss_end_std": 0.0,
-           "distinct_perturbations": None}
+    row = {
+        "experiment": "fig3",
+        "label": "n=4",
+        "family": "pezo-otf",
+        "shots": 16,
+        "seeds": [1],
+        "test_accuracy_mean": 0.5,
+        "test_accuracy_std": 0.0,
+        "train_loss_end_mean": 0.7,
+        "train_loss_end_std": 0.0,
+        "distinct_perturbations": None,
+    }
     line = sweeps.figure_markdown([row], "fig3").splitlines()[-1]
     assert "±" not in line and "| 50.0 | 0.7000 |" in line
     assert "±" in sweeps.figure_markdown([{**row, "seeds": [1, 2]}], "fig3")
@@ -152,12 +202,15 @@ def _pezo_build_dir(path):
     (path / "top.bit").write_bytes(b"\x00" * 16)
 
 
-@pytest.mark.parametrize("argv", [
-    ["report", "--no-activity", "--no-timing", "--quiet", "--out"],
-    ["verilog", "--out"],
-    ["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
-    ["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "--no-activity", "--no-timing", "--quiet", "--out"],
+        ["verilog", "--out"],
+        ["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
+        ["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2", "--quiet", "--out"],
+    ],
+)
 def test_other_commands_never_replace_a_build_directory(argv, tmp_path, capsys):
     """The repro: cp -r build/zcu102-otf v; touch v/top.bit; pezo report --out v -> v was gone."""
     v = tmp_path / "v"
@@ -238,8 +291,25 @@ def test_sweep_exits_non_zero_when_a_run_failed(monkeypatch, tmp_path, capsys):
 
     original = sweep.run_methods
     monkeypatch.setattr(sweep, "run_methods", failing)
-    code, _, err = run(["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2",
-                        "--jobs", "1", "--quiet", "--out", str(tmp_path / "m")], capsys)
+    code, _, err = run(
+        [
+            "sweep",
+            "--methods",
+            "mezo",
+            "--tasks",
+            "digits",
+            "--seeds",
+            "1",
+            "--steps",
+            "2",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--out",
+            str(tmp_path / "m"),
+        ],
+        capsys,
+    )
     assert code == 1 and "pezo: error: 1 of 1 runs failed (first: refused)" in err
 
 
@@ -250,10 +320,31 @@ def test_version():
 
 def test_sigint_to_the_sweep_stops_its_workers(tmp_path):
     """SIGINT to the main process only (timeout -s INT, kill -INT, a CI cancel): exit 130 at once, no worker left."""
-    proc = subprocess.Popen([sys.executable, "-m", "pezo.cli.main", "sweep", "--methods", "mezo,poormans", "--tasks",
-                             "digits", "--seeds", "1,2,3", "--steps", "3000", "--jobs", "2", "--quiet", "--out",
-                             str(tmp_path / "s")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pezo.cli.main",
+            "sweep",
+            "--methods",
+            "mezo,poormans",
+            "--tasks",
+            "digits",
+            "--seeds",
+            "1,2,3",
+            "--steps",
+            "3000",
+            "--jobs",
+            "2",
+            "--quiet",
+            "--out",
+            str(tmp_path / "s"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(5)
     proc.send_signal(signal.SIGINT)
     start = time.monotonic()
@@ -267,13 +358,16 @@ def test_sigint_to_the_sweep_stops_its_workers(tmp_path):
     assert leftover == "" and not (tmp_path / "s").exists(), leftover
 
 
-@pytest.mark.parametrize("command,needles", [
-    ("power", ["switching-activity proxy: toggles per cycle", "(default 4096)"]),
-    ("verilog", ["Write the Verilog of one design"]),
-    ("simulate", ["Run the cocotb testbench", "(default all)", "1..10000000"]),
-    ("sweep", ["--methods: 1000)"]),
-    ("train", ["digits-rot45"]),
-])
+@pytest.mark.parametrize(
+    "command,needles",
+    [
+        ("power", ["switching-activity proxy: toggles per cycle", "(default 4096)"]),
+        ("verilog", ["Write the Verilog of one design"]),
+        ("simulate", ["Run the cocotb testbench", "(default all)", "1..10000000"]),
+        ("sweep", ["--methods: 1000)"]),
+        ("train", ["digits-rot45"]),
+    ],
+)
 def test_help_texts(command, needles, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
@@ -289,15 +383,21 @@ def test_make_run_ends_briefly(tmp_path, capsys, monkeypatch):
     import pezo.boards.flow.comparison_rows as comparison
     import pezo.boards.flow.comparison_table as comparison_table
 
-    rows = [dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
-            for d, u, s, p in [("otf 32 x 14", "generator", "otf", 32), ("otf 32 x 8", "generator", "otf", 32),
-                               ("gaussian x 1024 (MeZO)", "generator", "gaussian", 133120),
-                               ("otf 32 x 14 stream", "stream", "otf", None),
-                               ("ZO engine 8x8 INT8 + otf stream", "engine", "engine-otf", None)]]
+    rows = [
+        dict(design=d, unit=u, strategy=s, LUT=1, FF=2, BRAM=0, DSP=0, paper_LUT=p)
+        for d, u, s, p in [
+            ("otf 32 x 14", "generator", "otf", 32),
+            ("otf 32 x 8", "generator", "otf", 32),
+            ("gaussian x 1024 (MeZO)", "generator", "gaussian", 133120),
+            ("otf 32 x 14 stream", "stream", "otf", None),
+            ("ZO engine 8x8 INT8 + otf stream", "engine", "engine-otf", None),
+        ]
+    ]
     monkeypatch.setattr(comparison, "comparison_rows", lambda designs, **kw: rows)
     monkeypatch.setattr(comparison_table, "write_tables", lambda rows, path: (path / "resources.md").write_text("t"))
-    code, out, _ = run(["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out",
-                        str(tmp_path / "my report")], capsys)
+    code, out, _ = run(
+        ["report", "--brief", "--no-activity", "--no-timing", "--quiet", "--out", str(tmp_path / "my report")], capsys
+    )
     lines = out.splitlines()
     assert code == 0 and len(lines) == 7 and max(len(x) for x in lines if "my report" not in x) < 120, out
     assert "otf 32 x 8" not in out and "ZO engine" in out and f"'{tmp_path}/my report/resources.md'" in out
@@ -323,8 +423,10 @@ def test_resources_figure_shows_bram_dsp_and_no_bar_for_zero(tmp_path, monkeypat
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
-    rows = [dict(design="otf scale LUT", LUT=0, FF=0, BRAM=1, DSP=0), dict(design="engine", LUT=2946, FF=3287,
-                                                                              BRAM=9, DSP=72)]
+    rows = [
+        dict(design="otf scale LUT", LUT=0, FF=0, BRAM=1, DSP=0),
+        dict(design="engine", LUT=2946, FF=3287, BRAM=9, DSP=72),
+    ]
     plot_resources(rows, tmp_path / "r.png")
     fig = figures[0]
     assert [ax.get_title() for ax in fig.axes] == ["LUT (log)", "FF (log)", "BRAM", "DSP"]
@@ -354,6 +456,7 @@ def test_an_interrupt_mid_design_prints_one_line_not_amaranths_unused_warnings(t
         "cli.build_parser = lambda: parser\n"
         "code = cli.main([])\n"
         "held.clear()  # collected here, after main returned\n"
-        "sys.exit(code)\n")
+        "sys.exit(code)\n"
+    )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 130 and proc.stderr == "pezo: interrupted\n", proc.stderr

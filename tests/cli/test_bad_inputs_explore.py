@@ -11,10 +11,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from pezo.boards.flow import explore
-from pezo.golden.config import MAX_RNGS, RNG_BITS_RANGE
 
+from pezo.boards.flow import explore
 from pezo.cli.main import main
+from pezo.golden.config import MAX_RNGS, RNG_BITS_RANGE
 
 
 def one_clean_line(argv, capsys) -> str:
@@ -72,13 +72,16 @@ def _other_database(path: Path) -> None:
     _sqlite_file(path, table="notes")
 
 
-@pytest.mark.parametrize("make,needle", [
-    (_text, "not an SQLite database (file is not a database)"),
-    (_header_garbled, "not an SQLite database (file is not a database)"),
-    (_truncated, "a corrupt SQLite database (database disk image is malformed)"),
-    (_corrupt, "a corrupt SQLite database (quick_check: "),
-    (_other_database, "an SQLite database but not an Optuna study storage (tables notes)"),
-])
+@pytest.mark.parametrize(
+    "make,needle",
+    [
+        (_text, "not an SQLite database (file is not a database)"),
+        (_header_garbled, "not an SQLite database (file is not a database)"),
+        (_truncated, "a corrupt SQLite database (database disk image is malformed)"),
+        (_corrupt, "a corrupt SQLite database (quick_check: "),
+        (_other_database, "an SQLite database but not an Optuna study storage (tables notes)"),
+    ],
+)
 def test_storage_that_is_not_a_study_database_is_refused_untouched(make, needle, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     db = tmp_path / "x.db"
@@ -96,8 +99,9 @@ def test_a_bad_study_file_inside_out_names_out(tmp_path, monkeypatch, capsys):
     _text(tmp_path / "o" / "explore.db")
     before = fingerprint(tmp_path / "o" / "explore.db")
     err = one_clean_line(["explore", "--out", "o", "--trials", "1", "--jobs", "1"], capsys)
-    assert err.startswith("pezo: error: --out o: o/explore.db (the study, kept in --out without --storage): not an "
-                          "SQLite database"), err
+    assert err.startswith(
+        "pezo: error: --out o: o/explore.db (the study, kept in --out without --storage): not an SQLite database"
+    ), err
     assert fingerprint(tmp_path / "o" / "explore.db") == before and listing(tmp_path) == ["o", "o/explore.db"]
 
 
@@ -106,8 +110,9 @@ def test_storage_in_a_missing_directory_is_refused_before_any_trial(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(explore, "evaluate", lambda job: pytest.fail("a trial ran"))
     missing = tmp_path / "missing" / "dir"
-    err = one_clean_line(["explore", "--storage", f"sqlite:///{missing / 'x.db'}", "--trials", "1", "--jobs", "1"],
-                         capsys)
+    err = one_clean_line(
+        ["explore", "--storage", f"sqlite:///{missing / 'x.db'}", "--trials", "1", "--jobs", "1"], capsys
+    )
     assert f"--storage sqlite:///{missing / 'x.db'}: the directory {missing} does not exist" in err, err
     assert listing(tmp_path) == [], "no directory created, no --out, no staging"
     err = one_clean_line(["explore", "--storage", "sqlite:///new/x.db", "--trials", "1"], capsys)  # relative
@@ -117,6 +122,7 @@ def test_storage_in_a_missing_directory_is_refused_before_any_trial(tmp_path, mo
 # -- 3 and 4: a whole (fake-trial) study: accuracy in %, the study inside --out -----------------------------------
 def _fake_evaluate(calls: list, stop_at: int | None = None):
     """Trials without training or Yosys: validation accuracy 0.5 + n/100, test accuracy 0.25 + n/100."""
+
     def evaluate(job):
         params, setting = job
         calls.append(params)
@@ -125,9 +131,21 @@ def _fake_evaluate(calls: list, stop_at: int | None = None):
         n = len(calls)
         val, test = 0.5 + n / 100, 0.25 + n / 100
         values = {"accuracy": val, "lut": 100 + n, "ff": 50 + n, "bram": 0}
-        return {"state": "complete", "values": {k: values[k] for k in setting.objectives}, "reason": None,
-                "attrs": {"val_accuracy": val, "test_accuracy": test, "gcd": 1, "LUT": 100 + n, "FF": 50 + n,
-                          "BRAM": 0, "DSP": 0}}
+        return {
+            "state": "complete",
+            "values": {k: values[k] for k in setting.objectives},
+            "reason": None,
+            "attrs": {
+                "val_accuracy": val,
+                "test_accuracy": test,
+                "gcd": 1,
+                "LUT": 100 + n,
+                "FF": 50 + n,
+                "BRAM": 0,
+                "DSP": 0,
+            },
+        }
+
     return evaluate
 
 
@@ -212,8 +230,9 @@ def test_the_objective_is_validation_accuracy_and_test_is_reported_beside_it(mon
 
     monkeypatch.setattr(registry, "train_method", recording)
     monkeypatch.setattr(report, "report", lambda config, unit="stream": {"LUT": 1, "FF": 2, "BRAM": 0, "DSP": 0})
-    result = explore.evaluate(({"strategy": "otf", "n_rngs": 3, "rng_bits": 5, "eps_shift": 10},
-                               explore.Setting(steps=20)))
+    result = explore.evaluate(
+        ({"strategy": "otf", "n_rngs": 3, "rng_bits": 5, "eps_shift": 10}, explore.Setting(steps=20))
+    )
     run = runs[0]
     assert run["val_size"] > 0 and run["best_val_accuracy"] != run["test_accuracy"]
     assert result["values"]["accuracy"] == result["attrs"]["val_accuracy"] == run["best_val_accuracy"]
@@ -221,20 +240,34 @@ def test_the_objective_is_validation_accuracy_and_test_is_reported_beside_it(mon
 
 
 # -- 5: --space bounds checked against each field's own range, before any trial --------------------------------
-@pytest.mark.parametrize("space,needle", [
-    ({"n_rngs": {"low": 0, "high": 5000}},
-     f"key 'n_rngs': low 0 is outside the allowed range (n_rngs must be in 1..{MAX_RNGS}, got 0)"),
-    ({"n_rngs": {"low": 3, "high": 5000}},
-     f"key 'n_rngs': high 5000 is outside the allowed range (n_rngs must be in 1..{MAX_RNGS}, got 5000)"),
-    ({"rng_bits": [8, 99]},
-     (f"key 'rng_bits': value 99 is outside the allowed range (rng_bits must be in {RNG_BITS_RANGE[0]}.."
-      f"{RNG_BITS_RANGE[1]}, got 99)")),
-    ({"eps_shift": {"low": -1, "high": 10}}, "key 'eps_shift': low -1 is outside the allowed range (eps_shift must be"),
-    ({"pool_bits": {"low": 6, "high": 40}}, "key 'pool_bits': high 40 is outside"),
-    ({"lanes": [0]}, "key 'lanes': value 0 is outside"),
-    ({"banks": [1, 3]}, "key 'banks': value 3 is outside the allowed range (banks must be a power of two"),
-    ({"pool_size": [0]}, "key 'pool_size': value 0 is outside"),
-])
+@pytest.mark.parametrize(
+    "space,needle",
+    [
+        (
+            {"n_rngs": {"low": 0, "high": 5000}},
+            f"key 'n_rngs': low 0 is outside the allowed range (n_rngs must be in 1..{MAX_RNGS}, got 0)",
+        ),
+        (
+            {"n_rngs": {"low": 3, "high": 5000}},
+            f"key 'n_rngs': high 5000 is outside the allowed range (n_rngs must be in 1..{MAX_RNGS}, got 5000)",
+        ),
+        (
+            {"rng_bits": [8, 99]},
+            (
+                f"key 'rng_bits': value 99 is outside the allowed range (rng_bits must be in {RNG_BITS_RANGE[0]}.."
+                f"{RNG_BITS_RANGE[1]}, got 99)"
+            ),
+        ),
+        (
+            {"eps_shift": {"low": -1, "high": 10}},
+            "key 'eps_shift': low -1 is outside the allowed range (eps_shift must be",
+        ),
+        ({"pool_bits": {"low": 6, "high": 40}}, "key 'pool_bits': high 40 is outside"),
+        ({"lanes": [0]}, "key 'lanes': value 0 is outside"),
+        ({"banks": [1, 3]}, "key 'banks': value 3 is outside the allowed range (banks must be a power of two"),
+        ({"pool_size": [0]}, "key 'pool_size': value 0 is outside"),
+    ],
+)
 def test_space_bounds_are_checked_before_the_first_trial(space, needle, tmp_path, monkeypatch, capsys):
     with pytest.raises(explore.SpaceError, match="outside the allowed range") as info:
         explore.check_space(space)
@@ -250,8 +283,11 @@ def test_space_bounds_are_checked_before_the_first_trial(space, needle, tmp_path
 def test_rows_bounds_use_the_engines_range(capsys):
     from pezo.golden.engine.zo_engine import MAX_ROWS
 
-    with pytest.raises(explore.SpaceError, match=rf"key 'rows': high {MAX_ROWS + 1} is outside the allowed range "
-                                                 rf"\(rows must be in 1..{MAX_ROWS}"):
+    with pytest.raises(
+        explore.SpaceError,
+        match=rf"key 'rows': high {MAX_ROWS + 1} is outside the allowed range "
+        rf"\(rows must be in 1..{MAX_ROWS}",
+    ):
         explore.check_space({"rows": {"low": 1, "high": MAX_ROWS + 1}})
     assert explore.check_space({"n_rngs": {"low": 1, "high": MAX_RNGS}, "rows": [1, MAX_ROWS]})  # the edges pass
     assert explore.check_space(dict(explore.DEFAULT_SPACE)) == explore.DEFAULT_SPACE
@@ -263,8 +299,9 @@ def test_a_bad_scheduler_timeout_is_refused_naming_the_variable(value, tmp_path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PEZO_SCHEDULER_TIMEOUT", value)
     err = one_clean_line(["explore", "--scheduler", "tcp://127.0.0.1:1", "--trials", "1"], capsys)
-    assert err == (f"pezo: error: PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: 10), "
-                   f"got {value!r}\n"), err
+    assert err == (
+        f"pezo: error: PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: 10), got {value!r}\n"
+    ), err
     assert listing(tmp_path) == []
 
 
@@ -283,12 +320,17 @@ def test_scheduler_timeout_values(monkeypatch):
 
 
 # -- 7: pezo sweep --seeds ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("argv,needle", [
-    (["sweep", "--seeds", "a,b"], "--seeds a,b: every seed must be an integer in 0..4294967295, got 'a'"),
-    (["sweep", "--seeds", "1,-2"], "--seeds 1,-2: every seed must be in 0..4294967295, got -2"),
-    (["sweep", "--methods", "mezo", "--seeds", "a,b"],
-     "--seeds a,b: every seed must be an integer in 0..2147483647, got 'a'"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["sweep", "--seeds", "a,b"], "--seeds a,b: every seed must be an integer in 0..4294967295, got 'a'"),
+        (["sweep", "--seeds", "1,-2"], "--seeds 1,-2: every seed must be in 0..4294967295, got -2"),
+        (
+            ["sweep", "--methods", "mezo", "--seeds", "a,b"],
+            "--seeds a,b: every seed must be an integer in 0..2147483647, got 'a'",
+        ),
+    ],
+)
 def test_sweep_seeds_are_named_as_typed(argv, needle, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     err = one_clean_line(argv, capsys)

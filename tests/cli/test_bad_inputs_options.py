@@ -43,8 +43,22 @@ FORCE_COMMANDS = [
     ["report", "--no-activity", "--no-timing", "--quiet", "--jobs", "1", "--force", "--out"],
     ["build", "--no-vivado", "--force", "--out"],
     ["build", "--design", "engine", "--no-vivado", "--force", "--out"],
-    ["sweep", "--methods", "mezo", "--tasks", "digits", "--seeds", "1", "--steps", "2", "--quiet", "--jobs", "1",
-     "--force", "--out"],
+    [
+        "sweep",
+        "--methods",
+        "mezo",
+        "--tasks",
+        "digits",
+        "--seeds",
+        "1",
+        "--steps",
+        "2",
+        "--quiet",
+        "--jobs",
+        "1",
+        "--force",
+        "--out",
+    ],
     ["explore", "--trials", "1", "--jobs", "1", "--force", "--out"],
 ]
 
@@ -61,8 +75,10 @@ def test_force_never_deletes_a_git_repository(argv, tmp_path, capsys, monkeypatc
     _repository(project)
     before = listing(tmp_path)
     err = one_line([*argv, "project"], capsys)
-    assert err == ("pezo: error: --out project is not empty and was not written by pezo (it holds .git, main.py); "
-                   "choose another directory or remove them"), err
+    assert err == (
+        "pezo: error: --out project is not empty and was not written by pezo (it holds .git, main.py); "
+        "choose another directory or remove them"
+    ), err
     assert listing(tmp_path) == before, "nothing deleted, no staging directory left"
     assert (project / "main.py").read_text() == "print('mine')\n"
 
@@ -76,8 +92,10 @@ def test_force_replaces_pezos_files_but_never_files_added_to_its_output(tmp_path
     (out / "notes" / "todo.txt").write_text("keep")
     for extra in ([], ["--force"]):
         err = one_line(["verilog", "--out", str(out), *extra], capsys)
-        assert err == (f"pezo: error: --out {out} is not empty and holds files pezo did not write (.git, main.py, "
-                       "notes); choose another directory or remove them"), err
+        assert err == (
+            f"pezo: error: --out {out} is not empty and holds files pezo did not write (.git, main.py, "
+            "notes); choose another directory or remove them"
+        ), err
     assert (out / ".git" / "HEAD").exists() and (out / "notes" / "todo.txt").read_text() == "keep"
     assert set(written) <= {p.relative_to(out).as_posix() for p in out.rglob("*")}, "pezo's files untouched too"
     for name in (".git", "notes"):  # once they are gone, --force replaces an edited pezo file: it is pezo's
@@ -99,12 +117,17 @@ def test_another_commands_output_with_user_files_says_both(tmp_path):
     with pytest.raises(OutputDirError) as refused:
         with staged_output(out, what={"command": "report"}):
             pass
-    assert str(refused.value) == (f"--out {out} is not empty, was written by build, not report, and holds files "
-                                  "pezo did not write (top.runs); choose another directory or remove them and pass "
-                                  "--force to replace it")
+    assert str(refused.value) == (
+        f"--out {out} is not empty, was written by build, not report, and holds files "
+        "pezo did not write (top.runs); choose another directory or remove them and pass "
+        "--force to replace it"
+    )
     for strict in (False, True):
-        with pytest.raises(OutputDirError, match=r"holds files pezo did not write \(top.runs\); choose another "
-                                                 r"directory or remove them$"):
+        with pytest.raises(
+            OutputDirError,
+            match=r"holds files pezo did not write \(top.runs\); choose another "
+            r"directory or remove them$",
+        ):
             with staged_output(out, force=True, what={"command": "report"}, strict=strict):
                 pass
     assert (out / "top.runs" / "impl.log").exists() and (out / "top.v").exists()
@@ -115,8 +138,11 @@ def test_files_added_while_pezo_ran_are_kept(tmp_path):
     out = tmp_path / "out"
     with staged_output(out, what={"command": "report"}) as staging:
         (staging.path / "resources.md").write_text("old")
-    with pytest.raises(OutputDirError, match=r"holds files pezo did not write \(notes.txt\), added while pezo ran; "
-                                             "nothing was replaced"):
+    with pytest.raises(
+        OutputDirError,
+        match=r"holds files pezo did not write \(notes.txt\), added while pezo ran; "
+        "nothing was replaced",
+    ):
         with staged_output(out, force=True, what={"command": "report"}) as staging:
             (staging.path / "resources.md").write_text("new")
             (out / "notes.txt").write_text("mine")
@@ -177,13 +203,17 @@ def test_a_blown_up_loss_of_a_seed_method_is_a_divergence(capsys):
     assert err.endswith("likely cause: --lr 10 too large; lower it"), err
 
 
-@pytest.mark.parametrize("argv", [
-    ["train", "--family", "pezo-otf", "--shots", "4"],
-    ["train", "--family", "gaussian", "--shots", "4", "--eps", "1"],
-    ["train", "--family", "naive-int", "--shots", "4"],  # its loss grows 10^4 x by design (PeZO Table 3's row)
-    ["train", "--task", "digits"],
-    ["train", "--task", "digits", "--method", "elasticzo-int8"],
-], ids=lambda argv: " ".join(argv[1:]))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--family", "pezo-otf", "--shots", "4"],
+        ["train", "--family", "gaussian", "--shots", "4", "--eps", "1"],
+        ["train", "--family", "naive-int", "--shots", "4"],  # its loss grows 10^4 x by design (PeZO Table 3's row)
+        ["train", "--task", "digits"],
+        ["train", "--task", "digits", "--method", "elasticzo-int8"],
+    ],
+    ids=lambda argv: " ".join(argv[1:]),
+)
 def test_normal_runs_do_not_trip_it(argv, small_text_runs, capsys):
     code, out, err = run([*argv, "--steps", "50", "--quiet", "--json"], capsys)
     assert code == 0 and err == "", err
@@ -206,32 +236,62 @@ def test_the_blow_up_rule():
 # -- 3: options that would change nothing are refused, saying why / what applies -------------------------------
 
 NO_OPS = [
-    (["train-int8", "--net", "digits-mlp", "--lr", "0.5"],
-     ("--lr applies to --loss host only (MeZO's step on the host's cross-entropy g); with --loss on-chip (the "
-      "default) the engine steps by --g-lr (--g-mode sign) or --g-shift (--g-mode scaled)")),
+    (
+        ["train-int8", "--net", "digits-mlp", "--lr", "0.5"],
+        (
+            "--lr applies to --loss host only (MeZO's step on the host's cross-entropy g); with --loss on-chip (the "
+            "default) the engine steps by --g-lr (--g-mode sign) or --g-shift (--g-mode scaled)"
+        ),
+    ),
     (["sim", "engine", "--net", "rt-mlp", "--loss", "on-chip", "--lr", "0.5"], "--lr applies to --loss host only"),
-    (["train-int8", "--net", "digits-mlp", "--g-shift", "5"],
-     ("--g-shift applies to --g-mode scaled only; --g-mode sign (the default) steps by g = +-g_lr: set --g-lr, or give "
-      "--g-mode scaled")),
-    (["train-int8", "--net", "digits-mlp", "--g-mode", "scaled", "--g-lr", "5"],
-     ("--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, g_shift): set "
-      "--g-shift")),
-    (["report", "--strategy", "otf", "--eps-shift", "5"],
-     ("--eps-shift applies to --unit stream / host only (the stream scales its values by epsilon); the generator "
-      "does not use it, so its design would be the same")),
+    (
+        ["train-int8", "--net", "digits-mlp", "--g-shift", "5"],
+        (
+            "--g-shift applies to --g-mode scaled only; --g-mode sign (the default) steps by g = +-g_lr: set "
+            "--g-lr, or give "
+            "--g-mode scaled"
+        ),
+    ),
+    (
+        ["train-int8", "--net", "digits-mlp", "--g-mode", "scaled", "--g-lr", "5"],
+        (
+            "--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, g_shift): set "
+            "--g-shift"
+        ),
+    ),
+    (
+        ["report", "--strategy", "otf", "--eps-shift", "5"],
+        (
+            "--eps-shift applies to --unit stream / host only (the stream scales its values by epsilon); the generator "
+            "does not use it, so its design would be the same"
+        ),
+    ),
     (["report", "--unit", "scale", "--eps-shift", "5"], "the otf scale LUT does not use it"),
     (["verilog", "--eps-shift", "5", "--out", "v"], "--eps-shift applies to --unit stream / host only"),
-    (["report", "--strategy", "otf", "--brief"],
-     ("--brief shortens the comparison table (pezo report without generator options); one design's report is "
-      "printed in full as text or --json")),
+    (
+        ["report", "--strategy", "otf", "--brief"],
+        (
+            "--brief shortens the comparison table (pezo report without generator options); one design's report is "
+            "printed in full as text or --json"
+        ),
+    ),
     (["report", "--strategy", "engine-otf", "--brief"], "--brief shortens the comparison table"),
-    (["train-int8", "--net", "rt-head", "--hidden-init", "pca"],
-     "--hidden-init applies to networks with hidden layers (--net digits-mlp, rt-mlp); rt-head (384 -> 2) has none"),
-    (["train-int8", "--net", "digits-mlp", "--shots", "100000"],
-     ("--shots applies to the Rotten Tomatoes runs (the head engine, --net rt-mlp, rt-head); --net digits-mlp trains "
-      "on the fixed digits split (1000 train, 300 validation, 497 test examples)")),
-    (["train-int8", "--shots", "100000"],
-     "--shots must be in 1..2692 for task rotten_tomatoes (smallest class 'negative' has 5384 examples), got 100000"),
+    (
+        ["train-int8", "--net", "rt-head", "--hidden-init", "pca"],
+        "--hidden-init applies to networks with hidden layers (--net digits-mlp, rt-mlp); rt-head (384 -> 2) has none",
+    ),
+    (
+        ["train-int8", "--net", "digits-mlp", "--shots", "100000"],
+        (
+            "--shots applies to the Rotten Tomatoes runs (the head engine, --net rt-mlp, rt-head); --net "
+            "digits-mlp trains "
+            "on the fixed digits split (1000 train, 300 validation, 497 test examples)"
+        ),
+    ),
+    (
+        ["train-int8", "--shots", "100000"],
+        "--shots must be in 1..2692 for task rotten_tomatoes (smallest class 'negative' has 5384 examples), got 100000",
+    ),
     (["train-int8", "--net", "rt-mlp", "--shots", "100000"], "--shots must be in 1..2692 for task rotten_tomatoes"),
 ]
 
@@ -252,8 +312,10 @@ def test_the_options_still_work_where_they_apply():
 
     parse = build_parser().parse_args
     assert net_train_config(parse(["train-int8", "--net", "digits-mlp", "--loss", "host", "--lr", "0.5"])).lr == 0.5
-    assert net_train_config(parse(["train-int8", "--net", "digits-mlp", "--g-mode", "scaled", "--g-shift",
-                                   "5"])).g_shift == 5
+    assert (
+        net_train_config(parse(["train-int8", "--net", "digits-mlp", "--g-mode", "scaled", "--g-shift", "5"])).g_shift
+        == 5
+    )
     assert net_train_config(parse(["train-int8", "--net", "digits-mlp", "--g-lr", "5"])).g_lr == 5
     assert net_train_config(parse(["train-int8", "--net", "rt-mlp", "--hidden-init", "pca"])).hidden_init == "pca"
     assert net_train_config(parse(["train-int8", "--net", "rt-head", "--shots", "8"])).shots == 8
@@ -269,8 +331,9 @@ def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
     monkeypatch.setattr(comparison, "_design_rows", lambda job: jobs.append(job) or [])
     for extra, use_cache in ((["--no-cache"], False), ([], True)):
         jobs.clear()
-        code, out, _ = run(["report", "--no-activity", "--no-timing", "--quiet", "--json", "--jobs", "1", *extra],
-                           capsys)
+        code, out, _ = run(
+            ["report", "--no-activity", "--no-timing", "--quiet", "--json", "--jobs", "1", *extra], capsys
+        )
         assert code == 0 and json.loads(out) == []
         assert len(jobs) == len(comparison.comparison_designs()) and {job[3] for job in jobs} == {use_cache}
 
@@ -290,6 +353,7 @@ def test_no_cache_reaches_synthesis_place_and_route_and_activity(monkeypatch):
             if result is None:
                 raise Stop
             return result
+
         return call
 
     for name in ("report", "engine_report", "board_report"):
@@ -302,5 +366,10 @@ def test_no_cache_reaches_synthesis_place_and_route_and_activity(monkeypatch):
             comparison._design_rows((designs[unit], True, True, False))
     comparison.add_timing({"LUT": 1}, designs["stream"], True, use_cache=False)
     comparison.stream_activity(designs["stream"].config, use_cache=False)
-    assert seen == [("report", False), ("engine_report", False), ("board_report", False), ("unit_timing", False),
-                    ("power_proxy", False)]
+    assert seen == [
+        ("report", False),
+        ("engine_report", False),
+        ("board_report", False),
+        ("unit_timing", False),
+        ("power_proxy", False),
+    ]

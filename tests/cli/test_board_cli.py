@@ -7,17 +7,19 @@ import pytest
 from pezo.cli.main import main
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--cols", "4"], "--cols must be a power of two >= 8"),
-    (["--steps", "0"], "--steps must be an integer in 1..1000"),
-    (["--batch", "12"], "batch must be a multiple of rows"),
-    (["--net", "nope"], "invalid choice: 'nope'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--cols", "4"], "--cols must be a power of two >= 8"),
+        (["--steps", "0"], "--steps must be an integer in 1..1000"),
+        (["--batch", "12"], "batch must be a multiple of rows"),
+        (["--net", "nope"], "invalid choice: 'nope'"),
+    ],
+)
 def test_bad_input_is_one_line(argv, message, capsys):
     assert main(["sim", "board", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
-
 
 
 def test_build_engine_writes_the_design_and_refuses_an_existing_run(tmp_path, capsys):
@@ -30,14 +32,17 @@ def test_build_engine_writes_the_design_and_refuses_an_existing_run(tmp_path, ca
     assert "is not empty" in capsys.readouterr().err and (out / "top.bit").read_text() == "a Vivado run"
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--design", "engine", "--n-rngs", "7"], "--n-rngs does not apply to --design engine"),
-    (["--net", "rt-mlp"], "--net does not apply to --design stream"),
-    (["--design", "engine", "--strategy", "gaussian"], "--strategy must be otf or pregen with --design engine"),
-    (["--design", "engine", "--cols", "4"], "--cols must be a power of two >= 8"),
-    (["--design", "engine", "--board", "ulx3s-85f"], "--design engine is built for --board zcu102 only"),
-    (["--design", "board"], "invalid choice: 'board'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--design", "engine", "--n-rngs", "7"], "--n-rngs does not apply to --design engine"),
+        (["--net", "rt-mlp"], "--net does not apply to --design stream"),
+        (["--design", "engine", "--strategy", "gaussian"], "--strategy must be otf or pregen with --design engine"),
+        (["--design", "engine", "--cols", "4"], "--cols must be a power of two >= 8"),
+        (["--design", "engine", "--board", "ulx3s-85f"], "--design engine is built for --board zcu102 only"),
+        (["--design", "board"], "invalid choice: 'board'"),
+    ],
+)
 def test_build_engine_bad_input(argv, message, tmp_path, capsys):
     assert main(["build", *argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err

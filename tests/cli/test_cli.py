@@ -23,28 +23,31 @@ def test_help_lists_subcommands():
         assert sub in proc.stdout
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["report", "--n-rngs", "0"], "--n-rngs must be in 1..1024"),
-    (["report", "--rng-bits", "2"], "--rng-bits must be in 3..32"),
-    (["report", "--rng-bits", "40"], "--rng-bits must be in 3..32"),
-    (["report", "--seed", "0"], "--seed must be in 1..16383"),
-    (["report", "--strategy", "uniform"], "--strategy must be one of otf, pregen, gaussian"),
-    (["report", "--n-rngs", "2.5"], "--n-rngs must be an integer in 1..1024, got '2.5'"),
-    (["report", "--rng-bits", "eight"], "--rng-bits must be an integer in 3..32"),
-    (["report", "--n-rngs", "256", "--rng-bits", "8"], "--n-rngs must be in 1..255"),
-    (["simulate", "--cycles", "0"], "cycles must be an integer in 1..10000000"),
-    (["build", "--seed", "-3", "--out", "/tmp/pezo-never-written"], "--seed must be in 1..16383"),
-    (["report", "--eps-shift", "25", "--unit", "stream"], "--eps-shift must be in 0..24, got 25"),
-    (["report", "--unit", "fpga"], "unit must be one of generator, stream, scale, host, got 'fpga'"),
-    (["report", "--strategy", "pregen", "--unit", "scale"], "unit 'scale' (the otf scale LUT) needs strategy otf"),
-    (["report", "--unit", "stream", "--rng-bits", "20"], "--rng-bits must be in 3..16 for the scale LUT"),
-    (["report", "--strategy", "pregen", "--pool-size", "0"], "--pool-size must be in 8..1048576"),
-    (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "--banks must be a power of two dividing"),
-    (["report", "--strategy", "gaussian", "--lanes", "0"], "--lanes must be in 1..1024"),
-    (["report", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
-    (["report", "--rng-bits", "12", "--lfsr-leap", "12"], "--lfsr-leap must be coprime to 2^12 - 1 = 4095"),
-    (["report", "--strategy", "pregen", "--lfsr-leap", "2"], "--lfsr-leap applies to --strategy otf only"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["report", "--n-rngs", "0"], "--n-rngs must be in 1..1024"),
+        (["report", "--rng-bits", "2"], "--rng-bits must be in 3..32"),
+        (["report", "--rng-bits", "40"], "--rng-bits must be in 3..32"),
+        (["report", "--seed", "0"], "--seed must be in 1..16383"),
+        (["report", "--strategy", "uniform"], "--strategy must be one of otf, pregen, gaussian"),
+        (["report", "--n-rngs", "2.5"], "--n-rngs must be an integer in 1..1024, got '2.5'"),
+        (["report", "--rng-bits", "eight"], "--rng-bits must be an integer in 3..32"),
+        (["report", "--n-rngs", "256", "--rng-bits", "8"], "--n-rngs must be in 1..255"),
+        (["simulate", "--cycles", "0"], "cycles must be an integer in 1..10000000"),
+        (["build", "--seed", "-3", "--out", "/tmp/pezo-never-written"], "--seed must be in 1..16383"),
+        (["report", "--eps-shift", "25", "--unit", "stream"], "--eps-shift must be in 0..24, got 25"),
+        (["report", "--unit", "fpga"], "unit must be one of generator, stream, scale, host, got 'fpga'"),
+        (["report", "--strategy", "pregen", "--unit", "scale"], "unit 'scale' (the otf scale LUT) needs strategy otf"),
+        (["report", "--unit", "stream", "--rng-bits", "20"], "--rng-bits must be in 3..16 for the scale LUT"),
+        (["report", "--strategy", "pregen", "--pool-size", "0"], "--pool-size must be in 8..1048576"),
+        (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "--banks must be a power of two dividing"),
+        (["report", "--strategy", "gaussian", "--lanes", "0"], "--lanes must be in 1..1024"),
+        (["report", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
+        (["report", "--rng-bits", "12", "--lfsr-leap", "12"], "--lfsr-leap must be coprime to 2^12 - 1 = 4095"),
+        (["report", "--strategy", "pregen", "--lfsr-leap", "2"], "--lfsr-leap applies to --strategy otf only"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
@@ -59,8 +62,9 @@ def test_bad_input_writes_nothing(tmp_path, capsys):
 
 
 def test_bad_input_no_traceback_via_console_script():
-    proc = subprocess.run([sys.executable, "-m", "pezo.cli.main", "report", "--rng-bits", "99"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pezo.cli.main", "report", "--rng-bits", "99"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert proc.stderr == "pezo: error: --rng-bits must be in 3..32, got 99\n"
 
@@ -118,8 +122,9 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     """`pezo report` without generator options: every strategy, Table-6 shape, JSON list, CSV, PNG, --out."""
     out = tmp_path / "report"
     csv_path, png = tmp_path / "t.csv", tmp_path / "t.png"
-    code, text, err = run(["report", "--out", str(out), "--csv", str(csv_path), "--plot", str(png), "--quiet", "--no-timing"],
-                          capsys)
+    code, text, err = run(
+        ["report", "--out", str(out), "--csv", str(csv_path), "--plot", str(png), "--quiet", "--no-timing"], capsys
+    )
     assert code == 0, err
     assert "| otf 32 x 14 |" in text and "PeZO Table 6" in text and "% of ZCU102" in text
     assert "Three strategies at default sizes" in text and "133120 LUT / 69632 FF" in text
@@ -186,12 +191,15 @@ def test_report_table_with_a_vivado_run(tmp_path, capsys):
     assert code == 2 and text == "" and "no Vivado utilization report" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["report", "--strategy", "otf", "--csv", "x.csv"], "belong to the comparison table"),
-    (["report", "--plot", "x.svg"], "the plot is a PNG"),
-    (["report", "--csv", "/nonexistent/dir/x.csv"], "the directory /nonexistent/dir does not exist"),
-    (["report", "--strategy", "gaussian", "--rng-bits", "8"], "--rng-bits applies to --strategy otf only"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["report", "--strategy", "otf", "--csv", "x.csv"], "belong to the comparison table"),
+        (["report", "--plot", "x.svg"], "the plot is a PNG"),
+        (["report", "--csv", "/nonexistent/dir/x.csv"], "the directory /nonexistent/dir does not exist"),
+        (["report", "--strategy", "gaussian", "--rng-bits", "8"], "--rng-bits applies to --strategy otf only"),
+    ],
+)
 def test_report_table_bad_input(argv, needle, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
@@ -201,8 +209,22 @@ def test_report_table_bad_input(argv, needle, capsys):
 def test_simulate_reports_speed(simulators, require_simulator, capsys):
     simulator = "icarus" if "icarus" in simulators else "verilator"
     require_simulator(simulator)
-    code, out, _ = run(["simulate", "--n-rngs", "4", "--rng-bits", "5", "--rewind", "--cycles", "300",
-                        "--simulator", simulator, "--json"], capsys)
+    code, out, _ = run(
+        [
+            "simulate",
+            "--n-rngs",
+            "4",
+            "--rng-bits",
+            "5",
+            "--rewind",
+            "--cycles",
+            "300",
+            "--simulator",
+            simulator,
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0
     result = json.loads(out)["simulators"][simulator]
     assert result["cycles"] == 300 and result["mismatches"] == 0 and result["cycles_per_s"] > 0
@@ -223,12 +245,26 @@ def test_report_gaussian_json_contract(capsys):
 
 @pytest.mark.synth
 def test_report_stream_and_scale_units(capsys):
-    code, out, _ = run(["report", "--strategy", "pregen", "--pool-size", "255", "--lanes", "4", "--banks", "2",
-                        "--unit", "stream", "--json"], capsys)
+    code, out, _ = run(
+        [
+            "report",
+            "--strategy",
+            "pregen",
+            "--pool-size",
+            "255",
+            "--lanes",
+            "4",
+            "--banks",
+            "2",
+            "--unit",
+            "stream",
+            "--json",
+        ],
+        capsys,
+    )
     r = json.loads(out)
     assert code == 0 and r["unit"] == "stream" and r["BRAM"] >= 1 and r["LUTRAM"] == 0
-    code, text, _ = run(["report", "--n-rngs", "8", "--rng-bits", "8", "--perturb-dim", "7", "--unit", "scale"],
-                        capsys)
+    code, text, _ = run(["report", "--n-rngs", "8", "--rng-bits", "8", "--perturb-dim", "7", "--unit", "scale"], capsys)
     assert code == 0 and "ROM style logic" in text
 
 
@@ -236,6 +272,7 @@ def test_report_stream_and_scale_units(capsys):
 def test_simulate_gaussian_prints_statistics(simulators, require_simulator, capsys):
     simulator = "icarus" if "icarus" in simulators else "verilator"
     require_simulator(simulator)
-    code, out, _ = run(["simulate", "--strategy", "gaussian", "--lanes", "2", "--cycles", "400",
-                        "--simulator", simulator], capsys)
+    code, out, _ = run(
+        ["simulate", "--strategy", "gaussian", "--lanes", "2", "--cycles", "400", "--simulator", simulator], capsys
+    )
     assert code == 0 and "0 mismatches" in out and "samples: mean" in out

@@ -45,8 +45,9 @@ def option_help(argv, option, capsys) -> str:
 # -- 1. --out '' is named as typed ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["verilog", "--out", ""], ["build", "--no-vivado", "--out="],
-                                  ["report", "--out", ""]])
+@pytest.mark.parametrize(
+    "argv", [["verilog", "--out", ""], ["build", "--no-vivado", "--out="], ["report", "--out", ""]]
+)
 def test_an_empty_out_is_named_as_typed(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     err = one_error(argv, capsys)
@@ -77,28 +78,38 @@ def test_train_task_lists_every_task(capsys):
 # -- 3. every option in every error as typed ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["train", "--family", "pezo-otf", "--pool-size", "100"],
-     "(pezo-otf takes only --n-rngs, --rng-bits, --scaling, --leap, --bit-order)"),
-    (["train", "--family", "naive-int", "--scaling", "lut"], "(naive-int takes only --n-rngs, --rng-bits, --leap, "
-     "--bit-order)"),
-    (["train-int8", "--rows", "3"], "--rows=3 does not tile --batch=16: batch must be a multiple of rows"),
-    (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "dividing --lanes=6, got 4"),
-    (["sim", "engine", "--net", "digits-mlp", "--cols", "5"], "must be a multiple of --cols=5"),
-    (["train-int8", "--strategy", "x"], "--strategy must be one of otf, pregen, got 'x'"),
-    (["train", "--method", "x"], "--method must be one of mezo,"),
-    (["sweep", "--experiment", "x"], "--experiment must be one of table3"),
-    (["report", "--unit", "fpga"], "--unit must be one of generator"),
-    (["report", "--strategy", "engine-otf", "--eps-shift", "40"], "--eps-shift must be in 0..24, got 40"),
-    (["report", "--strategy", "engine-pregen", "--pool-size", "3"], "--pool-size must be in 8..1048576, got 3"),
-    (["report", "--strategy", "engine-otf", "--unit", "board", "--eps-shift", "99"], "--eps-shift must be in 0..24"),
-    (["build", "--board", "zcu104"], "--board must be one of zcu102"),
-    (["simulate", "--cycles", "0"], "--cycles must be an integer in 1..10000000"),
-    (["simulate", "--unit", "host"], "--unit host is simulated by the test suite"),
-    (["train", "--method", "mezo", "--task", "digits", "--hidden", "a,b"], "--hidden must be comma-separated"),
-    (["sweep", "--methods", "foo"], "--methods must be a comma-separated subset"),
-    (["sweep", "--methods", "mezo", "--tasks", "foo"], "--tasks must be a comma-separated subset"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (
+            ["train", "--family", "pezo-otf", "--pool-size", "100"],
+            "(pezo-otf takes only --n-rngs, --rng-bits, --scaling, --leap, --bit-order)",
+        ),
+        (
+            ["train", "--family", "naive-int", "--scaling", "lut"],
+            "(naive-int takes only --n-rngs, --rng-bits, --leap, --bit-order)",
+        ),
+        (["train-int8", "--rows", "3"], "--rows=3 does not tile --batch=16: batch must be a multiple of rows"),
+        (["report", "--strategy", "pregen", "--lanes", "6", "--banks", "4"], "dividing --lanes=6, got 4"),
+        (["sim", "engine", "--net", "digits-mlp", "--cols", "5"], "must be a multiple of --cols=5"),
+        (["train-int8", "--strategy", "x"], "--strategy must be one of otf, pregen, got 'x'"),
+        (["train", "--method", "x"], "--method must be one of mezo,"),
+        (["sweep", "--experiment", "x"], "--experiment must be one of table3"),
+        (["report", "--unit", "fpga"], "--unit must be one of generator"),
+        (["report", "--strategy", "engine-otf", "--eps-shift", "40"], "--eps-shift must be in 0..24, got 40"),
+        (["report", "--strategy", "engine-pregen", "--pool-size", "3"], "--pool-size must be in 8..1048576, got 3"),
+        (
+            ["report", "--strategy", "engine-otf", "--unit", "board", "--eps-shift", "99"],
+            "--eps-shift must be in 0..24",
+        ),
+        (["build", "--board", "zcu104"], "--board must be one of zcu102"),
+        (["simulate", "--cycles", "0"], "--cycles must be an integer in 1..10000000"),
+        (["simulate", "--unit", "host"], "--unit host is simulated by the test suite"),
+        (["train", "--method", "mezo", "--task", "digits", "--hidden", "a,b"], "--hidden must be comma-separated"),
+        (["sweep", "--methods", "foo"], "--methods must be a comma-separated subset"),
+        (["sweep", "--methods", "mezo", "--tasks", "foo"], "--tasks must be a comma-separated subset"),
+    ],
+)
 def test_options_in_errors_are_written_as_typed(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     err = one_error(argv, capsys)
@@ -110,27 +121,36 @@ def test_option_error_maps_bare_fields_inside_the_message():
     from pezo.cli.args import option_error
 
     fields = ("rows", "batch", "cols", "leap", "scaling", "n_rngs")
-    message = str(option_error(ValueError("rows=3 does not tile batch=16: batch must be a multiple of rows (the "
-                                          "array does not pad)"), fields, fields))
+    message = str(
+        option_error(
+            ValueError("rows=3 does not tile batch=16: batch must be a multiple of rows (the array does not pad)"),
+            fields,
+            fields,
+        )
+    )
     assert message == "--rows=3 does not tile --batch=16: batch must be a multiple of rows (the array does not pad)"
     message = str(option_error(ValueError("leap is not an option (takes only n_rngs, scaling, leap)"), fields, fields))
     assert message == "--leap is not an option (takes only --n-rngs, --scaling, --leap)"
     # prose words that equal a field stay words; a list without options stays a list of values
-    message = str(option_error(ValueError("scaling must be one of lut, exact, none; rows of the batch"), fields,
-                               fields))
+    message = str(
+        option_error(ValueError("scaling must be one of lut, exact, none; rows of the batch"), fields, fields)
+    )
     assert message == "--scaling must be one of lut, exact, none; rows of the batch"
 
 
 # -- 4. an unknown option points at the subcommand's help ----------------------------------------------------
 
 
-@pytest.mark.parametrize("argv,see", [
-    (["train", "--bogus"], "(see pezo train --help)"),
-    (["sim", "engine", "--bogus"], "(see pezo sim engine --help)"),
-    (["sim", "board", "--bogus", "x"], "(see pezo sim board --help)"),
-    (["report", "--bogus"], "(see pezo report --help)"),
-    (["train-int8", "--steps", "3", "extra"], "(see pezo train-int8 --help)"),
-])
+@pytest.mark.parametrize(
+    "argv,see",
+    [
+        (["train", "--bogus"], "(see pezo train --help)"),
+        (["sim", "engine", "--bogus"], "(see pezo sim engine --help)"),
+        (["sim", "board", "--bogus", "x"], "(see pezo sim board --help)"),
+        (["report", "--bogus"], "(see pezo report --help)"),
+        (["train-int8", "--steps", "3", "extra"], "(see pezo train-int8 --help)"),
+    ],
+)
 def test_unknown_arguments_point_at_the_subcommands_help(argv, see, capsys):
     err = one_error(argv, capsys)
     assert err.startswith("pezo: error: unrecognized arguments: ") and err.rstrip().endswith(see), err
@@ -157,8 +177,11 @@ def test_a_file_as_xdg_cache_home_is_named(tmp_path, monkeypatch):
     afile.write_text("")
     monkeypatch.delenv("PEZO_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(afile))
-    with pytest.raises(CacheDirError, match=rf"^XDG_CACHE_HOME={re.escape(str(afile))}: .* is not a directory, so "
-                       r".*/pezo cannot be created .*XDG_CACHE_HOME"):
+    with pytest.raises(
+        CacheDirError,
+        match=rf"^XDG_CACHE_HOME={re.escape(str(afile))}: .* is not a directory, so "
+        r".*/pezo cannot be created .*XDG_CACHE_HOME",
+    ):
         cache_dir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "pezo"
@@ -168,9 +191,15 @@ def test_a_file_as_xdg_cache_home_is_named(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", [["sim", "engine"], ["train-int8"]])
-@pytest.mark.parametrize("option,head,field", [
-    ("--batch", "batch", "batch"), ("--eps-shift", "eps_shift", "eps_shift"), ("--stream-seed", "seed", "stream_seed"),
-    ("--lr", "lr", "lr")])
+@pytest.mark.parametrize(
+    "option,head,field",
+    [
+        ("--batch", "batch", "batch"),
+        ("--eps-shift", "eps_shift", "eps_shift"),
+        ("--stream-seed", "seed", "stream_seed"),
+        ("--lr", "lr", "lr"),
+    ],
+)
 def test_engine_help_gives_the_head_and_the_net_defaults(command, option, head, field, capsys):
     from pezo.golden.engine.zo_engine import EngineConfig
     from pezo.golden.zo.int8_head import Int8TrainConfig
@@ -179,6 +208,7 @@ def test_engine_help_gives_the_head_and_the_net_defaults(command, option, head, 
     head_value = EngineConfig().to_dict()[head] if head != "lr" else Int8TrainConfig().lr
     net_value = NetTrainConfig().to_dict()[field]
     assert head_value != net_value
+
     def shown(v):
         return f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -219,7 +249,7 @@ def test_top_level_help_names_every_sim_subcommand_and_the_nets(capsys):
     assert set(sim) >= {"engine", "board"}
     for name in sim:
         assert f"'pezo sim {name}'" in text, name
-    train_int8 = text[text.index("train-int8 golden"):text.index(" quality ")]
+    train_int8 = text[text.index("train-int8 golden") : text.index(" quality ")]
     assert "with --net a whole network" in train_int8 and all(net in train_int8 for net in NET_NAMES)
 
 
@@ -236,12 +266,15 @@ def test_net_options_and_train_int8_steps_show_defaults_and_ranges(capsys):
     assert f"0..{MAX_MARGIN} (default {net.margin})" in option_help(["train-int8"], "--margin", capsys)
     assert f"1..{G_MAX} (default {net.g_lr})" in option_help(["sim", "engine"], "--g-lr", capsys)
     assert f"{G_SHIFT_RANGE[0]}..{G_SHIFT_RANGE[1]} (default {net.g_shift})" in option_help(
-        ["train-int8"], "--g-shift", capsys)
+        ["train-int8"], "--g-shift", capsys
+    )
     lo, hi = STEPS_RANGE
-    assert f"ZO steps, {lo}..{hi} (default {head.steps} for the head engine, {net.steps} with --net)" in \
-        option_help(["train-int8"], "--steps", capsys)
-    assert f"{lo}..{hi} (default {head.eval_every} for the head engine, {net.eval_every} with --net)" in \
-        option_help(["train-int8"], "--eval-every", capsys)
+    assert f"ZO steps, {lo}..{hi} (default {head.steps} for the head engine, {net.steps} with --net)" in option_help(
+        ["train-int8"], "--steps", capsys
+    )
+    assert f"{lo}..{hi} (default {head.eval_every} for the head engine, {net.eval_every} with --net)" in option_help(
+        ["train-int8"], "--eval-every", capsys
+    )
 
 
 # -- 10. the quality table keeps huge numbers readable --------------------------------------------------------
@@ -270,13 +303,16 @@ def test_resources_figure_writes_zero_and_not_reported_apart_from_values(tmp_pat
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from pezo.boards.flow.comparison_table import plot_resources
     from pezo.boards.flow.comparison_rows import PEZO_TABLE6
+    from pezo.boards.flow.comparison_table import plot_resources
 
     figures = []
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
-    rows = [dict(design="zero", LUT=0, FF=0, BRAM=1, DSP=0), dict(design="one", LUT=1, FF=2, BRAM=0, DSP=0),
-            dict(design="engine", LUT=2946, FF=3287, BRAM=9, DSP=72)]
+    rows = [
+        dict(design="zero", LUT=0, FF=0, BRAM=1, DSP=0),
+        dict(design="one", LUT=1, FF=2, BRAM=0, DSP=0),
+        dict(design="engine", LUT=2946, FF=3287, BRAM=9, DSP=72),
+    ]
     plot_resources(rows, tmp_path / "r.png")
     lut, _, _, dsp = figures[0].axes
     labels = {round(t.get_position()[1]): t for t in dsp.texts}

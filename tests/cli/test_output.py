@@ -52,8 +52,11 @@ def test_refusals(tmp_path):
     with pytest.raises(OutputDirError, match="is not empty"):  # strict (pezo build): even pezo's own output
         with staged_output(mine, strict=True):
             pass
-    with pytest.raises(OutputDirError, match=r"was not written by pezo \(it holds notes.txt\); choose another "
-                       "directory or remove them$"):
+    with pytest.raises(
+        OutputDirError,
+        match=r"was not written by pezo \(it holds notes.txt\); choose another "
+        "directory or remove them$",
+    ):
         with staged_output(user, force=True):  # --force never deletes what pezo did not write
             pass
     assert (user / "notes.txt").read_text() == "keep"
@@ -67,12 +70,18 @@ def test_command_families_import_only_args_output_and_methods():
     """No import cycle: main imports the families; the families import args / output (training: methods;
     hardware: report, which it registers between build and power; both: the generator options and board, the
     engine top's build/report/sim; board: net; the commands that run on the executor: cluster)."""
-    allowed = {"main": None, "training": {"args", "output", "methods", "cluster"},
-               "hardware": {"args", "output", "generator", "report", "board"},
-               "report": {"args", "output", "generator", "board", "cluster", "timing"},
-               "methods": {"args", "output", "cluster"}, "explore": {"args", "output", "cluster"},
-               "cluster": {"args"},
-               "generator": {"args"}, "engine": {"args", "net"}, "board": {"args", "output", "net", "timing"}}
+    allowed = {
+        "main": None,
+        "training": {"args", "output", "methods", "cluster"},
+        "hardware": {"args", "output", "generator", "report", "board"},
+        "report": {"args", "output", "generator", "board", "cluster", "timing"},
+        "methods": {"args", "output", "cluster"},
+        "explore": {"args", "output", "cluster"},
+        "cluster": {"args"},
+        "generator": {"args"},
+        "engine": {"args", "net"},
+        "board": {"args", "output", "net", "timing"},
+    }
     for path in Path(pezo.cli.__file__).parent.glob("*.py"):
         imported = set()
         for node in ast.walk(ast.parse(path.read_text())):
@@ -83,7 +92,6 @@ def test_command_families_import_only_args_output_and_methods():
             continue
         assert "main" not in imported, path.name
         assert imported <= allowed.get(path.stem, {"args", "output"}), (path.name, imported)
-
 
 
 class _CtrlCInFinaliser:

@@ -60,8 +60,19 @@ def test_lag_correlation_of_a_known_sequence():
 
 def test_several_families_a_table_plot_and_csv(tmp_path, capsys):
     plot, csv = tmp_path / "q.png", tmp_path / "q.csv"
-    argv = ["quality", "--family", "gaussian,pezo-otf", "--trials", "20", "--queries", "20", "--plot", str(plot),
-            "--csv", str(csv)]
+    argv = [
+        "quality",
+        "--family",
+        "gaussian,pezo-otf",
+        "--trials",
+        "20",
+        "--queries",
+        "20",
+        "--plot",
+        str(plot),
+        "--csv",
+        str(csv),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "| pezo-otf |" in out and "| gaussian |" in out
@@ -76,26 +87,31 @@ def test_naive_int_takes_the_lfsr_options_and_is_in_all(capsys):
     argv = ["quality", "--family", "naive-int,pezo-otf", "--rng-bits", "8", "--trials", "10", "--json"]
     assert main(argv) == 0
     results = json.loads(capsys.readouterr().out)
-    assert [(r["family"], r["options"]) for r in results] == [("naive-int", {"rng_bits": 8}),
-                                                              ("pezo-otf", {"rng_bits": 8})]
+    assert [(r["family"], r["options"]) for r in results] == [
+        ("naive-int", {"rng_bits": 8}),
+        ("pezo-otf", {"rng_bits": 8}),
+    ]
     from pezo.cli.quality import quality_families
 
     assert "naive-int" in quality_families()
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--family", "foo"], "--family must be one of gaussian"),
-    (["--d", "1"], "--d must be in 2..16777216, got 1"),
-    (["--max-lag", "100"], "--max-lag must be in 1..99, got 100"),
-    (["--family", "gaussian", "--n-rngs", "4"], "--n-rngs applies to --family naive-int or pezo-otf only"),
-    (["--family", "naive-int", "--scaling", "exact"], "--scaling applies to --family pezo-otf only"),
-    (["--n-rngs", "0"], "--n-rngs must be in 1..1024, got 0"),
-    (["--queries", "0"], "--queries must be in 1..65536, got 0"),
-    (["--leap", "3"], "--leap must be coprime to 2^14 - 1 = 16383"),
-    (["--leap", "15"], "--leap must be in 1..14, got 15"),
-    (["--family", "gaussian", "--leap", "2"], "--leap applies to --family naive-int or pezo-otf only"),
-    (["--plot", "x.txt"], "--plot x.txt: name the file *.png"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--family", "foo"], "--family must be one of gaussian"),
+        (["--d", "1"], "--d must be in 2..16777216, got 1"),
+        (["--max-lag", "100"], "--max-lag must be in 1..99, got 100"),
+        (["--family", "gaussian", "--n-rngs", "4"], "--n-rngs applies to --family naive-int or pezo-otf only"),
+        (["--family", "naive-int", "--scaling", "exact"], "--scaling applies to --family pezo-otf only"),
+        (["--n-rngs", "0"], "--n-rngs must be in 1..1024, got 0"),
+        (["--queries", "0"], "--queries must be in 1..65536, got 0"),
+        (["--leap", "3"], "--leap must be coprime to 2^14 - 1 = 16383"),
+        (["--leap", "15"], "--leap must be in 1..14, got 15"),
+        (["--family", "gaussian", "--leap", "2"], "--leap applies to --family naive-int or pezo-otf only"),
+        (["--plot", "x.txt"], "--plot x.txt: name the file *.png"),
+    ],
+)
 def test_bad_input_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["quality", *argv]) == 2

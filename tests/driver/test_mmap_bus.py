@@ -37,7 +37,7 @@ def test_registers_are_32_bit_words_at_their_offsets(fake_mem):
     assert asyncio.run(bus.read32(bmap.register("STEPS"))) == (0x2345_6789, 0)
     raw = path.read_bytes()
     offset = REGS_BASE + bmap.register("STEPS")
-    assert raw[offset:offset + 4] == (0x2345_6789).to_bytes(4, "little")
+    assert raw[offset : offset + 4] == (0x2345_6789).to_bytes(4, "little")
 
 
 def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
@@ -53,11 +53,11 @@ def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
     assert asyncio.run(driver.write_batch(x, y))
     raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
     example = windows_base + bmap.x_offset(5)
-    assert np.array_equal(raw[example:example + cfg.inputs].astype(np.int8), x[5])
+    assert np.array_equal(raw[example : example + cfg.inputs].astype(np.int8), x[5])
     label = windows_base + bmap.label_offset(7)
-    assert int.from_bytes(bytes(raw[label:label + 8]), "little") == y[7]
+    assert int.from_bytes(bytes(raw[label : label + 8]), "little") == y[7]
     # a step record and a logit row placed in the "memory" read back through the driver's decoding
-    record = np.array([123456789012, 5, (-3) & (2 ** 64 - 1), 1], dtype="<u8").tobytes()
+    record = np.array([123456789012, 5, (-3) & (2**64 - 1), 1], dtype="<u8").tobytes()
     asyncio.run(bus.write_burst(bmap.step_offset(70), record))
     got = asyncio.run(driver.read_step(70 - 64))
     assert (got.loss_plus, got.loss_minus, got.g, got.bank) == (123456789012, 5, -3, 1)

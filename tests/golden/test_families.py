@@ -10,14 +10,16 @@ import warnings
 import numpy as np
 import pytest
 
-from pezo.golden.zo import families
-from pezo.golden.zo.families import FAMILIES, PowerOfTwoWarning, make_sampler
 from pezo.golden.rng.perturb import PerturbationStream, scale_round, scale_shift
 from pezo.golden.rng.pool import gaussian_expected_norm
 from pezo.golden.rng.scale import element_offsets, exact_factors, lane_states, lut_statistics, msequence
+from pezo.golden.zo import families
+from pezo.golden.zo.families import FAMILIES, PowerOfTwoWarning, make_sampler
 
 SMALL = {  # one small configuration per family, quick to build
-    "gaussian": {}, "rademacher": {}, "uniform": {},
+    "gaussian": {},
+    "rademacher": {},
+    "uniform": {},
     "naive-int": {"n_rngs": 7, "rng_bits": 8},
     "pezo-pregen": {"pool_size": 255},
     "pezo-otf": {"n_rngs": 7, "rng_bits": 8},
@@ -68,8 +70,9 @@ def test_interface_contract(family):
 
 @pytest.mark.parametrize("family", ["gaussian", "rademacher", "uniform"])
 def test_seed_changes_the_numpy_families(family):
-    assert not np.array_equal(make_sampler(family, 100, seed=1).perturbation(0),
-                              make_sampler(family, 100, seed=2).perturbation(0))
+    assert not np.array_equal(
+        make_sampler(family, 100, seed=1).perturbation(0), make_sampler(family, 100, seed=2).perturbation(0)
+    )
 
 
 @pytest.mark.parametrize("family,mean_sq", [("gaussian", 1.0), ("uniform", 1 / 3), ("rademacher", 1.0)])
@@ -83,9 +86,9 @@ def test_moments(family, mean_sq):
         assert set(np.unique(z)) == {-1.0, 1.0}
     if family == "uniform":
         assert z.min() >= -1.0 and z.max() < 1.0
-        assert np.mean(z ** 4) == pytest.approx(1 / 5, rel=0.02)  # uniform, not some other law
+        assert np.mean(z**4) == pytest.approx(1 / 5, rel=0.02)  # uniform, not some other law
     if family == "gaussian":
-        assert np.mean(z ** 4) == pytest.approx(3.0, rel=0.03)
+        assert np.mean(z**4) == pytest.approx(3.0, rel=0.03)
         assert np.mean(np.abs(z) < 1) == pytest.approx(math.erf(1 / math.sqrt(2)), abs=0.005)
 
 
@@ -115,7 +118,7 @@ def test_naive_int_values_are_the_signed_lane_integers(n, b, d):
         assert sampler.scale_factor(t) == 2.0 ** (b - 1)
         seen.append(z)
     values = np.concatenate(seen)
-    if values.size >= 4 * 2 ** b:
+    if values.size >= 4 * 2**b:
         assert values.min() == -top and values.max() == top
 
 
@@ -123,9 +126,9 @@ def test_naive_int_is_pezo_otf_unscaled_times_2_to_b_minus_1_and_deterministic_b
     d = 1000
     naive = make_sampler("naive-int", d, seed=9, rng_bits=12)
     otf = make_sampler("pezo-otf", d, seed=9, rng_bits=12, scaling="none", bit_order="natural")
-    for t in (0, 1, 2, 17, 2 ** 40):
+    for t in (0, 1, 2, 17, 2**40):
         z = naive.perturbation(t)
-        assert np.array_equal(z, otf.perturbation(t) * np.float32(2 ** 11))
+        assert np.array_equal(z, otf.perturbation(t) * np.float32(2**11))
         assert np.array_equal(z, make_sampler("naive-int", d, seed=9, rng_bits=12).perturbation(t))  # pure in t
         assert np.array_equal(naive.segment(t, 123, 400), z[123:523])
     assert not np.array_equal(naive.perturbation(0), naive.perturbation(1))
@@ -182,10 +185,25 @@ def check_against_stream(sampler, config, integers):
     return negative
 
 
-@pytest.mark.parametrize("n,b,d,leap", [(7, 8, 1000, 1), (31, 14, 97, 1), (31, 10, 1000, 1), (7, 12, 97, 1),
-                                        (5, 6, 3, 1), (31, 14, 1000, 1), (31, 14, 1000, 14), (7, 8, 1000, 8),
-                                        (5, 6, 3, 5), (32, 14, 97, 14), (7, 8, 1000, "spread"),
-                                        (31, 14, 97, "spread"), (5, 6, 3, "spread"), (31, 14, 1000, (5, "spread"))])
+@pytest.mark.parametrize(
+    "n,b,d,leap",
+    [
+        (7, 8, 1000, 1),
+        (31, 14, 97, 1),
+        (31, 10, 1000, 1),
+        (7, 12, 97, 1),
+        (5, 6, 3, 1),
+        (31, 14, 1000, 1),
+        (31, 14, 1000, 14),
+        (7, 8, 1000, 8),
+        (5, 6, 3, 5),
+        (32, 14, 97, 14),
+        (7, 8, 1000, "spread"),
+        (31, 14, 97, "spread"),
+        (5, 6, 3, "spread"),
+        (31, 14, 1000, (5, "spread")),
+    ],
+)
 @pytest.mark.filterwarnings("ignore::pezo.golden.zo.families.PowerOfTwoWarning")
 def test_otf_equals_the_hardware_stream(n, b, d, leap):
     leap, bit_order = leap if isinstance(leap, tuple) else (1, leap) if isinstance(leap, str) else (leap, "natural")
@@ -208,7 +226,7 @@ def test_otf_start_index_closed_form(leap):
     for t in range(20):
         while not stream.valid:  # the aligner runs to the rotation; then element 0 is on the port
             stream.step()
-        e = leap * t * n * math.ceil(d / n ** 2) % (2 ** b - 1)
+        e = leap * t * n * math.ceil(d / n**2) % (2**b - 1)
         assert sampler.start_index(t) == e
         assert stream.source.pointer == 0 and stream.source.snapshot().states[0] == seq[e]
         assert stream.k == sampler.scale_shift(t)
@@ -216,8 +234,10 @@ def test_otf_start_index_closed_form(leap):
         stream.step(next=True)
 
 
-@pytest.mark.parametrize("n,b,d,leap", [(7, 8, 200_000, 1), (31, 8, 150_001, 1), (1, 5, 140_001, 1),
-                                        (7, 8, 200_000, 8), (31, 14, 150_001, 14)])
+@pytest.mark.parametrize(
+    "n,b,d,leap",
+    [(7, 8, 200_000, 1), (31, 8, 150_001, 1), (1, 5, 140_001, 1), (7, 8, 200_000, 8), (31, 14, 150_001, 14)],
+)
 def test_otf_chunked_fast_path_equals_element_offsets(n, b, d, leap):
     """Several offset chunks (d > 65 536): the fast path equals element_offsets taken literally."""
     for scaling in ("none", "exact"):
@@ -261,7 +281,7 @@ def test_expected_norm_equals_the_gamma_ratio(d):
 
 
 def test_expected_norm_large_d_and_monte_carlo():
-    for d in (1000, 10 ** 6):  # the lgamma form (Eq. 5) at large d, where it loses a few digits
+    for d in (1000, 10**6):  # the lgamma form (Eq. 5) at large d, where it loses a few digits
         lg = math.exp(0.5 * math.log(2) + math.lgamma((d + 1) / 2) - math.lgamma(d / 2))
         assert gaussian_expected_norm(d) == pytest.approx(lg, rel=1e-9)
     rng = np.random.default_rng(1)
@@ -293,14 +313,15 @@ def test_otf_lut_scaling_stays_in_the_power_of_two_band(n, b, d):
     for t in range(200):
         ratio = norm(sampler.perturbation(t)) / target
         k = sampler.scale_shift(t)
-        assert sampler.scale_factor(t) == 2.0 ** k
+        assert sampler.scale_factor(t) == 2.0**k
         log_factor = math.log2(exact.scale_factor(t))
         if -0.5 <= log_factor < 3.5:  # not clipped: nearest power of two in the log domain
-            assert 2 ** -0.5 <= ratio <= 2 ** 0.5
+            assert 2**-0.5 <= ratio <= 2**0.5
             assert k == math.floor(log_factor + 0.5)
         # the LUT value is the exact one times 2^k / factor, element for element
-        np.testing.assert_allclose(sampler.perturbation(t),
-                                   exact.perturbation(t) * (2.0 ** k / exact.scale_factor(t)), rtol=1e-5)
+        np.testing.assert_allclose(
+            sampler.perturbation(t), exact.perturbation(t) * (2.0**k / exact.scale_factor(t)), rtol=1e-5
+        )
         ratios.append(ratio)
     assert 0.7 <= np.mean(ratios) <= 1.42
     assert np.mean(ratios) == pytest.approx(stats["norm_ratio_mean"], abs=0.02)
@@ -322,8 +343,9 @@ def test_gaussian_mean_norm():
 
 
 # -- memory: a segment allocates its output and O(1) scratch -----------------------------------------
-@pytest.mark.parametrize("family,options", [("pezo-otf", {"n_rngs": 31, "rng_bits": 14}),
-                                            ("pezo-pregen", {}), ("gaussian", {})])
+@pytest.mark.parametrize(
+    "family,options", [("pezo-otf", {"n_rngs": 31, "rng_bits": 14}), ("pezo-pregen", {}), ("gaussian", {})]
+)
 def test_segment_allocates_only_its_output(family, options):
     d, size = 500_000, 100_000
     sampler = make_sampler(family, d, **options)
@@ -339,53 +361,64 @@ def test_segment_allocates_only_its_output(family, options):
 
 
 # -- parameter policy ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("call,match", [
-    (lambda: make_sampler("normal", 10), "family must be one of gaussian, rademacher"),
-    (lambda: make_sampler("gaussian", 0), "dim must be in 1.."),
-    (lambda: make_sampler("pezo-otf", 2 ** 31), "dim must be in 1.."),
-    (lambda: make_sampler("gaussian", 10, seed=-1), "seed must be in 0.."),
-    (lambda: make_sampler("pezo-otf", 10, seed=0), "seed must be in 1..16383"),
-    (lambda: make_sampler("gaussian", 10).segment(-1, 0, 1), "index must be in 0.."),
-    (lambda: make_sampler("gaussian", 10).perturbation(1.0), "index must be an integer"),
-    (lambda: make_sampler("uniform", 10).segment(0, 11, 0), "offset must be in 0..10"),
-    (lambda: make_sampler("uniform", 10).segment(0, 4, 7), "size must be in 0..6"),
-    (lambda: make_sampler("gaussian", 10, pool_size=255), "pool_size is not an option of family 'gaussian'"),
-    (lambda: make_sampler("pezo-pregen", 10, n_rngs=31), "n_rngs is not an option of family 'pezo-pregen'"),
-    (lambda: make_sampler("pezo-otf", 10, pool_bits=8), "pool_bits is not an option of family 'pezo-otf'"),
-    (lambda: make_sampler("pezo-pregen", 10, pool_size=0), "pool_size must be in 1..1048576"),
-    (lambda: make_sampler("pezo-pregen", 10, pool_size=2 ** 20 + 1), "pool_size must be in 1..1048576"),
-    (lambda: make_sampler("pezo-pregen", 10, pool_bits=3), "pool_bits must be in 4..18"),
-    (lambda: make_sampler("pezo-pregen", 1000, pool_size=125), "pool_size must not divide dim=1000"),
-    (lambda: make_sampler("pezo-pregen", 1000, pool_size=1), "pool_size must not divide dim=1000"),
-    (lambda: make_sampler("pezo-otf", 10, n_rngs=0), "n_rngs must be in 1..1024"),
-    (lambda: make_sampler("pezo-otf", 10, n_rngs=300, rng_bits=8), "n_rngs must be in 1..255"),
-    (lambda: make_sampler("pezo-otf", 10, rng_bits=2), "rng_bits must be in 3..32"),
-    (lambda: make_sampler("pezo-otf", 10, rng_bits=17), "rng_bits must be in 3..16"),
-    (lambda: make_sampler("pezo-otf", 10, scaling="log"), "scaling must be one of lut, exact, none"),
-    (lambda: make_sampler("pezo-otf", 10, leap=15), r"^leap must be in 1\.\.14, got 15"),
-    (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^14 - 1 = 16383"),
-    (lambda: make_sampler("pezo-otf", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
-    (lambda: make_sampler("naive-int", 10, scaling="none"), "scaling is not an option of family 'naive-int'"),
-    (lambda: make_sampler("naive-int", 10, pool_size=255), "pool_size is not an option of family 'naive-int'"),
-    (lambda: make_sampler("naive-int", 10, rng_bits=17), "rng_bits must be in 3..16"),
-    (lambda: make_sampler("naive-int", 10, seed=0), "seed must be in 1..16383"),
-    (lambda: make_sampler("naive-int", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: make_sampler("normal", 10), "family must be one of gaussian, rademacher"),
+        (lambda: make_sampler("gaussian", 0), "dim must be in 1.."),
+        (lambda: make_sampler("pezo-otf", 2**31), "dim must be in 1.."),
+        (lambda: make_sampler("gaussian", 10, seed=-1), "seed must be in 0.."),
+        (lambda: make_sampler("pezo-otf", 10, seed=0), "seed must be in 1..16383"),
+        (lambda: make_sampler("gaussian", 10).segment(-1, 0, 1), "index must be in 0.."),
+        (lambda: make_sampler("gaussian", 10).perturbation(1.0), "index must be an integer"),
+        (lambda: make_sampler("uniform", 10).segment(0, 11, 0), "offset must be in 0..10"),
+        (lambda: make_sampler("uniform", 10).segment(0, 4, 7), "size must be in 0..6"),
+        (lambda: make_sampler("gaussian", 10, pool_size=255), "pool_size is not an option of family 'gaussian'"),
+        (lambda: make_sampler("pezo-pregen", 10, n_rngs=31), "n_rngs is not an option of family 'pezo-pregen'"),
+        (lambda: make_sampler("pezo-otf", 10, pool_bits=8), "pool_bits is not an option of family 'pezo-otf'"),
+        (lambda: make_sampler("pezo-pregen", 10, pool_size=0), "pool_size must be in 1..1048576"),
+        (lambda: make_sampler("pezo-pregen", 10, pool_size=2**20 + 1), "pool_size must be in 1..1048576"),
+        (lambda: make_sampler("pezo-pregen", 10, pool_bits=3), "pool_bits must be in 4..18"),
+        (lambda: make_sampler("pezo-pregen", 1000, pool_size=125), "pool_size must not divide dim=1000"),
+        (lambda: make_sampler("pezo-pregen", 1000, pool_size=1), "pool_size must not divide dim=1000"),
+        (lambda: make_sampler("pezo-otf", 10, n_rngs=0), "n_rngs must be in 1..1024"),
+        (lambda: make_sampler("pezo-otf", 10, n_rngs=300, rng_bits=8), "n_rngs must be in 1..255"),
+        (lambda: make_sampler("pezo-otf", 10, rng_bits=2), "rng_bits must be in 3..32"),
+        (lambda: make_sampler("pezo-otf", 10, rng_bits=17), "rng_bits must be in 3..16"),
+        (lambda: make_sampler("pezo-otf", 10, scaling="log"), "scaling must be one of lut, exact, none"),
+        (lambda: make_sampler("pezo-otf", 10, leap=15), r"^leap must be in 1\.\.14, got 15"),
+        (lambda: make_sampler("pezo-otf", 10, leap=3), r"^leap must be coprime to 2\^14 - 1 = 16383"),
+        (lambda: make_sampler("pezo-otf", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
+        (lambda: make_sampler("naive-int", 10, scaling="none"), "scaling is not an option of family 'naive-int'"),
+        (lambda: make_sampler("naive-int", 10, pool_size=255), "pool_size is not an option of family 'naive-int'"),
+        (lambda: make_sampler("naive-int", 10, rng_bits=17), "rng_bits must be in 3..16"),
+        (lambda: make_sampler("naive-int", 10, seed=0), "seed must be in 1..16383"),
+        (lambda: make_sampler("naive-int", 7, n_rngs=1, rng_bits=3), "every perturbation of dim=7"),
+    ],
+)
 def test_bad_input_raises_one_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
 
 
-@pytest.mark.parametrize("family,options", [("pezo-pregen", {"pool_size": 4096}),
-                                            ("pezo-otf", {"n_rngs": 32}), ("pezo-otf", {"n_rngs": 2})])
+@pytest.mark.parametrize(
+    "family,options", [("pezo-pregen", {"pool_size": 4096}), ("pezo-otf", {"n_rngs": 32}), ("pezo-otf", {"n_rngs": 2})]
+)
 def test_power_of_two_sizes_warn(family, options):
     with pytest.warns(PowerOfTwoWarning, match="power of two"):
         sampler = make_sampler(family, 1000, **options)
     assert sampler.perturbation(0).shape == (1000,)
 
 
-@pytest.mark.parametrize("family,options", [("pezo-pregen", {"pool_size": 4095}), ("pezo-otf", {"n_rngs": 31}),
-                                            ("pezo-otf", {"n_rngs": 1}), ("pezo-pregen", {"pool_size": 3})])
+@pytest.mark.parametrize(
+    "family,options",
+    [
+        ("pezo-pregen", {"pool_size": 4095}),
+        ("pezo-otf", {"n_rngs": 31}),
+        ("pezo-otf", {"n_rngs": 1}),
+        ("pezo-pregen", {"pool_size": 3}),
+    ],
+)
 def test_advised_sizes_do_not_warn(family, options):
     with warnings.catch_warnings():
         warnings.simplefilter("error")

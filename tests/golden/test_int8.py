@@ -4,8 +4,18 @@ import numpy as np
 import pytest
 
 from pezo.golden.engine import int8
-from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, EngineConfig, ZOEngine, g_to_fixed,
-                           perturbed_weights, updated_weights, weight_decay)
+from pezo.golden.engine.zo_engine import (
+    FORWARD_LATENCY,
+    G_MAX,
+    G_MIN,
+    UPDATE_LATENCY,
+    EngineConfig,
+    ZOEngine,
+    g_to_fixed,
+    perturbed_weights,
+    updated_weights,
+    weight_decay,
+)
 from pezo.golden.rng.perturb import PerturbationStream
 
 
@@ -40,7 +50,7 @@ def test_quantize_rounds_half_up_and_keeps_the_full_int8_range_for_activations()
 
 
 def test_exponent_for_maps_the_peak_into_8_bits():
-    assert int8.exponent_for([0.3, -0.1]) == -8        # ceil(log2 0.3) - 7
+    assert int8.exponent_for([0.3, -0.1]) == -8  # ceil(log2 0.3) - 7
     assert int8.quantize([0.3, -0.1], -8).tolist() == [77, -26]
     assert int8.exponent_for([1.0]) == -7 and int8.exponent_for([-128.0]) == 0
     assert int8.quantize([1.0], -7).tolist() == [127]  # a power-of-two peak is the one value that saturates
@@ -63,19 +73,22 @@ def test_matmul_is_exact_at_the_extremes_and_rejects_bad_input():
 
 
 # -- the engine configuration -------------------------------------------------------------------
-@pytest.mark.parametrize("fields, message", [
-    ({"cols": 7}, "cols=7 does not tile inputs=384"),
-    ({"batch": 12}, "rows=8 does not tile batch=12"),
-    ({"rows": 0}, "rows must be in 1..64"),
-    ({"cols": 65}, "cols must be in 1..64"),
-    ({"inputs": 200_000, "cols": 8}, "inputs must be in 1..132104"),
-    ({"outputs": 0}, "outputs must be in 1..64"),
-    ({"eps_shift": 25}, "eps_shift must be in 0..24"),
-    ({"strategy": "gaussian"}, "strategy must be one of otf, pregen"),
-    ({"rng_bits": 20}, "rng_bits must be in 3..16 for the scale LUT"),
-    ({"strategy": "pregen", "pool_size": 4}, "pool_size must be in 8..1048576"),
-    ({"rows": "8"}, "rows must be an integer"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"cols": 7}, "cols=7 does not tile inputs=384"),
+        ({"batch": 12}, "rows=8 does not tile batch=12"),
+        ({"rows": 0}, "rows must be in 1..64"),
+        ({"cols": 65}, "cols must be in 1..64"),
+        ({"inputs": 200_000, "cols": 8}, "inputs must be in 1..132104"),
+        ({"outputs": 0}, "outputs must be in 1..64"),
+        ({"eps_shift": 25}, "eps_shift must be in 0..24"),
+        ({"strategy": "gaussian"}, "strategy must be one of otf, pregen"),
+        ({"rng_bits": 20}, "rng_bits must be in 3..16 for the scale LUT"),
+        ({"strategy": "pregen", "pool_size": 4}, "pool_size must be in 8..1048576"),
+        ({"rows": "8"}, "rows must be an integer"),
+    ],
+)
 def test_engine_config_rejects_bad_fields_with_one_clear_error(fields, message):
     with pytest.raises(ValueError, match=message):
         EngineConfig().replace(**fields)

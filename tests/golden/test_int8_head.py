@@ -16,6 +16,7 @@ from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_sca
 def model_and_data_present():
     from pezo.golden.lm.data import TaskDataMissing, load_task
     from pezo.golden.lm.minilm import ModelPackageMissing, load_minilm
+
     try:
         load_minilm()
         load_task("rotten_tomatoes")
@@ -29,7 +30,7 @@ def test_batch_schedule_is_seeded_epoch_wise_and_checks_the_batch():
     a, b = batch_schedule(40, 16, 7, seed=3), batch_schedule(40, 16, 7, seed=3)
     assert a.shape == (7, 16) and np.array_equal(a, b)
     assert not np.array_equal(a, batch_schedule(40, 16, 7, seed=4))
-    assert all(len(set(row)) == 16 for row in a)          # no example twice in a batch
+    assert all(len(set(row)) == 16 for row in a)  # no example twice in a batch
     assert sorted(np.concatenate(a[:2]).tolist()) == sorted(set(np.concatenate(a[:2]).tolist()))
     with pytest.raises(ValueError, match="engine batch must be <= the 8 training examples"):
         batch_schedule(8, 16, 1, seed=1)
@@ -39,7 +40,7 @@ def test_update_scale_is_mezo_in_weight_lsbs_and_saturates():
     cfg = Int8TrainConfig(lr=0.5, weight_exponent=-4, engine=EngineConfig().replace(eps_shift=10))  # eps = 4 LSB
     plus, minus = np.array([[64, 0]]), np.array([[0, 64]])
     g, lp, lm = update_scale(plus, minus, np.array([0]), cfg, act_exponent=-2)
-    eps_real = 4 * 2.0 ** -4
+    eps_real = 4 * 2.0**-4
     assert lp < lm
     assert g == round(0.5 * (lp - lm) / (2 * eps_real) / eps_real * 65536)
     huge = cfg.replace(lr=1e9)

@@ -9,8 +9,8 @@ import pytest
 
 from pezo.golden.engine.network import NetEngine
 from pezo.golden.engine.zo_engine import EngineConfig
-from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
 from pezo.golden.zo.float_reference import FloatMeZOConfig, train_float_mezo
+from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
 from pezo.golden.zo.int8_net import TUNED, NetTrainConfig, host_g, train_int8_net
 from pezo.golden.zo.net_data import digits_split, load_data, quantize_digits
 from pezo.golden.zo.net_eval import average_weights, engine_accuracy
@@ -20,34 +20,41 @@ FAST = TUNED["digits-mlp"].replace(steps=300, eval_every=100)
 KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step", "net", "loss", "steps", "curve"}
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("net", "mnist", "net must be one of digits-mlp, rt-mlp, rt-head, got 'mnist'"),
-    ("loss", "cpu", "loss must be one of on-chip, host"),
-    ("g_mode", "adam", "g_mode must be one of sign, scaled"),
-    ("margin", -1, "margin"),
-    ("g_lr", 0, "g_lr"),
-    ("g_shift", 48, "g_shift"),
-    ("lr", 0.0, r"lr must be a finite number in \(0, 1e\+06\]"),
-    ("lr", float("nan"), "lr must be a finite number"),
-    ("steps", 0, "steps"),
-    ("seed", 0, "seed"),
-    ("strategy", "gaussian", "strategy must be one of otf, pregen"),
-    ("batch", 12, "rows=8 does not tile batch=12"),
-    ("eps_shift", 25, "eps_shift"),
-    ("init_std", 200.0, r"init_std must be a finite number in \(0, 127\]"),
-    ("last_init", "random", "last_init must be one of zero, calibrated, probe"),
-    ("hidden_init", "xavier", "hidden_init must be one of normal, pca"),
-    ("wd_shift", 8, "wd_shift must be in 0..7, got 8"),
-    ("wd_shift", -1, "wd_shift must be in 0..7"),
-    ("wd_every", 0, "wd_every must be in 1..255"),
-    ("wd_every", 256, "wd_every must be in 1..255, got 256"),
-    ("average_last", -1, r"average_last must be an integer in 0\.\.16 \(the checkpoints of 4000 steps, one every 250\), got -1"),
-    ("average_last", 17, r"average_last must be an integer in 0\.\.16"),
-    ("average_last", 2.0, r"average_last must be an integer in 0\.\.16"),
-    ("average_last", True, r"average_last must be an integer"),
-    ("shifts", (7,), "shifts must be None or 2 shift"),
-    ("shifts", (7, 40), r"shifts\[1\]"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("net", "mnist", "net must be one of digits-mlp, rt-mlp, rt-head, got 'mnist'"),
+        ("loss", "cpu", "loss must be one of on-chip, host"),
+        ("g_mode", "adam", "g_mode must be one of sign, scaled"),
+        ("margin", -1, "margin"),
+        ("g_lr", 0, "g_lr"),
+        ("g_shift", 48, "g_shift"),
+        ("lr", 0.0, r"lr must be a finite number in \(0, 1e\+06\]"),
+        ("lr", float("nan"), "lr must be a finite number"),
+        ("steps", 0, "steps"),
+        ("seed", 0, "seed"),
+        ("strategy", "gaussian", "strategy must be one of otf, pregen"),
+        ("batch", 12, "rows=8 does not tile batch=12"),
+        ("eps_shift", 25, "eps_shift"),
+        ("init_std", 200.0, r"init_std must be a finite number in \(0, 127\]"),
+        ("last_init", "random", "last_init must be one of zero, calibrated, probe"),
+        ("hidden_init", "xavier", "hidden_init must be one of normal, pca"),
+        ("wd_shift", 8, "wd_shift must be in 0..7, got 8"),
+        ("wd_shift", -1, "wd_shift must be in 0..7"),
+        ("wd_every", 0, "wd_every must be in 1..255"),
+        ("wd_every", 256, "wd_every must be in 1..255, got 256"),
+        (
+            "average_last",
+            -1,
+            r"average_last must be an integer in 0\.\.16 \(the checkpoints of 4000 steps, one every 250\), got -1",
+        ),
+        ("average_last", 17, r"average_last must be an integer in 0\.\.16"),
+        ("average_last", 2.0, r"average_last must be an integer in 0\.\.16"),
+        ("average_last", True, r"average_last must be an integer"),
+        ("shifts", (7,), "shifts must be None or 2 shift"),
+        ("shifts", (7, 40), r"shifts\[1\]"),
+    ],
+)
 def test_bad_config_values_raise_one_clear_error(field, value, message):
     with pytest.raises(ValueError, match=message):
         NetTrainConfig().replace(**{field: value})
@@ -83,7 +90,7 @@ def test_init_is_seeded_and_calibrated_to_the_shifts():
     assert not np.array_equal(w1[0], init_weights(cfg.replace(seed=2), data.x["train"])[0][0])
     for layer in stats["layers"][:-1]:  # the requantised pre-activations have about init_std LSB
         assert abs(layer["pre_std"] - cfg.init_std) < 0.15 * cfg.init_std
-    assert abs(stats["layers"][-1]["logit_std"] - cfg.init_std * 2 ** 7) < 0.15 * cfg.init_std * 2 ** 7
+    assert abs(stats["layers"][-1]["logit_std"] - cfg.init_std * 2**7) < 0.15 * cfg.init_std * 2**7
     zero, _ = init_weights(FAST, data.x["train"])
     assert not zero[-1].any() and zero[0].any()
     head, info = init_weights(FAST.replace(net="rt-head", shifts=None), np.zeros((4, 384), dtype=np.int64))
@@ -179,7 +186,11 @@ def test_average_last_reports_the_host_average_of_the_last_checkpoints_without_c
             ckpts.append(engine.flat.copy())
     engine.load_weights(average_weights(ckpts[-3:]))
     assert r["test_accuracy"] == engine_accuracy(engine, data.x["test"], data.y["test"])
-    assert r["model_val_accuracy"] == r["checkpoint_average_val"]["3"] == engine_accuracy(engine, data.x["val"], data.y["val"])
+    assert (
+        r["model_val_accuracy"]
+        == r["checkpoint_average_val"]["3"]
+        == engine_accuracy(engine, data.x["val"], data.y["val"])
+    )
     assert set(base["checkpoint_average_val"]) == {"1", "2", "4"}
     last = train_int8_net(cfg.replace(average_last=1), data=data)
     assert last["test_accuracy"] == last["final_test_accuracy"]
@@ -247,8 +258,12 @@ def test_the_backprop_reference_chooses_on_validation_and_never_looks_at_test(mo
     y = {n: (v[:, 0] * v[:, 1] > 0).astype(np.int64) for n, v in x.items()}  # XOR-like: needs the hidden layer
     data = NetData({}, y, x, 0, 2, {})
     r = float_mlp_backprop(data, (16,))
-    assert set(r) >= {"float_mlp_backprop_test_accuracy", "float_mlp_backprop_val_accuracy",
-                      "float_mlp_backprop_l2", "float_mlp_backprop_init"}
+    assert set(r) >= {
+        "float_mlp_backprop_test_accuracy",
+        "float_mlp_backprop_val_accuracy",
+        "float_mlp_backprop_l2",
+        "float_mlp_backprop_init",
+    }
     assert r["float_mlp_backprop_l2"] in (0.01, 1.0) and r["float_mlp_backprop_val_accuracy"] > 0.75
     assert float_mlp_backprop(data, (16,)) == r  # cached per data object and shape
     flipped = NetData({}, {**y, "test": 1 - y["test"]}, x, 0, 2, {})

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, lfsr_next_array, offset_to_signed
-from pezo.golden.rng.scale import direct_squared_norm, element_offsets, msequence, squared_norms
+from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, lfsr_next_array
+from pezo.golden.rng.scale import direct_squared_norm, element_offsets, squared_norms
 from pezo.golden.rng.urng import URNGArray, count_distinct_combinations, distinct_combinations, initial_states
 
 
@@ -19,14 +19,17 @@ def test_default_is_one_step_per_clock():
     assert np.array_equal(lfsr_leap_array(states, 7), lfsr_next_array(states, 7))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"lfsr_leap": 0}, r"lfsr_leap must be in 1\.\.14, got 0"),
-    ({"lfsr_leap": 15}, r"lfsr_leap must be in 1\.\.14, got 15"),
-    ({"lfsr_leap": 3}, r"lfsr_leap must be coprime to 2\^14 - 1 = 16383 .* got 3 \(common factor 3\)"),
-    ({"rng_bits": 12, "lfsr_leap": 12}, r"lfsr_leap must be coprime .* 4095 .* got 12 \(common factor 3\)"),
-    ({"rng_bits": 6, "lfsr_leap": 6}, r"lfsr_leap must be coprime .* 63 .* got 6 \(common factor 3\)"),
-    ({"lfsr_leap": True}, r"lfsr_leap must be an integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"lfsr_leap": 0}, r"lfsr_leap must be in 1\.\.14, got 0"),
+        ({"lfsr_leap": 15}, r"lfsr_leap must be in 1\.\.14, got 15"),
+        ({"lfsr_leap": 3}, r"lfsr_leap must be coprime to 2\^14 - 1 = 16383 .* got 3 \(common factor 3\)"),
+        ({"rng_bits": 12, "lfsr_leap": 12}, r"lfsr_leap must be coprime .* 4095 .* got 12 \(common factor 3\)"),
+        ({"rng_bits": 6, "lfsr_leap": 6}, r"lfsr_leap must be coprime .* 63 .* got 6 \(common factor 3\)"),
+        ({"lfsr_leap": True}, r"lfsr_leap must be an integer"),
+    ],
+)
 def test_bad_leap_is_one_error_naming_the_field(kwargs, match):
     with pytest.raises(ValueError, match=match):
         PerturbConfig(**kwargs)
@@ -57,8 +60,16 @@ def test_rng_of_a_position_is_k_steps_further_each_clock(n, bits, leap):
 def test_k_equal_b_shares_no_bits_with_the_last_state():
     """k = b: a lane's next state (one position on) is b fresh m-sequence bits, not a one-bit shift."""
     bits = 14
-    one = URNGArray(PerturbConfig(n_rngs=32, rng_bits=bits, lfsr_bit_order="natural")).run(200, raw=True)[0].astype(np.int64)
-    leap = URNGArray(PerturbConfig(n_rngs=32, rng_bits=bits, lfsr_leap=bits, lfsr_bit_order="natural")).run(200, raw=True)[0].astype(np.int64)
+    one = (
+        URNGArray(PerturbConfig(n_rngs=32, rng_bits=bits, lfsr_bit_order="natural"))
+        .run(200, raw=True)[0]
+        .astype(np.int64)
+    )
+    leap = (
+        URNGArray(PerturbConfig(n_rngs=32, rng_bits=bits, lfsr_leap=bits, lfsr_bit_order="natural"))
+        .run(200, raw=True)[0]
+        .astype(np.int64)
+    )
     # position p at t+1 holds the RNG that was at position p+1 at t
     assert np.array_equal(one[1:, :-1] & ((1 << (bits - 1)) - 1), one[:-1, 1:] >> 1)
     shifted = np.mean((leap[1:, :-1] & ((1 << (bits - 1)) - 1)) == (leap[:-1, 1:] >> 1))
@@ -86,8 +97,10 @@ def test_save_restore_replays_with_leap():
     assert replay == first
 
 
-@pytest.mark.parametrize("n,bits,leap,seed", [(2, 3, 3, 1), (4, 4, 4, 1), (7, 5, 5, 1), (5, 6, 5, 1),
-                                              (3, 4, 2, 3), (3, 4, 4, 3), (5, 4, 4, 1), (6, 4, 2, 1)])
+@pytest.mark.parametrize(
+    "n,bits,leap,seed",
+    [(2, 3, 3, 1), (4, 4, 4, 1), (7, 5, 5, 1), (5, 6, 5, 1), (3, 4, 2, 3), (3, 4, 4, 3), (5, 4, 4, 1), (6, 4, 2, 1)],
+)
 def test_combination_count_with_leap_equals_brute_force(n, bits, leap, seed):
     import warnings
 
@@ -113,6 +126,7 @@ def test_scale_norms_follow_the_leap(n, bits, leap, d):
 
 def test_lane_correlation_at_n_minus_1_vanishes_with_leap_b():
     """Lag n - 1 inside a perturbation (cycle-major lanes) is one LFSR's consecutive values."""
+
     def lag_corr(cfg, lag):
         lanes, _ = URNGArray(cfg).run(4000)
         x = lanes.reshape(-1).astype(np.float64)

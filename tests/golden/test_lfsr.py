@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from pezo.golden.rng.lfsr import (LFSR_TAPS, feedback_bits, lfsr_jump, lfsr_next, lfsr_next_array, lfsr_period,
-                         offset_to_signed)
+from pezo.golden.rng.lfsr import (
+    LFSR_TAPS,
+    feedback_bits,
+    lfsr_jump,
+    lfsr_next,
+    lfsr_next_array,
+    lfsr_period,
+    offset_to_signed,
+)
 
 
 def _prime_factors(m):
@@ -15,7 +22,6 @@ def _prime_factors(m):
             m //= d
         d += 1
     return out | ({m} if m > 1 else set())
-
 
 
 def test_table_covers_3_to_32_with_at_most_four_feedback_inputs():

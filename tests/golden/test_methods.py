@@ -14,11 +14,31 @@ from pezo.golden.methods.nets import backward, forward, softmax_grad, weight_nam
 from pezo.golden.methods.registry import make_method, train_method
 from pezo.golden.methods.tasks import load
 
-GOLDEN_TRAINER_KEYS = {"family", "task", "shots", "steps", "seed", "test_accuracy", "start_accuracy",
-                       "seconds_per_step", "final_test_accuracy", "best_step", "best_val_accuracy",
-                       "start_val_accuracy", "val_history", "train_loss_start", "train_loss_end", "trainable",
-                       "trainable_params", "forward_passes", "train_size", "val_size", "test_size", "sampler",
-                       "config"}
+GOLDEN_TRAINER_KEYS = {
+    "family",
+    "task",
+    "shots",
+    "steps",
+    "seed",
+    "test_accuracy",
+    "start_accuracy",
+    "seconds_per_step",
+    "final_test_accuracy",
+    "best_step",
+    "best_val_accuracy",
+    "start_val_accuracy",
+    "val_history",
+    "train_loss_start",
+    "train_loss_end",
+    "trainable",
+    "trainable_params",
+    "forward_passes",
+    "train_size",
+    "val_size",
+    "test_size",
+    "sampler",
+    "config",
+}
 
 
 def batches(task, size=32, seed=0):
@@ -27,25 +47,29 @@ def batches(task, size=32, seed=0):
     def next_batch():
         idx = rng.choice(len(task.y_train), size, replace=False)
         return task.x_train[idx], task.y_train[idx]
+
     return next_batch
 
 
-@pytest.mark.parametrize("config, message", [
-    (dict(method="sgd"), "method must be one of"),
-    (dict(task="mnist"), "task must be one of"),
-    (dict(split=4), "split must be in 0..3"),
-    (dict(split="cls3"), "split must be an integer 0..L or one of"),
-    (dict(method="sign-m-spsa", queries=0), "m (queries) must be in 1..1024"),
-    (dict(weight_bits=3), "weight_bits must be in 4..16"),
-    (dict(act_bits=17), "act_bits must be in 2..16"),
-    (dict(r_max=64), "r_max must be in 1..63"),
-    (dict(b_zo=0), "b_zo must be in 1..7"),
-    (dict(p_zero=1.0), "p_zero must be a fraction in [0, 1)"),
-    (dict(mu_weight=0), "mu_weight must be in 1..127"),
-    (dict(z_scale="exact"), "z_scale must be one of"),
-    (dict(family="pezo-otf", family_options=(("pool_size", 4095),)), "does not apply to family"),
-    (dict(lr=-1.0), "lr must be a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (dict(method="sgd"), "method must be one of"),
+        (dict(task="mnist"), "task must be one of"),
+        (dict(split=4), "split must be in 0..3"),
+        (dict(split="cls3"), "split must be an integer 0..L or one of"),
+        (dict(method="sign-m-spsa", queries=0), "m (queries) must be in 1..1024"),
+        (dict(weight_bits=3), "weight_bits must be in 4..16"),
+        (dict(act_bits=17), "act_bits must be in 2..16"),
+        (dict(r_max=64), "r_max must be in 1..63"),
+        (dict(b_zo=0), "b_zo must be in 1..7"),
+        (dict(p_zero=1.0), "p_zero must be a fraction in [0, 1)"),
+        (dict(mu_weight=0), "mu_weight must be in 1..127"),
+        (dict(z_scale="exact"), "z_scale must be one of"),
+        (dict(family="pezo-otf", family_options=(("pool_size", 4095),)), "does not apply to family"),
+        (dict(lr=-1.0), "lr must be a finite number > 0"),
+    ],
+)
 def test_bad_config_is_one_clear_error(config, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         MethodConfig(**config)
@@ -82,7 +106,9 @@ def test_elasticzo_perturbs_only_the_zo_layers_and_merges_restore_and_update():
     def spy(params, xs, first=0):
         seen.append({k: params[k].copy() for k in params})
         return real_forward(params, xs, first)
+
     import pezo.golden.methods.elasticzo as ez
+
     ez.forward, saved = spy, ez.forward
     try:
         method.step(0, lambda: (x, y))
@@ -95,10 +121,12 @@ def test_elasticzo_perturbs_only_the_zo_layers_and_merges_restore_and_update():
     np.testing.assert_allclose(minus["fc1.weight"], start["fc1.weight"] - 1e-2 * z[:n1].reshape(32, 64), atol=1e-6)
     np.testing.assert_array_equal(plus["fc3.weight"], start["fc3.weight"])  # the BP layer is never perturbed
     np.testing.assert_array_equal(minus["fc3.weight"], start["fc3.weight"])
-    g = np.clip((cross_entropy(real_forward(plus, x)[0], y) - cross_entropy(real_forward(minus, x)[0], y)) / 2e-2,
-                -10, 10)
-    np.testing.assert_allclose(method.params["fc1.weight"], start["fc1.weight"] - 1e-3 * g * z[:n1].reshape(32, 64),
-                               atol=2e-6)
+    g = np.clip(
+        (cross_entropy(real_forward(plus, x)[0], y) - cross_entropy(real_forward(minus, x)[0], y)) / 2e-2, -10, 10
+    )
+    np.testing.assert_allclose(
+        method.params["fc1.weight"], start["fc1.weight"] - 1e-3 * g * z[:n1].reshape(32, 64), atol=2e-6
+    )
     assert not np.array_equal(method.params["fc3.weight"], start["fc3.weight"])  # BP updated it
 
 
@@ -183,8 +211,15 @@ def test_sign_m_spsa_eight_bit_trap_is_one_error():
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("family", [None, "pezo-otf", "pezo-pregen"])
 def test_every_method_runs_with_every_perturbation_source(method, family):
-    config = MethodConfig(method=method, task="digits-rot30", steps=4, eval_every=2, family=family, queries=2,
-                          split="cls2" if method.startswith("elasticzo") else "full-zo")
+    config = MethodConfig(
+        method=method,
+        task="digits-rot30",
+        steps=4,
+        eval_every=2,
+        family=family,
+        queries=2,
+        split="cls2" if method.startswith("elasticzo") else "full-zo",
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         summary = train_method(config)
@@ -196,14 +231,18 @@ def test_every_method_runs_with_every_perturbation_source(method, family):
 
 def test_elasticzo_ordering_on_digits():
     """ElasticZO's Table 1 ordering, short runs: Full ZO < Cls1 < Full BP."""
-    acc = {s: train_method(MethodConfig(method="elasticzo", split=s, steps=800, eval_every=200))["test_accuracy"]
-           for s in ("full-zo", "cls1", "full-bp")}
+    acc = {
+        s: train_method(MethodConfig(method="elasticzo", split=s, steps=800, eval_every=200))["test_accuracy"]
+        for s in ("full-zo", "cls1", "full-bp")
+    }
     assert acc["full-zo"] < acc["cls1"] < acc["full-bp"]
 
 
 def test_memory_follows_the_calculators():
-    mem = {s: train_method(MethodConfig(method="elasticzo", split=s, steps=1))["memory_bytes"]["total"]
-           for s in ("full-zo", "cls2", "cls1", "full-bp")}
+    mem = {
+        s: train_method(MethodConfig(method="elasticzo", split=s, steps=1))["memory_bytes"]["total"]
+        for s in ("full-zo", "cls2", "cls1", "full-bp")
+    }
     assert mem["full-zo"] < mem["cls2"] < mem["cls1"] < mem["full-bp"]
 
 

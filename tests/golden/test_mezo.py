@@ -9,15 +9,21 @@ from pezo.golden.zo.mezo import MeZO, MeZOConfig, StepRecord, TrainableLayout, n
 
 def quadratic_problem(seed=0):
     rng = np.random.default_rng(seed)
-    params = {"a.weight": rng.standard_normal((6, 5)).astype(np.float32),
-              "a.bias": rng.standard_normal(6).astype(np.float32),
-              "frozen": rng.standard_normal(3).astype(np.float32),
-              "b.LayerNorm.weight": rng.standard_normal(4).astype(np.float32)}
+    params = {
+        "a.weight": rng.standard_normal((6, 5)).astype(np.float32),
+        "a.bias": rng.standard_normal(6).astype(np.float32),
+        "frozen": rng.standard_normal(3).astype(np.float32),
+        "b.LayerNorm.weight": rng.standard_normal(4).astype(np.float32),
+    }
     target = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in params.items()}
 
     def loss(p):
-        return float(sum(np.sum((p[k].astype(np.float64) - target[k]) ** 2) for k in ("a.weight", "a.bias",
-                                                                                        "b.LayerNorm.weight")))
+        return float(
+            sum(
+                np.sum((p[k].astype(np.float64) - target[k]) ** 2) for k in ("a.weight", "a.bias", "b.LayerNorm.weight")
+            )
+        )
+
     return params, loss
 
 
@@ -30,7 +36,9 @@ def test_mezo_descends_and_replays_bit_for_bit(family, mode):
     params, loss = quadratic_problem()
     start = {k: v.copy() for k, v in params.items()}
     d = TrainableLayout.of(params, NAMES).dim
-    options = {"pool_size": 31} if family == "pezo-pregen" else {"n_rngs": 7, "rng_bits": 10} if family == "pezo-otf" else {}
+    options = (
+        {"pool_size": 31} if family == "pezo-pregen" else {"n_rngs": 7, "rng_bits": 10} if family == "pezo-otf" else {}
+    )
     sampler = make_sampler(family, d, seed=3, **options)
     opt = MeZO(params, NAMES, sampler, MeZOConfig(lr=2e-3, eps=1e-3, queries=2, weight_decay=0.01, mode=mode))
     first = loss(params)
@@ -48,8 +56,10 @@ def test_projected_gradient_is_the_central_difference():
     d = TrainableLayout.of(params, NAMES).dim
     sampler = make_sampler("gaussian", d, seed=1)
     opt = MeZO(params, NAMES, sampler, MeZOConfig(lr=1e-9, eps=1e-2, mode="stream"))
-    z = {n: sampler.segment(7, opt.layout.offsets[i], opt.layout.size(i)).reshape(opt.layout.shapes[i])
-         for i, n in enumerate(NAMES)}
+    z = {
+        n: sampler.segment(7, opt.layout.offsets[i], opt.layout.size(i)).reshape(opt.layout.shapes[i])
+        for i, n in enumerate(NAMES)
+    }
     plus = {k: (v + np.float32(1e-2) * z[k] if k in z else v) for k, v in params.items()}
     minus = {k: (v - np.float32(1e-2) * z[k] if k in z else v) for k, v in params.items()}
     record = opt.step(7, loss)
@@ -83,9 +93,17 @@ def test_inplace_mode_restores_weights_up_to_float32_rounding():
         np.testing.assert_allclose(params[name], start[name], atol=1e-6)
 
 
-@pytest.mark.parametrize("field, value, match", [("lr", 0.0, "lr"), ("eps", -1e-3, "eps"), ("eps", float("nan"), "eps"),
-                                                 ("queries", 0, "queries"), ("weight_decay", -1.0, "weight_decay"),
-                                                 ("mode", "copy", "mode")])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("lr", 0.0, "lr"),
+        ("eps", -1e-3, "eps"),
+        ("eps", float("nan"), "eps"),
+        ("queries", 0, "queries"),
+        ("weight_decay", -1.0, "weight_decay"),
+        ("mode", "copy", "mode"),
+    ],
+)
 def test_config_errors_name_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         MeZOConfig(**{field: value})

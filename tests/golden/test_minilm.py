@@ -14,8 +14,13 @@ from pezo.golden.lm import minilm
 from pezo.golden.lm.minilm import INSTALL_HINT, HiddenCache, MiniLM, ModelPackageMissing, load_minilm, model_dir
 
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "minilm" / "reference.npz"
-TEXTS = ("A gripping, beautifully shot thriller.", "Meh.", "Not bad at all, though it drags in the middle.",
-         "Markets rallied.", "The sequel nobody asked for, made by people who clearly did not care.")
+TEXTS = (
+    "A gripping, beautifully shot thriller.",
+    "Meh.",
+    "Not bad at all, though it drags in the middle.",
+    "Markets rallied.",
+    "The sequel nobody asked for, made by people who clearly did not care.",
+)
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +85,13 @@ def test_param_order_and_count(model):
     for i in range(6):
         expected += model.layer_param_names(i)
     assert list(model.params) == expected
-    assert expected[:5] == ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-                            "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
-                            "embeddings.LayerNorm.bias"]
+    assert expected[:5] == [
+        "embeddings.word_embeddings.weight",
+        "embeddings.position_embeddings.weight",
+        "embeddings.token_type_embeddings.weight",
+        "embeddings.LayerNorm.weight",
+        "embeddings.LayerNorm.bias",
+    ]
     assert model.layer_param_names(5)[0] == "encoder.layer.5.attention.self.query.weight"
     assert model.layer_param_names(5)[-1] == "encoder.layer.5.output.LayerNorm.bias"
     assert len(model.params) == 5 + 6 * 16
@@ -96,8 +105,14 @@ def test_param_order_and_count(model):
 
 def test_config(model):
     cfg = model.config
-    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads, cfg.intermediate_size,
-            cfg.layer_norm_eps, cfg.head_dim) == (384, 6, 12, 1536, 1e-12, 32)
+    assert (
+        cfg.hidden_size,
+        cfg.num_hidden_layers,
+        cfg.num_attention_heads,
+        cfg.intermediate_size,
+        cfg.layer_norm_eps,
+        cfg.head_dim,
+    ) == (384, 6, 12, 1536, 1e-12, 32)
 
 
 def test_each_weight_read_once_in_order(model):

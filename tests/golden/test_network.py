@@ -8,8 +8,15 @@ from pezo.golden.engine.int8 import round_shift
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, hinge_terms, onchip_g
 from pezo.golden.engine.nets import NET_NAMES, net_config
 from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, Layer, NetConfig, NetEngine
-from pezo.golden.engine.zo_engine import (FORWARD_LATENCY, G_MAX, G_MIN, UPDATE_LATENCY, EngineConfig, ZOEngine,
-                                          updated_weights)
+from pezo.golden.engine.zo_engine import (
+    FORWARD_LATENCY,
+    G_MAX,
+    G_MIN,
+    UPDATE_LATENCY,
+    EngineConfig,
+    ZOEngine,
+    updated_weights,
+)
 
 
 def test_hinge_loss_by_hand():
@@ -33,15 +40,16 @@ def test_g_modes_by_hand():
 
 
 def test_the_layer_program_is_the_documented_arithmetic():
-    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=5, relu=True, bias=True), Layer(4, 4, shift=3), Layer(4, 3)),
-                    rows=2, cols=4, batch=4)
+    cfg = NetConfig().replace(
+        layers=(Layer(8, 4, shift=5, relu=True, bias=True), Layer(4, 4, shift=3), Layer(4, 3)), rows=2, cols=4, batch=4
+    )
     rng = np.random.default_rng(3)
     ws = [rng.integers(-127, 128, (l.outputs, l.inputs)) for l in cfg.layers]
     b0 = rng.integers(-3000, 3000, 4)
     engine = NetEngine(cfg, ws, [b0, None, None])
     x = rng.integers(-128, 128, (4, 8))
-    h1 = np.clip(round_shift(x @ ws[0].T + b0, 5), 0, 127)          # ReLU: [0, 127]
-    h2 = np.clip(round_shift(h1 @ ws[1].T, 3), -127, 127)           # no ReLU: [-127, 127]
+    h1 = np.clip(round_shift(x @ ws[0].T + b0, 5), 0, 127)  # ReLU: [0, 127]
+    h2 = np.clip(round_shift(h1 @ ws[1].T, 3), -127, 127)  # no ReLU: [-127, 127]
     assert np.array_equal(engine.infer(x), h2 @ ws[2].T)
 
 
@@ -123,19 +131,28 @@ def test_presets_tile_the_default_array_and_the_bound():
     assert util[0]["mac_utilisation"] == round(256 / (256 + LAYER_GAP), 4) and util[-1]["mac_utilisation"] == 1
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(layers=(Layer(60, 32), Layer(32, 10))), "layer 0 (60 -> 32) does not tile the array"),
-    (dict(layers=(Layer(64, 32), Layer(30, 10))), "layer 1 (30 -> 10) takes 30 inputs but layer 0 (64 -> 32) has 32"),
-    (dict(layers=(Layer(64, 30, relu=True), Layer(30, 10))), "layer 1 (30 -> 10) does not tile the array"),
-    (dict(layers=()), "layers must be in 1..8"),
-    (dict(layers=(Layer(8, 8),) * 9), "layers must be in 1..8"),
-    (dict(layers=(Layer(64, 10, relu=True),)), "gives the logits: it has no ReLU"),
-    (dict(layers=(Layer(64, 1),)), "needs at least 2 outputs"),
-    (dict(layers=(Layer(64, 10),), weight_depth=79), "weight_depth=79 words is too small for the network: it needs 80"),
-    (dict(batch=12), "rows=8 does not tile batch=12"),
-    (dict(batch=0), "batch must be in 1..4096"),
-    (dict(strategy="gaussian"), "strategy must be one of otf, pregen"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(layers=(Layer(60, 32), Layer(32, 10))), "layer 0 (60 -> 32) does not tile the array"),
+        (
+            dict(layers=(Layer(64, 32), Layer(30, 10))),
+            "layer 1 (30 -> 10) takes 30 inputs but layer 0 (64 -> 32) has 32",
+        ),
+        (dict(layers=(Layer(64, 30, relu=True), Layer(30, 10))), "layer 1 (30 -> 10) does not tile the array"),
+        (dict(layers=()), "layers must be in 1..8"),
+        (dict(layers=(Layer(8, 8),) * 9), "layers must be in 1..8"),
+        (dict(layers=(Layer(64, 10, relu=True),)), "gives the logits: it has no ReLU"),
+        (dict(layers=(Layer(64, 1),)), "needs at least 2 outputs"),
+        (
+            dict(layers=(Layer(64, 10),), weight_depth=79),
+            "weight_depth=79 words is too small for the network: it needs 80",
+        ),
+        (dict(batch=12), "rows=8 does not tile batch=12"),
+        (dict(batch=0), "batch must be in 1..4096"),
+        (dict(strategy="gaussian"), "strategy must be one of otf, pregen"),
+    ],
+)
 def test_bad_networks_get_one_clear_error(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
         NetConfig().replace(**fields)
@@ -166,4 +183,5 @@ def test_bad_layers_and_registers_get_one_clear_error():
 def test_config_round_trips_through_json():
     cfg = net_config("digits-mlp", strategy="pregen", batch=32)
     import json
+
     assert NetConfig.from_dict(json.loads(cfg.to_json())) == cfg

@@ -214,7 +214,7 @@ def test_loss_gradient_shapes_signs_and_float_agreement():
         label = np.zeros_like(err, dtype=bool)
         label[np.arange(64), t] = True
         assert np.all(err[label] <= 0) and np.all(err[~label] >= 0)
-        diff = np.abs(err * 2.0 ** -7 - softmax_minus_onehot(o, exponent, t)) * 128
+        diff = np.abs(err * 2.0**-7 - softmax_minus_onehot(o, exponent, t)) * 128
         assert diff.max() <= 2.0 and diff.mean() < 0.4, exponent
     # plain integer powers (frac_bits = 0) are coarse but keep the signs
     err, _ = niti.loss_gradient_int8(o, -3, t, rng, frac_bits=0)
@@ -248,7 +248,7 @@ def test_fc_backward_is_exact_against_float64():
     ref = err.astype(np.float64) @ weight.astype(np.float64)
     shift = int(np.floor(np.log2(np.abs(ref).max()))) + 1 - 7
     assert e == shift
-    assert np.array_equal(err_in, np.clip(np.floor(ref / 2.0 ** shift + 0.5), -127, 127))
+    assert np.array_equal(err_in, np.clip(np.floor(ref / 2.0**shift + 0.5), -127, 127))
     ref_g = err.T.astype(np.float64) @ act.astype(np.float64)
     assert np.array_equal(grad, niti.pseudo_stochastic_round(ref_g.astype(np.int64), 4))
     assert np.abs(grad).max() <= 16
@@ -259,25 +259,28 @@ def test_relu_backward():
     assert out.tolist() == [[3, 0, 0], [1, 1, -7]]
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2, 3]], 0, [0]), "beta"),
-    (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2]], 0, [2]), "labels"),
-    (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2]], 0, [0, 1]), "labels"),
-    (lambda: niti.integer_ce_sign([[1, 200]], 0, [[1, 2]], 0, [0]), "alpha"),
-    (lambda: niti.integer_ce_sign([[1, 2]], 40, [[1, 2]], 0, [0]), "s_alpha"),
-    (lambda: niti.float_ce_sign([[1, 2]], 0, [[1.5, 2]], 0, [0]), "beta"),
-    (lambda: niti.loss_gradient_int8([[1, 2]], 0, [0, 0], np.random.default_rng()), "labels"),
-    (lambda: niti.loss_gradient_int8([[1, 2]], 0, [0], np.random.default_rng(), frac_bits=9), "frac_bits"),
-    (lambda: niti.sto_shift([1], 4, None), "rng"),
-    (lambda: niti.sto_shift([1], 32, np.random.default_rng()), "shift"),
-    (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1, 2, 3]], [[1, 2, 3]], 3), "weight"),
-    (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1], [2]], [[1, 2]], 3), "act_in"),
-    (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1], [2]], [[1]], 0), "grad_bits"),
-    (lambda: niti.relu_backward([1, 2], [1, 2, 3]), "act"),
-    (lambda: niti.requantize_tensor([1.0, 2.0], 0), "acc"),
-    (lambda: niti.requantize_tensor([1 << 33], 0), "acc"),
-    (lambda: niti.requantize_tensor([1], 0.5), "exponent"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2, 3]], 0, [0]), "beta"),
+        (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2]], 0, [2]), "labels"),
+        (lambda: niti.integer_ce_sign([[1, 2]], 0, [[1, 2]], 0, [0, 1]), "labels"),
+        (lambda: niti.integer_ce_sign([[1, 200]], 0, [[1, 2]], 0, [0]), "alpha"),
+        (lambda: niti.integer_ce_sign([[1, 2]], 40, [[1, 2]], 0, [0]), "s_alpha"),
+        (lambda: niti.float_ce_sign([[1, 2]], 0, [[1.5, 2]], 0, [0]), "beta"),
+        (lambda: niti.loss_gradient_int8([[1, 2]], 0, [0, 0], np.random.default_rng()), "labels"),
+        (lambda: niti.loss_gradient_int8([[1, 2]], 0, [0], np.random.default_rng(), frac_bits=9), "frac_bits"),
+        (lambda: niti.sto_shift([1], 4, None), "rng"),
+        (lambda: niti.sto_shift([1], 32, np.random.default_rng()), "shift"),
+        (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1, 2, 3]], [[1, 2, 3]], 3), "weight"),
+        (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1], [2]], [[1, 2]], 3), "act_in"),
+        (lambda: niti.fc_backward_int8([[1, 2]], 0, [[1], [2]], [[1]], 0), "grad_bits"),
+        (lambda: niti.relu_backward([1, 2], [1, 2, 3]), "act"),
+        (lambda: niti.requantize_tensor([1.0, 2.0], 0), "acc"),
+        (lambda: niti.requantize_tensor([1 << 33], 0), "acc"),
+        (lambda: niti.requantize_tensor([1], 0.5), "exponent"),
+    ],
+)
 def test_bad_input_raises_one_value_error_naming_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -8,8 +8,13 @@ from scipy import stats
 
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next, offset_to_signed
-from pezo.golden.rng.urng import (URNGArray, count_distinct_combinations, distinct_combinations, initial_states,
-                         rng_phases)
+from pezo.golden.rng.urng import (
+    URNGArray,
+    count_distinct_combinations,
+    distinct_combinations,
+    initial_states,
+    rng_phases,
+)
 
 
 def test_phases_are_distinct_evenly_spaced_and_shuffled():

@@ -6,22 +6,39 @@ import numpy as np
 import pytest
 
 from pezo.golden.methods import xorshift as xs
+from pezo.golden.methods.xorshift import (
+    IDENTITY,
+    PERIOD,
+    XorShiftRademacherSampler,
+    jump_matrix,
+    rademacher,
+    stream_seed,
+    xorshift32,
+    xorshift32_jump,
+    xorshift32_reference,
+)
 from pezo.golden.zo.families import Sampler
-from pezo.golden.methods.xorshift import (IDENTITY, PERIOD, XorShiftRademacherSampler, jump_matrix, rademacher,
-                             stream_seed, xorshift32, xorshift32_jump, xorshift32_reference)
 
-SEED1 = [270369, 67634689, 2647435461, 307599695, 2398689233, 745495504, 632435482, 435756210,
-         2005365029, 2916098932]
+SEED1 = [270369, 67634689, 2647435461, 307599695, 2398689233, 745495504, 632435482, 435756210, 2005365029, 2916098932]
 SEED1_SIGNS = [-1, -1, -1, -1, -1, +1, +1, +1, -1, +1]
 MARSAGLIA_SEED = 2463534242
-MARSAGLIA = [723471715, 2497366906, 2064144800, 2008045182, 3532304609, 374114282, 1350636274, 691148861,
-             746858951, 2653896249]
+MARSAGLIA = [
+    723471715,
+    2497366906,
+    2064144800,
+    2008045182,
+    3532304609,
+    374114282,
+    1350636274,
+    691148861,
+    746858951,
+    2653896249,
+]
 MARSAGLIA_SIGNS = [-1, +1, +1, +1, -1, +1, +1, -1, -1, -1]
 
 
 # -- test vectors (digest-poormans.md section 10) ------------------------------------------------------
-@pytest.mark.parametrize("seed, words, signs", [(1, SEED1, SEED1_SIGNS),
-                                                (MARSAGLIA_SEED, MARSAGLIA, MARSAGLIA_SIGNS)])
+@pytest.mark.parametrize("seed, words, signs", [(1, SEED1, SEED1_SIGNS), (MARSAGLIA_SEED, MARSAGLIA, MARSAGLIA_SIGNS)])
 def test_digest_vectors(seed, words, signs):
     assert xorshift32_reference(seed, 10) == words
     out = xorshift32(seed, 10)
@@ -37,8 +54,9 @@ def test_minus_one_fraction_200k():
 
 
 # -- vectorised == reference ---------------------------------------------------------------------------
-@pytest.mark.parametrize("count", [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 97, 255, 256, 257, 1009, 4096,
-                                   10_007, 65_537, 100_000])
+@pytest.mark.parametrize(
+    "count", [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 97, 255, 256, 257, 1009, 4096, 10_007, 65_537, 100_000]
+)
 def test_vectorised_equals_reference(count):
     for seed in (1, 0xFFFFFFFF, 0x80000000, 12345):
         ref = xorshift32_reference(seed, count)
@@ -50,8 +68,8 @@ def test_vectorised_equals_reference(count):
 def test_skip_is_random_access():
     ref = xorshift32_reference(99, 3000)
     for skip, count in [(0, 3000), (1, 10), (17, 1000), (2999, 1), (1234, 0), (500, 2500)]:
-        assert xorshift32(99, count, skip=skip).tolist() == ref[skip:skip + count]
-        assert rademacher(99, count, skip=skip).tolist() == [-1 if w & 1 else 1 for w in ref[skip:skip + count]]
+        assert xorshift32(99, count, skip=skip).tolist() == ref[skip : skip + count]
+        assert rademacher(99, count, skip=skip).tolist() == [-1 if w & 1 else 1 for w in ref[skip : skip + count]]
 
 
 def test_jump_matches_steps_and_full_period():
@@ -107,7 +125,7 @@ def test_sampler_contract():
     assert not np.array_equal(z, XorShiftRademacherSampler(dim, seed=43).perturbation(3))
     # random access: a segment equals the slice of the whole, in any order and partition
     for offset, size in [(0, 0), (0, 1), (5, 100), (400, 377), (776, 1), (777, 0), (123, 456)]:
-        assert np.array_equal(s.segment(3, offset, size), z[offset:offset + size])
+        assert np.array_equal(s.segment(3, offset, size), z[offset : offset + size])
     s.perturbation(9)
     parts = [s.segment(3, o, n) for o, n in [(700, 77), (0, 300), (300, 400)]]
     assert np.array_equal(np.concatenate([parts[1], parts[2], parts[0]]), z)

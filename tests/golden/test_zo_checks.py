@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from pezo.golden.zo.families import make_sampler
 from pezo.golden.methods.checks import make_check_sampler, rge_norm_inflation, sign_spsa_expectation
+from pezo.golden.zo.families import make_sampler
 
 
 def check_inflation(r, rel_tol, cos_tol=0.02):
@@ -110,8 +110,9 @@ def test_sign_spsa_gaussian():
     assert r["cosine"] > 0.99, r
 
 
-@pytest.mark.parametrize("family, clt", [("rademacher", 0.7979), ("xorshift-rademacher", 0.7979),
-                                         ("uniform", 0.7979 / math.sqrt(3))])
+@pytest.mark.parametrize(
+    "family, clt", [("rademacher", 0.7979), ("xorshift-rademacher", 0.7979), ("uniform", 0.7979 / math.sqrt(3))]
+)
 def test_sign_spsa_other_families(family, clt):
     r = sign_spsa_expectation(50, 10_000, seed=2, family=family)
     assert r["expected_norm"] is None and r["family"] == family
@@ -121,10 +122,16 @@ def test_sign_spsa_other_families(family, clt):
 
 
 # -- parameter policy -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs, name", [
-    ({"dim": 0}, "dim"), ({"queries": 0}, "queries"), ({"trials": 0}, "trials"), ({"dim": 2.5}, "dim"),
-    ({"seed": -1}, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"dim": 0}, "dim"),
+        ({"queries": 0}, "queries"),
+        ({"trials": 0}, "trials"),
+        ({"dim": 2.5}, "dim"),
+        ({"seed": -1}, "seed"),
+    ],
+)
 def test_inflation_bad_input(kwargs, name):
     args = {"dim": 10, "queries": 2, "trials": 2, "seed": 1} | kwargs
     with pytest.raises(ValueError, match=rf"^{name} must be (an integer )?in \d+\.\.\d+"):

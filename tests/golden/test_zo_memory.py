@@ -6,8 +6,19 @@ from typing import NamedTuple
 
 import pytest
 
-from pezo.golden.methods.memory import (LENET5, LOSS_BYTES, POINTNET, SEED_BYTES, SPLITS, LayerSpec, memory_fp32,
-                              memory_int8, mlp_specs, poormans_memory, split_index)
+from pezo.golden.methods.memory import (
+    LENET5,
+    LOSS_BYTES,
+    POINTNET,
+    SEED_BYTES,
+    SPLITS,
+    LayerSpec,
+    memory_fp32,
+    memory_int8,
+    mlp_specs,
+    poormans_memory,
+    split_index,
+)
 
 MIB = 1 << 20
 KIB = 1 << 10
@@ -21,6 +32,7 @@ def pct(extra: int, base: int) -> float:
 # ----------------------------------------------------------------------------------------------
 # Independent oracle: digest Appendix A, rewritten over plain tuples (not over LayerSpec fields).
 # Row: (activations, params fp32, params int8, trainable, inputs).
+
 
 def oracle_rows(layers):
     return [(l.activations, l.params_fp32, l.params_int8, l.trainable, l.inputs) for l in layers]
@@ -72,6 +84,7 @@ def test_appendix_a_comment_numbers():
 # ----------------------------------------------------------------------------------------------
 # Networks and splits (digest 5.1, 5.2, V2)
 
+
 def test_lenet5_reconstruction():
     assert len(LENET5) == 11
     assert sum(l.params_fp32 for l in LENET5) == 107_786
@@ -116,8 +129,10 @@ def test_split_index_and_zo_parameter_fractions(name):
     assert split_index(case.net, "cls1") == case.cls1
     assert split_index(case.net, 5) == 5
     total = sum(l.params_fp32 for l in case.net)
-    for c, zo, share in ((case.cls2, case.zo_params_cls2, case.zo_share_cls2),
-                         (case.cls1, case.zo_params_cls1, case.zo_share_cls1)):
+    for c, zo, share in (
+        (case.cls2, case.zo_params_cls2, case.zo_share_cls2),
+        (case.cls1, case.zo_params_cls1, case.zo_share_cls1),
+    ):
         zo_params = sum(l.params_fp32 for l in case.net[:c])
         assert zo_params == zo
         assert round(pct(zo_params, total), 1) == share
@@ -125,6 +140,7 @@ def test_split_index_and_zo_parameter_fractions(name):
 
 # ----------------------------------------------------------------------------------------------
 # LeNet-5 memory table (digest 5.4)
+
 
 class Row(NamedTuple):
     batch: int
@@ -176,8 +192,12 @@ def test_full_bp_ratios_and_paper_text():
         assert round(bp / zo, 2) == ratio
         assert memory_fp32(LENET5, batch, 0)["total"] == 2 * memory_fp32(LENET5, batch, len(LENET5))["total"]
     zo_splits = ("full-zo", "cls2", "cls1")
-    ratios = [memory_fp32(LENET5, b, split_index(LENET5, s))["total"]
-              / memory_int8(LENET5, b, split_index(LENET5, s))["total"] for b in (32, 256) for s in zo_splits]
+    ratios = [
+        memory_fp32(LENET5, b, split_index(LENET5, s))["total"]
+        / memory_int8(LENET5, b, split_index(LENET5, s))["total"]
+        for b in (32, 256)
+        for s in zo_splits
+    ]
     assert round(min(ratios), 3) == 1.455 and round(max(ratios), 3) == 1.598
 
 
@@ -208,6 +228,7 @@ def test_int8_buffer_conventions():
 # ----------------------------------------------------------------------------------------------
 # PointNet, FP32, B = 32 (digest 5.3, 5.4)
 
+
 def test_pointnet_memory():
     n = len(POINTNET)
     zo = memory_fp32(POINTNET, 32, n)["total"]
@@ -222,10 +243,14 @@ def test_pointnet_memory():
 # ----------------------------------------------------------------------------------------------
 # Structure: Eqs. 2-4 ordering, mlp_specs
 
+
 def test_mlp_specs():
     assert [l.name for l in MLP] == ["fc1", "relu1", "fc2", "relu2", "fc3"]
     assert [(l.params_fp32, l.params_int8, l.inputs, l.activations) for l in MLP if l.trainable] == [
-        (64 * 64 + 64, 64 * 64, 64, 64), (64 * 32 + 32, 64 * 32, 64, 32), (32 * 10 + 10, 32 * 10, 32, 10)]
+        (64 * 64 + 64, 64 * 64, 64, 64),
+        (64 * 32 + 32, 64 * 32, 64, 32),
+        (32 * 10 + 10, 32 * 10, 32, 10),
+    ]
     assert all(not l.trainable and l.inputs is None and l.params_fp32 == 0 for l in MLP[1::2])
     assert [l.name for l in mlp_specs([8, 4, 2], relu=False)] == ["fc1", "fc2"]
     assert split_index(MLP, "cls2") == 4 and split_index(MLP, "cls1") == 2
@@ -255,6 +280,7 @@ def test_equation_identities():
 
 # ----------------------------------------------------------------------------------------------
 # Poor Man's Training, Table 3 efficient rows + Sec. 4.3
+
 
 def test_poormans_node_perturbation_extra():
     n, l, q, d_w = 100, 4, 100, 36_864
@@ -287,27 +313,33 @@ def test_poormans_mcunet_table_8_identity():
 # ----------------------------------------------------------------------------------------------
 # Bad input
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: split_index(LENET5, 12), "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got 12"),
-    (lambda: split_index(LENET5, -1), "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got -1"),
-    (lambda: split_index(LENET5, "cls3"),
-     "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got 'cls3'"),
-    (lambda: split_index(LENET5, True), "split must be in 0..11"),
-    (lambda: split_index(mlp_specs([4, 2]), "cls1"), "split cls1 needs at least 2 trainable layers, got 1"),
-    (lambda: split_index([], "cls2"), "layers must be a non-empty sequence of LayerSpec"),
-    (lambda: memory_fp32(LENET5, 0, 11), "batch must be in 1..1099511627775, got 0"),
-    (lambda: memory_int8(LENET5, 32, 12), "first_bp must be in 0..11, got 12"),
-    (lambda: memory_fp32(LENET5, 32, "cls2"), "first_bp must be an integer in 0..11, got 'cls2'"),
-    (lambda: poormans_memory(0, 0, 1, 1, 1, 0, "zo"), "mode must be one of wp, np, got 'zo'"),
-    (lambda: poormans_memory(0, 0, 1, 1, 0, 0, "np"), "batch must be in 1..1099511627775, got 0"),
-    (lambda: poormans_memory(0, 0, 0, 1, 1, 0, "wp"), "layers_trained must be in 1..1099511627775, got 0"),
-    (lambda: poormans_memory(0, 0, 1, 0, 1, 0, "wp"), "queries must be in 1..1099511627775, got 0"),
-    (lambda: poormans_memory(-1, 0, 1, 1, 1, 0, "wp"), "params_bytes must be in 0..1099511627775, got -1"),
-    (lambda: mlp_specs([8]), "sizes must be a sequence of at least 2 layer widths"),
-    (lambda: mlp_specs([8, 0]), "sizes[1] must be in 1..1099511627775, got 0"),
-    (lambda: LayerSpec("fc", 10, 110, 100, True, None), "inputs must be an integer in 1..1099511627775, got None"),
-    (lambda: LayerSpec("relu", 10, 5, 0, False, None), "relu: a non-trainable entry must have 0 params"),
-])
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: split_index(LENET5, 12), "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got 12"),
+        (lambda: split_index(LENET5, -1), "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got -1"),
+        (
+            lambda: split_index(LENET5, "cls3"),
+            "split must be in 0..11 or one of full-zo, cls2, cls1, full-bp, got 'cls3'",
+        ),
+        (lambda: split_index(LENET5, True), "split must be in 0..11"),
+        (lambda: split_index(mlp_specs([4, 2]), "cls1"), "split cls1 needs at least 2 trainable layers, got 1"),
+        (lambda: split_index([], "cls2"), "layers must be a non-empty sequence of LayerSpec"),
+        (lambda: memory_fp32(LENET5, 0, 11), "batch must be in 1..1099511627775, got 0"),
+        (lambda: memory_int8(LENET5, 32, 12), "first_bp must be in 0..11, got 12"),
+        (lambda: memory_fp32(LENET5, 32, "cls2"), "first_bp must be an integer in 0..11, got 'cls2'"),
+        (lambda: poormans_memory(0, 0, 1, 1, 1, 0, "zo"), "mode must be one of wp, np, got 'zo'"),
+        (lambda: poormans_memory(0, 0, 1, 1, 0, 0, "np"), "batch must be in 1..1099511627775, got 0"),
+        (lambda: poormans_memory(0, 0, 0, 1, 1, 0, "wp"), "layers_trained must be in 1..1099511627775, got 0"),
+        (lambda: poormans_memory(0, 0, 1, 0, 1, 0, "wp"), "queries must be in 1..1099511627775, got 0"),
+        (lambda: poormans_memory(-1, 0, 1, 1, 1, 0, "wp"), "params_bytes must be in 0..1099511627775, got -1"),
+        (lambda: mlp_specs([8]), "sizes must be a sequence of at least 2 layer widths"),
+        (lambda: mlp_specs([8, 0]), "sizes[1] must be in 1..1099511627775, got 0"),
+        (lambda: LayerSpec("fc", 10, 110, 100, True, None), "inputs must be an integer in 1..1099511627775, got None"),
+        (lambda: LayerSpec("relu", 10, 5, 0, False, None), "relu: a non-trainable entry must have 0 params"),
+    ],
+)
 def test_bad_input_raises_one_value_error(call, message):
     with pytest.raises(ValueError) as info:
         call()

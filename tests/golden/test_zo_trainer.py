@@ -14,6 +14,7 @@ from pezo.golden.zo.trainer import TrainConfig, sampler_for, train
 @pytest.fixture(scope="module", autouse=True)
 def model_present():
     from pezo.golden.lm.minilm import ModelPackageMissing, load_minilm
+
     try:
         load_minilm()
     except ModelPackageMissing as exc:
@@ -30,9 +31,14 @@ def test_train_warns_when_its_perturbations_reach_the_near_repeat_period():
     """32 x 8, leap 8, 770 weights: each perturbation starts 8 * 32 = 256 = 1 (mod 255) LFSR steps on."""
     from pezo.golden.rng.urng import NearRepeatWarning
 
-    config = small(family="pezo-otf", steps=20, queries=2, family_options=(("leap", 8), ("n_rngs", 31), ("rng_bits", 8)))
-    with pytest.warns(NearRepeatWarning, match=r"near-repeat period \d+: .*leap=8.* below the 40 perturbations "
-                      r"this run draws"):
+    config = small(
+        family="pezo-otf", steps=20, queries=2, family_options=(("leap", 8), ("n_rngs", 31), ("rng_bits", 8))
+    )
+    with pytest.warns(
+        NearRepeatWarning,
+        match=r"near-repeat period \d+: .*leap=8.* below the 40 perturbations "
+        r"this run draws",
+    ):
         result = train(config)
     assert result.summary["sampler"]["near_repeat"]["period"] < 40
 
@@ -42,8 +48,9 @@ def test_replay_rebuilds_the_trained_head_bit_for_bit(family):
     result = train(small(family=family), keep=True)
     assert len(result.records) == 40
     params = {n: v.copy() for n, v in result.start_params.items()}
-    opt = MeZO(params, list(params), sampler_for(result.config, sum(v.size for v in params.values())),
-               result.config.mezo)
+    opt = MeZO(
+        params, list(params), sampler_for(result.config, sum(v.size for v in params.values())), result.config.mezo
+    )
     opt.replay(result.records)
     for name, value in result.params.items():
         assert np.array_equal(params[name], value), name
@@ -57,8 +64,9 @@ def test_last_layer_training_replays_and_keeps_frozen_layers(mode):
     assert names[0] == "encoder.layer.5.attention.self.query.weight" and names[-2:] == ["head.weight", "head.bias"]
     assert result.summary["trainable_params"] == sum(v.size for v in result.params.values())
     params = {n: v.copy() for n, v in result.start_params.items()}
-    MeZO(params, names, sampler_for(result.config, result.summary["trainable_params"]), result.config.mezo
-         ).replay(result.records)
+    MeZO(params, names, sampler_for(result.config, result.summary["trainable_params"]), result.config.mezo).replay(
+        result.records
+    )
     for name in names:
         assert np.array_equal(params[name], result.params[name]), name
 
@@ -70,33 +78,56 @@ def test_gaussian_mezo_improves_on_its_start_in_the_documented_regime():
 
 
 def test_same_seed_same_result_and_json_contract(capsys):
-    argv = ["train", "--family", "pezo-pregen", "--task", "rotten_tomatoes", "--shots", "4", "--steps", "30",
-            "--seed", "2", "--eval-every", "10", "--json", "--quiet"]
+    argv = [
+        "train",
+        "--family",
+        "pezo-pregen",
+        "--task",
+        "rotten_tomatoes",
+        "--shots",
+        "4",
+        "--steps",
+        "30",
+        "--seed",
+        "2",
+        "--eval-every",
+        "10",
+        "--json",
+        "--quiet",
+    ]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     for key in ("family", "task", "shots", "steps", "seed", "test_accuracy", "start_accuracy", "seconds_per_step"):
         assert key in first
-    assert (first["family"], first["task"], first["shots"], first["steps"], first["seed"]) == \
-        ("pezo-pregen", "rotten_tomatoes", 4, 30, 2)
+    assert (first["family"], first["task"], first["shots"], first["steps"], first["seed"]) == (
+        "pezo-pregen",
+        "rotten_tomatoes",
+        4,
+        30,
+        2,
+    )
     assert main(argv) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["test_accuracy"] == first["test_accuracy"]
     assert second["train_loss_end"] == first["train_loss_end"]
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--family", "normal"], "family must be one of"),
-    (["--task", "sst2"], "task must be one of"),
-    (["--shots", "3000"], "shots must be in 1..2692"),
-    (["--task", "bbc_news", "--shots", "200"], "shots must be in 1..122"),
-    (["--eps", "0"], "eps must be"),
-    (["--eps=-1e-3"], "eps must be"),
-    (["--steps", "0"], "steps must be"),
-    (["--trainable", "last9"], "trainable must be one of"),
-    (["--family", "pezo-otf", "--pool-size", "255"], "pool-size"),
-    (["--family", "pezo-otf", "--n-rngs", "0"], "n-rngs"),
-    (["--family", "pezo-pregen", "--pool-size", "0"], "pool-size"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--family", "normal"], "family must be one of"),
+        (["--task", "sst2"], "task must be one of"),
+        (["--shots", "3000"], "shots must be in 1..2692"),
+        (["--task", "bbc_news", "--shots", "200"], "shots must be in 1..122"),
+        (["--eps", "0"], "eps must be"),
+        (["--eps=-1e-3"], "eps must be"),
+        (["--steps", "0"], "steps must be"),
+        (["--trainable", "last9"], "trainable must be one of"),
+        (["--family", "pezo-otf", "--pool-size", "255"], "pool-size"),
+        (["--family", "pezo-otf", "--n-rngs", "0"], "n-rngs"),
+        (["--family", "pezo-pregen", "--pool-size", "0"], "pool-size"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
     assert main(["train", "--quiet", *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -104,10 +135,13 @@ def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
 
 
 def test_power_of_two_pool_warns_and_missing_package_names_the_fix(capsys, monkeypatch):
-    assert main(["train", "--family", "pezo-pregen", "--pool-size", "4096", "--shots", "2", "--steps", "2",
-                 "--quiet"]) == 0
+    assert (
+        main(["train", "--family", "pezo-pregen", "--pool-size", "4096", "--shots", "2", "--steps", "2", "--quiet"])
+        == 0
+    )
     assert "pool_size=4096 is a power of two" in capsys.readouterr().err
     import pezo.golden.lm.minilm as minilm
+
     monkeypatch.setattr(minilm, "_package_dir", lambda: None)
     minilm.load_minilm.cache_clear()
     try:
@@ -119,8 +153,26 @@ def test_power_of_two_pool_warns_and_missing_package_names_the_fix(capsys, monke
 
 def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, capsys):
     out = tmp_path / "sweep"
-    argv = ["sweep", "--experiment", "table3", "--experiment", "fig4", "--shots", "2", "--seeds", "1,2",
-            "--steps", "5", "--jobs", "1", "--eval-every", "5", "--out", str(out), "--quiet"]
+    argv = [
+        "sweep",
+        "--experiment",
+        "table3",
+        "--experiment",
+        "fig4",
+        "--shots",
+        "2",
+        "--seeds",
+        "1,2",
+        "--steps",
+        "5",
+        "--jobs",
+        "1",
+        "--eval-every",
+        "5",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "| gaussian |" in printed
@@ -145,8 +197,25 @@ def test_sweep_smoke_writes_tables_plots_and_refuses_foreign_dirs(tmp_path, caps
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep")
-    assert main(["sweep", "--experiment", "table3", "--shots", "2", "--seeds", "1", "--steps", "2",
-                 "--out", str(foreign), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "--experiment",
+                "table3",
+                "--shots",
+                "2",
+                "--seeds",
+                "1",
+                "--steps",
+                "2",
+                "--out",
+                str(foreign),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert (foreign / "notes.txt").read_text() == "keep" and len(list(foreign.iterdir())) == 1
 
 

@@ -7,14 +7,13 @@ import os
 
 import numpy as np
 import pytest
-
-from pezo.golden.rng.perturb import stream_latency
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
 from pezo.cli.main import main
 from pezo.golden.engine import int8
 from pezo.golden.engine.zo_engine import EngineConfig
+from pezo.golden.rng.perturb import stream_latency
 from pezo.golden.zo.int8_head import Int8TrainConfig
 from pezo.sim.amaranth_sim import run_engine_host
 from pezo.sim.engine_host import zo_training
@@ -31,15 +30,21 @@ def random_run(cfg, steps, seed=0, lr=0.3):
     return w0, run_engine_host(cfg, lambda io: zo_training(io, train, xs, ys, -9, w0))
 
 
-@pytest.mark.parametrize("fields", [
-    dict(),                                                        # the default 8 x 8, two batch tiles
-    dict(strategy="pregen"),
-    dict(rows=1, cols=1, inputs=3, outputs=1, batch=1),            # one MAC, one word per output
-    dict(rows=3, cols=5, inputs=5, outputs=3, batch=6),            # J = 1: every word is first and last
-    dict(strategy="pregen", rows=4, cols=2, inputs=6, outputs=1, batch=4, pool_size=7, eps_shift=12),
-    dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, seed=77, eps_shift=6),
-    dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, eps_shift=6, lfsr_leap=7, lfsr_bit_order="spread"),
-], ids=lambda f: "-".join(f"{k}{v}" for k, v in f.items()) or "default")
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(),  # the default 8 x 8, two batch tiles
+        dict(strategy="pregen"),
+        dict(rows=1, cols=1, inputs=3, outputs=1, batch=1),  # one MAC, one word per output
+        dict(rows=3, cols=5, inputs=5, outputs=3, batch=6),  # J = 1: every word is first and last
+        dict(strategy="pregen", rows=4, cols=2, inputs=6, outputs=1, batch=4, pool_size=7, eps_shift=12),
+        dict(rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, seed=77, eps_shift=6),
+        dict(
+            rows=2, cols=4, inputs=16, outputs=2, batch=4, rng_bits=8, eps_shift=6, lfsr_leap=7, lfsr_bit_order="spread"
+        ),
+    ],
+    ids=lambda f: "-".join(f"{k}{v}" for k, v in f.items()) or "default",
+)
 def test_engine_matches_golden_on_the_amaranth_simulator(fields):
     cfg = EngineConfig().replace(**fields)
     w0, result = random_run(cfg, steps=3 if cfg.weights < 100 else 2)
@@ -56,8 +61,32 @@ def test_requantisation_unit_matches_golden_at_the_edges():
     m = Module()
     acc, shift = Signal(signed(32)), Signal(unsigned(5))
     out = requantize(m, acc, shift)
-    cases = [(a, s) for s in (0, 1, 2, 4, 31) for a in (0, 1, -1, 2, -2, 3, -3, 6, -6, 127, 128, -127, -128, -129,
-                                                          2032 + 7, 2032 + 8, -2040, -2041, (1 << 31) - 1, -(1 << 31))]
+    cases = [
+        (a, s)
+        for s in (0, 1, 2, 4, 31)
+        for a in (
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            -3,
+            6,
+            -6,
+            127,
+            128,
+            -127,
+            -128,
+            -129,
+            2032 + 7,
+            2032 + 8,
+            -2040,
+            -2041,
+            (1 << 31) - 1,
+            -(1 << 31),
+        )
+    ]
     got = []
 
     async def bench(ctx):
@@ -75,8 +104,9 @@ def test_requantisation_unit_matches_golden_at_the_edges():
 @pytest.fixture(scope="module")
 def real_task():
     from pezo.golden.lm.data import TaskDataMissing
-    from pezo.golden.zo.int8_head import Int8Task
     from pezo.golden.lm.minilm import ModelPackageMissing
+    from pezo.golden.zo.int8_head import Int8Task
+
     try:
         return Int8Task.load(Int8TrainConfig(), splits=("train",))
     except (ModelPackageMissing, TaskDataMissing) as exc:
@@ -131,26 +161,31 @@ def test_pezo_sim_engine_prints_the_contract_keys(capsys, simulators, real_task)
     assert 0 < result["mac_utilisation"] <= 1
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sim", "engine", "--steps", "0"], "steps must be an integer in 1..10000"),
-    (["sim", "engine", "--steps", "x"], "steps must be an integer in 1..10000"),
-    (["sim", "engine", "--cols", "7"], "cols=7 does not tile inputs=384"),
-    (["sim", "engine", "--batch", "12"], "--rows=8 does not tile --batch=12"),
-    (["sim", "engine", "--rows", "65"], "rows must be in 1..64"),
-    (["sim", "engine", "--strategy", "gaussian"], "strategy must be one of otf, pregen"),
-    (["sim", "engine", "--eps-shift", "30"], "--eps-shift must be in 0..24"),
-    (["sim", "engine", "--pool-size", "7"], "--pool-size applies to --strategy pregen only"),
-    (["sim", "engine", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread, got 'x'"),
-    (["sim", "engine", "--lfsr-leap", "3"], "--lfsr-leap must be coprime to 2^14 - 1 = 16383"),
-    (["train-int8", "--strategy", "pregen", "--lfsr-leap", "5"], "--lfsr-leap applies to --strategy otf only"),
-    (["train-int8", "--lr", "-1"], "lr must be a finite number > 0"),
-    (["train-int8", "--steps", "0"], "steps must be an integer in 1..10000000"),
-    (["report", "--strategy", "engine-otf", "--n-rngs", "4"], "--n-rngs does not apply to --strategy engine-otf"),
-    (["report", "--strategy", "engine-pregen", "--rng-bits", "8"], "--rng-bits applies to --strategy engine-otf"),
-    (["report", "--strategy", "engine-pregen", "--lfsr-bit-order", "spread"],
-     "--lfsr-bit-order applies to --strategy engine-otf"),
-    (["report", "--strategy", "engine-otf", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sim", "engine", "--steps", "0"], "steps must be an integer in 1..10000"),
+        (["sim", "engine", "--steps", "x"], "steps must be an integer in 1..10000"),
+        (["sim", "engine", "--cols", "7"], "cols=7 does not tile inputs=384"),
+        (["sim", "engine", "--batch", "12"], "--rows=8 does not tile --batch=12"),
+        (["sim", "engine", "--rows", "65"], "rows must be in 1..64"),
+        (["sim", "engine", "--strategy", "gaussian"], "strategy must be one of otf, pregen"),
+        (["sim", "engine", "--eps-shift", "30"], "--eps-shift must be in 0..24"),
+        (["sim", "engine", "--pool-size", "7"], "--pool-size applies to --strategy pregen only"),
+        (["sim", "engine", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread, got 'x'"),
+        (["sim", "engine", "--lfsr-leap", "3"], "--lfsr-leap must be coprime to 2^14 - 1 = 16383"),
+        (["train-int8", "--strategy", "pregen", "--lfsr-leap", "5"], "--lfsr-leap applies to --strategy otf only"),
+        (["train-int8", "--lr", "-1"], "lr must be a finite number > 0"),
+        (["train-int8", "--steps", "0"], "steps must be an integer in 1..10000000"),
+        (["report", "--strategy", "engine-otf", "--n-rngs", "4"], "--n-rngs does not apply to --strategy engine-otf"),
+        (["report", "--strategy", "engine-pregen", "--rng-bits", "8"], "--rng-bits applies to --strategy engine-otf"),
+        (
+            ["report", "--strategy", "engine-pregen", "--lfsr-bit-order", "spread"],
+            "--lfsr-bit-order applies to --strategy engine-otf",
+        ),
+        (["report", "--strategy", "engine-otf", "--lfsr-leap", "15"], "--lfsr-leap must be in 1..14, got 15"),
+    ],
+)
 def test_engine_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

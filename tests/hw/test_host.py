@@ -4,12 +4,24 @@ with cocotbext-axi's AxiLiteMaster on Icarus and Verilator (every read and respo
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.host import (CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN, HOST_ID, RESP_OKAY,
-                         RESP_SLVERR, RESULT_BASE, STATUS_DONE, Register, StreamHost, addr_width, register_map)
+from pezo.golden.host import (
+    CONTROL_NEXT,
+    CONTROL_REWIND,
+    CONTROL_RUN,
+    CONTROL_SIGN,
+    HOST_ID,
+    RESP_OKAY,
+    RESP_SLVERR,
+    RESULT_BASE,
+    STATUS_DONE,
+    Register,
+    StreamHost,
+    addr_width,
+    register_map,
+)
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.sim.amaranth_sim import simulate
 from pezo.sim.runner import SIMULATORS, run_host
-
 
 SMALL = {
     "otf": PerturbConfig(n_rngs=8, rng_bits=8, perturb_dim=100, eps_shift=9),
@@ -54,7 +66,7 @@ def test_golden_host_runs_the_mezo_passes(strategy):
     values = stream.perturbation(5 * host.lanes)
     assert sums[0] == int(values.sum())
     last = [_signed(host.read(RESULT_BASE + 4 * i)[0]) for i in range(host.lanes)]
-    assert last == list(values[-host.lanes:])
+    assert last == list(values[-host.lanes :])
     assert host.read(STEP)[0] == 1
     assert host.read(CONTROL) == (0, RESP_SLVERR) and host.write(0x00, 1) == RESP_SLVERR
     assert host.write(G, 0xAB << 8, strb=0b0010) == RESP_OKAY and host.read(G)[0] == 0xAB00
@@ -122,8 +134,11 @@ def test_amaranth_sim_host_matches_golden(strategy):
         await write(0x00, 5)
         await write(COUNT, 7)
         for _ in range(2):
-            for bits in (CONTROL_NEXT | CONTROL_RUN, CONTROL_REWIND | CONTROL_SIGN | CONTROL_RUN,
-                         CONTROL_REWIND | CONTROL_RUN):
+            for bits in (
+                CONTROL_NEXT | CONTROL_RUN,
+                CONTROL_REWIND | CONTROL_SIGN | CONTROL_RUN,
+                CONTROL_REWIND | CONTROL_RUN,
+            ):
                 await write(CONTROL, bits)
                 for _ in range(200):
                     value, _ = await _axi_read(ctx, bus, STATUS)
@@ -152,8 +167,13 @@ def test_cocotb_host_catches_a_mismatch(require_simulator, sim_build):
     require_simulator("icarus")
     config = SMALL["otf"]
     with pytest.raises(AssertionError, match="cocotb test pezo.sim.host_tb failed"):
-        run_host(config, "icarus", sim_build / "host-mismatch" / "icarus", steps=1,
-                 expect_config=config.replace(seed=config.seed + 1))
+        run_host(
+            config,
+            "icarus",
+            sim_build / "host-mismatch" / "icarus",
+            steps=1,
+            expect_config=config.replace(seed=config.seed + 1),
+        )
 
 
 @pytest.mark.rtl

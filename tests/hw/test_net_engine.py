@@ -17,12 +17,27 @@ from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE, NetEng
 from pezo.sim.amaranth_sim import run_host
 from pezo.sim.net_host import NetDriver, net_training
 
-SIM_KEYS = {"match", "steps", "cycles_per_step", "cycle_bound", "cycle_ratio", "mac_utilisation", "load_hidden",
-            "simulator", "net", "loss"}
+SIM_KEYS = {
+    "match",
+    "steps",
+    "cycles_per_step",
+    "cycle_bound",
+    "cycle_ratio",
+    "mac_utilisation",
+    "load_hidden",
+    "simulator",
+    "net",
+    "loss",
+}
 TINY = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4, name="tiny")
 # J = 1 layers: the layer gap is tight
-BIASED = NetConfig().replace(layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True),
-                                     Layer(8, 2, bias=True)), rows=1, cols=4, batch=3, name="bias-J1")
+BIASED = NetConfig().replace(
+    layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True), Layer(8, 2, bias=True)),
+    rows=1,
+    cols=4,
+    batch=3,
+    name="bias-J1",
+)
 
 
 def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=None):
@@ -33,21 +48,47 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     return run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, biases, overlap))
 
 
-@pytest.mark.parametrize("cfg, loss, overlap", [
-    (TINY, LossConfig(mode="sign", margin=100), True),
-    (TINY, LossConfig(mode="scaled", margin=50, g_shift=4), True),
-    (TINY, LossConfig(mode="host", margin=50), True),
-    (TINY, LossConfig(mode="sign", margin=50), False),
-    (TINY.replace(strategy="pregen"), LossConfig(mode="sign", margin=100), True),
-    (NetConfig().replace(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
-    (NetConfig().replace(layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)), rows=1, cols=1, batch=2,
-                         strategy="pregen", pool_size=7, eps_shift=12), LossConfig(mode="scaled", g_shift=3), True),
-    (TINY.replace(lfsr_leap=5, lfsr_bit_order="spread"), LossConfig(mode="sign", margin=100), True),
-    (TINY, LossConfig(mode="sign", margin=100, wd_shift=3), True),
-    (TINY, LossConfig(mode="host", margin=50, wd_shift=1), True),
-    (TINY.replace(strategy="pregen"), LossConfig(mode="scaled", margin=50, g_shift=4, wd_shift=5), True),
-], ids=["sign", "scaled", "host", "no-overlap", "pregen", "one-layer", "one-mac", "leap5-spread", "sign-wd3",
-        "host-wd1", "pregen-scaled-wd5"])
+@pytest.mark.parametrize(
+    "cfg, loss, overlap",
+    [
+        (TINY, LossConfig(mode="sign", margin=100), True),
+        (TINY, LossConfig(mode="scaled", margin=50, g_shift=4), True),
+        (TINY, LossConfig(mode="host", margin=50), True),
+        (TINY, LossConfig(mode="sign", margin=50), False),
+        (TINY.replace(strategy="pregen"), LossConfig(mode="sign", margin=100), True),
+        (NetConfig().replace(layers=(Layer(8, 2),), rows=3, cols=8, batch=6), LossConfig(mode="sign", margin=9), True),
+        (
+            NetConfig().replace(
+                layers=(Layer(2, 4, shift=2, relu=True), Layer(4, 2)),
+                rows=1,
+                cols=1,
+                batch=2,
+                strategy="pregen",
+                pool_size=7,
+                eps_shift=12,
+            ),
+            LossConfig(mode="scaled", g_shift=3),
+            True,
+        ),
+        (TINY.replace(lfsr_leap=5, lfsr_bit_order="spread"), LossConfig(mode="sign", margin=100), True),
+        (TINY, LossConfig(mode="sign", margin=100, wd_shift=3), True),
+        (TINY, LossConfig(mode="host", margin=50, wd_shift=1), True),
+        (TINY.replace(strategy="pregen"), LossConfig(mode="scaled", margin=50, g_shift=4, wd_shift=5), True),
+    ],
+    ids=[
+        "sign",
+        "scaled",
+        "host",
+        "no-overlap",
+        "pregen",
+        "one-layer",
+        "one-mac",
+        "leap5-spread",
+        "sign-wd3",
+        "host-wd1",
+        "pregen-scaled-wd5",
+    ],
+)
 def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, overlap):
     result = random_run(cfg, loss, steps=3, overlap=overlap)
     assert result["match"], result["mismatches"]
@@ -79,8 +120,11 @@ def test_weight_decay_over_the_full_weight_range_matches_golden(wd_shift):
     assert not np.array_equal(plain.flat, decayed.flat)
 
 
-@pytest.mark.parametrize("mode, overlap, every", [("sign", True, 2), ("sign", False, 3), ("host", True, 2)],
-                         ids=["train-S-every2", "train-1-every3", "host-update-every2"])
+@pytest.mark.parametrize(
+    "mode, overlap, every",
+    [("sign", True, 2), ("sign", False, 3), ("host", True, 2)],
+    ids=["train-S-every2", "train-1-every3", "host-update-every2"],
+)
 def test_the_decay_counter_runs_the_every_nth_schedule_on_chip(mode, overlap, every):
     """WD_EVERY: one TRAIN(S) command (or S TRAIN(1) commands, or host FORWARD + UPDATE pairs) decays on
     updates every, 2 every, ... only: the RTL equals golden's counter, which equals a host that sets
@@ -173,7 +217,12 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
     assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "3", "--simulator", simulator, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert SIM_KEYS <= result.keys() and result["match"] is True, result["mismatches"]
-    assert (result["net"], result["loss"], result["steps"], result["simulator"]) == ("digits-mlp", "on-chip", 3, simulator)
+    assert (result["net"], result["loss"], result["steps"], result["simulator"]) == (
+        "digits-mlp",
+        "on-chip",
+        3,
+        simulator,
+    )
     assert result["load_hidden"] is True and result["busy_cycle_ratio"] <= 1.10
     # the co-simulation runs the trainer's configuration (pezo train-int8 --net digits-mlp)
     trained = NetTrainConfig(net="digits-mlp").net_config
@@ -188,8 +237,26 @@ def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsy
     are the golden trainer's (``pezo train-int8``, same split, start and batches), which differ from the
     run without decay (digits-mlp's calibrated weights reach +-127, so the decay acts)."""
     require_simulator(simulator)
-    assert main(["sim", "engine", "--net", "digits-mlp", "--steps", "4", "--wd-shift", "5", "--wd-every", "2",
-                 "--simulator", simulator, "--json"]) == 0
+    assert (
+        main(
+            [
+                "sim",
+                "engine",
+                "--net",
+                "digits-mlp",
+                "--steps",
+                "4",
+                "--wd-shift",
+                "5",
+                "--wd-every",
+                "2",
+                "--simulator",
+                simulator,
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["match"] is True and result["mismatch_count"] == 0, result["mismatches"]
     assert result["config"]["wd_shift"] == 5 and result["config"]["wd_every"] == 2
@@ -197,40 +264,71 @@ def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsy
 
     cfg = NetTrainConfig(net="digits-mlp", steps=4, eval_every=4, wd_shift=5, wd_every=2)
     assert result["final_weights_digest"] == train_int8_net(cfg, probe=False)["final_weights_digest"]
-    assert result["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), probe=False)["final_weights_digest"]
+    assert (
+        result["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), probe=False)["final_weights_digest"]
+    )
 
 
 @pytest.mark.rtl
 def test_host_loss_mode_on_the_rtl(simulators, capsys):
     if not simulators:
         pytest.fail("no HDL simulator available")
-    assert main(["sim", "engine", "--net", "digits-mlp", "--loss", "host", "--strategy", "pregen", "--steps", "2",
-                 "--simulator", simulators[-1], "--json"]) == 0
+    assert (
+        main(
+            [
+                "sim",
+                "engine",
+                "--net",
+                "digits-mlp",
+                "--loss",
+                "host",
+                "--strategy",
+                "pregen",
+                "--steps",
+                "2",
+                "--simulator",
+                simulators[-1],
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["match"] is True and result["loss"] == "host", result["mismatches"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sim", "engine", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000"),
-    (["sim", "engine", "--net", "digits-mlp", "--cols", "6"], "layer 0 (64 -> 32 relu) does not tile the array"),
-    (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "--rows=8 does not tile --batch=12"),
-    (["sim", "engine", "--net", "digits-mlp", "--weight-exponent", "-3"], "--weight-exponent applies to the head engine only"),
-    (["sim", "engine", "--margin", "5"], "--margin applies to --net runs only"),
-    (["sim", "engine", "--net", "digits-mlp", "--lfsr-bit-order", "x"], "--lfsr-bit-order must be one of natural, spread"),
-    (["train-int8", "--net", "digits-mlp", "--strategy", "pregen", "--lfsr-leap", "5"],
-     "--lfsr-leap applies to --strategy otf only"),
-    (["sim", "engine", "--no-overlap"], "--no-overlap applies to --net runs only"),
-    (["sim", "engine", "--net", "rt-mlp", "--loss", "host", "--g-mode", "scaled"], "apply to --loss on-chip only"),
-    (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),
-    (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
-    (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
-    (["train-int8", "--net", "rt-mlp", "--wd-shift", "8"], "--wd-shift must be in 0..7, got 8"),
-    (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..255, got 0"),
-    (["sim", "engine", "--net", "digits-mlp", "--wd-every", "256"], "--wd-every must be in 1..255, got 256"),
-    (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
-    (["train-int8", "--hidden-init", "pca"], "--hidden-init applies to --net runs only"),
-    (["train-int8", "--net", "rt-mlp", "--hidden-init", "xavier"], "invalid choice: 'xavier'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sim", "engine", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000"),
+        (["sim", "engine", "--net", "digits-mlp", "--cols", "6"], "layer 0 (64 -> 32 relu) does not tile the array"),
+        (["sim", "engine", "--net", "digits-mlp", "--batch", "12"], "--rows=8 does not tile --batch=12"),
+        (
+            ["sim", "engine", "--net", "digits-mlp", "--weight-exponent", "-3"],
+            "--weight-exponent applies to the head engine only",
+        ),
+        (["sim", "engine", "--margin", "5"], "--margin applies to --net runs only"),
+        (
+            ["sim", "engine", "--net", "digits-mlp", "--lfsr-bit-order", "x"],
+            "--lfsr-bit-order must be one of natural, spread",
+        ),
+        (
+            ["train-int8", "--net", "digits-mlp", "--strategy", "pregen", "--lfsr-leap", "5"],
+            "--lfsr-leap applies to --strategy otf only",
+        ),
+        (["sim", "engine", "--no-overlap"], "--no-overlap applies to --net runs only"),
+        (["sim", "engine", "--net", "rt-mlp", "--loss", "host", "--g-mode", "scaled"], "apply to --loss on-chip only"),
+        (["sim", "engine", "--net", "digits-mlp", "--margin", "-1"], "margin must be in 0..8388607"),
+        (["sim", "engine", "--net", "mnist"], "invalid choice: 'mnist'"),
+        (["train-int8", "--net", "digits-mlp", "--steps", "0"], "steps must be an integer in 1..10000000"),
+        (["train-int8", "--net", "rt-mlp", "--wd-shift", "8"], "--wd-shift must be in 0..7, got 8"),
+        (["train-int8", "--net", "rt-mlp", "--wd-every", "0"], "--wd-every must be in 1..255, got 0"),
+        (["sim", "engine", "--net", "digits-mlp", "--wd-every", "256"], "--wd-every must be in 1..255, got 256"),
+        (["sim", "engine", "--wd-shift", "3"], "--wd-shift applies to --net runs only"),
+        (["train-int8", "--hidden-init", "pca"], "--hidden-init applies to --net runs only"),
+        (["train-int8", "--net", "rt-mlp", "--hidden-init", "xavier"], "invalid choice: 'xavier'"),
+    ],
+)
 def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -7,21 +7,23 @@ import numpy as np
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng import grng
-from pezo.golden.rng import scale
+from pezo.golden.rng import grng, scale
 from pezo.golden.rng.perturb import STREAM_BITS, PerturbationStream, emit, scale_round, scale_shift
 from pezo.golden.rng.pool import gaussian_expected_norm, pool_values
 from pezo.sim.amaranth_sim import check_against_golden
 
 
-
 # -- scale LUT -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg", [
-    PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=1000),
-    PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3),
-    PerturbConfig(n_rngs=7, rng_bits=8, perturb_dim=2000),  # d > n * period: offsets wrap many times
-    PerturbConfig(n_rngs=31, rng_bits=8, seed=77, perturb_dim=100),
-], ids=lambda c: f"{c.n_rngs}x{c.rng_bits}-d{c.perturb_dim}")
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=1000),
+        PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3),
+        PerturbConfig(n_rngs=7, rng_bits=8, perturb_dim=2000),  # d > n * period: offsets wrap many times
+        PerturbConfig(n_rngs=31, rng_bits=8, seed=77, perturb_dim=100),
+    ],
+    ids=lambda c: f"{c.n_rngs}x{c.rng_bits}-d{c.perturb_dim}",
+)
 def test_fft_norms_equal_the_urng_array(cfg):
     norms = scale.squared_norms(cfg)
     rng = np.random.default_rng(0)
@@ -111,15 +113,20 @@ def test_round_half_up():
     assert scale_round([3, -3], 2).tolist() == [12, -12]
 
 
-@pytest.mark.parametrize("cfg", [
-    PerturbConfig(rng_bits=3, n_rngs=3, eps_shift=0, perturb_dim=1),
-    PerturbConfig(strategy="pregen", pool_bits=4, eps_shift=0, perturb_dim=1),
-    PerturbConfig(strategy="gaussian", eps_shift=0),
-], ids=["otf", "pregen", "gaussian"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        PerturbConfig(rng_bits=3, n_rngs=3, eps_shift=0, perturb_dim=1),
+        PerturbConfig(strategy="pregen", pool_bits=4, eps_shift=0, perturb_dim=1),
+        PerturbConfig(strategy="gaussian", eps_shift=0),
+    ],
+    ids=["otf", "pregen", "gaussian"],
+)
 def test_widest_values_fit_16_bits(cfg):
     """eps_shift = 0 and the narrowest sources give the largest left shifts: still inside 16 bits."""
-    biggest = {"otf": (1 << (cfg.rng_bits - 1)) - 1, "pregen": (1 << (cfg.pool_bits - 1)) - 1,
-               "gaussian": 1530}[cfg.strategy]
+    biggest = {"otf": (1 << (cfg.rng_bits - 1)) - 1, "pregen": (1 << (cfg.pool_bits - 1)) - 1, "gaussian": 1530}[
+        cfg.strategy
+    ]
     k = scale.SCALE_SHIFTS[1] if cfg.strategy == "otf" else 0
     top = emit(np.array([biggest, -biggest]), scale_shift(cfg, k), False)
     assert np.abs(top).max() < 1 << (STREAM_BITS - 1)
@@ -185,11 +192,14 @@ def test_gaussian_stream_is_the_clt_array():
     assert np.array_equal(stream.perturbation(), reference)
 
 
-@pytest.mark.parametrize("kwargs,needle", [
-    ({"eps_shift": -1}, "eps_shift must be in 0..24, got -1"),
-    ({"eps_shift": 25}, "eps_shift must be in 0..24, got 25"),
-    ({"eps_shift": 1.5}, "eps_shift must be an integer in 0..24"),
-])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ({"eps_shift": -1}, "eps_shift must be in 0..24, got -1"),
+        ({"eps_shift": 25}, "eps_shift must be in 0..24, got 25"),
+        ({"eps_shift": 1.5}, "eps_shift must be an integer in 0..24"),
+    ],
+)
 def test_bad_eps_shift(kwargs, needle):
     with pytest.raises(ValueError, match=needle.replace(".", r"\.")):
         PerturbConfig(**kwargs)
@@ -197,38 +207,61 @@ def test_bad_eps_shift(kwargs, needle):
 
 def test_otf_stream_rejects_rng_bits_without_a_lut():
     from pezo.hw.rng.perturb import PerturbationStream as HwStream
+
     with pytest.raises(ValueError, match=r"rng_bits must be in 3\.\.16 for the scale LUT"):
         HwStream(PerturbConfig(rng_bits=20))
 
 
 # -- Amaranth-simulator quick loop -------------------------------------------------------------------
-@pytest.mark.parametrize("bench,cfg", [
-    ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3)),
-    ("gaussian", PerturbConfig(strategy="gaussian", lanes=3)),
-    ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3)),
-    ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13)),
-    ("stream", PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50)),
-    ("stream", PerturbConfig(strategy="gaussian", lanes=4, eps_shift=20)),
-    ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_leap=5)),
-    ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_leap=5)),
-    ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13, lfsr_leap=14)),
-    ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_bit_order="spread")),
-    ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_bit_order="spread")),
-    ("stream", PerturbConfig(n_rngs=31, rng_bits=8, perturb_dim=40, eps_shift=9, lfsr_bit_order="spread",
-                             lfsr_leap=7)),
-], ids=["scale", "gaussian", "stream-otf-5x6", "stream-otf-32x14", "stream-pregen", "stream-gaussian",
-        "scale-leap5", "stream-otf-5x6-leap5", "stream-otf-32x14-leap14", "scale-spread",
-        "stream-otf-5x6-spread", "stream-otf-31x8-leap7-spread"])
+@pytest.mark.parametrize(
+    "bench,cfg",
+    [
+        ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3)),
+        ("gaussian", PerturbConfig(strategy="gaussian", lanes=3)),
+        ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3)),
+        ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13)),
+        ("stream", PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50)),
+        ("stream", PerturbConfig(strategy="gaussian", lanes=4, eps_shift=20)),
+        ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_leap=5)),
+        ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_leap=5)),
+        ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=13, lfsr_leap=14)),
+        ("scale", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, lfsr_bit_order="spread")),
+        ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3, lfsr_bit_order="spread")),
+        (
+            "stream",
+            PerturbConfig(n_rngs=31, rng_bits=8, perturb_dim=40, eps_shift=9, lfsr_bit_order="spread", lfsr_leap=7),
+        ),
+    ],
+    ids=[
+        "scale",
+        "gaussian",
+        "stream-otf-5x6",
+        "stream-otf-32x14",
+        "stream-pregen",
+        "stream-gaussian",
+        "scale-leap5",
+        "stream-otf-5x6-leap5",
+        "stream-otf-32x14-leap14",
+        "scale-spread",
+        "stream-otf-5x6-spread",
+        "stream-otf-31x8-leap7-spread",
+    ],
+)
 def test_hw_matches_golden_quick(bench, cfg):
     check_against_golden(bench, cfg, cycles=2000)
 
 
-@pytest.mark.parametrize("cfg", [
-    PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50),
-    PerturbConfig(strategy="gaussian", lanes=4),
-], ids=["pregen", "gaussian"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        PerturbConfig(strategy="pregen", pool_size=37, pool_bits=6, lanes=8, banks=2, perturb_dim=50),
+        PerturbConfig(strategy="gaussian", lanes=4),
+    ],
+    ids=["pregen", "gaussian"],
+)
 def test_stream_latency_and_no_bubble_after_a_stall(cfg):
     from pezo.golden.rng.perturb import stream_latency
+
     stream = PerturbationStream(cfg)
     stream.step(next=True)
     edges = 0

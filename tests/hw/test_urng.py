@@ -3,25 +3,28 @@
 import math
 
 import pytest
+from amaranth.lib import wiring
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from amaranth.lib import wiring
 
 from pezo.golden.config import PerturbConfig
 from pezo.hw.rng.urng import URNGArray, to_twos_complement
 from pezo.sim.amaranth_sim import check_against_golden
 
 
-@pytest.mark.parametrize("config", [
-    PerturbConfig(n_rngs=32, rng_bits=14),
-    PerturbConfig(n_rngs=31, rng_bits=8, rewind=True),
-    PerturbConfig(n_rngs=1, rng_bits=3, rewind=True),
-    PerturbConfig(n_rngs=5, rng_bits=32, seed=0xDEADBEEF, rewind=True),
-    PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14),
-    PerturbConfig(n_rngs=31, rng_bits=8, lfsr_leap=8, rewind=True),
-    PerturbConfig(n_rngs=3, rng_bits=32, lfsr_leap=7, seed=0x12345, rewind=True),
-], ids=str)
+@pytest.mark.parametrize(
+    "config",
+    [
+        PerturbConfig(n_rngs=32, rng_bits=14),
+        PerturbConfig(n_rngs=31, rng_bits=8, rewind=True),
+        PerturbConfig(n_rngs=1, rng_bits=3, rewind=True),
+        PerturbConfig(n_rngs=5, rng_bits=32, seed=0xDEADBEEF, rewind=True),
+        PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14),
+        PerturbConfig(n_rngs=31, rng_bits=8, lfsr_leap=8, rewind=True),
+        PerturbConfig(n_rngs=3, rng_bits=32, lfsr_leap=7, seed=0x12345, rewind=True),
+    ],
+    ids=str,
+)
 def test_matches_golden_on_amaranth_sim(config):
     check_against_golden("urng", config, cycles=1500)
 
@@ -36,8 +39,12 @@ def test_property_random_configs_match_golden(data):
     period = (1 << bits) - 1
     leap = data.draw(st.sampled_from([k for k in range(1, bits + 1) if math.gcd(k, period) == 1]), label="lfsr_leap")
     stim = data.draw(st.integers(0, 2**32), label="stimulus seed")
-    check_against_golden("urng", PerturbConfig(n_rngs=n, rng_bits=bits, seed=seed, rewind=rewind, lfsr_leap=leap),
-                              cycles=200, stim_seed=stim)
+    check_against_golden(
+        "urng",
+        PerturbConfig(n_rngs=n, rng_bits=bits, seed=seed, rewind=rewind, lfsr_leap=leap),
+        cycles=200,
+        stim_seed=stim,
+    )
 
 
 def test_signature_members_follow_config():

@@ -8,27 +8,33 @@ import pytest
 from pezo.golden.config import PerturbConfig
 from pezo.sim.runner import SIMULATORS, run_bench
 
-
 CASES = {
     "urng-32x14": ("urng", PerturbConfig(n_rngs=32, rng_bits=14)),
     "urng-31x8-rewind": ("urng", PerturbConfig(n_rngs=31, rng_bits=8, seed=77, rewind=True)),
     "urng-3x32-rewind": ("urng", PerturbConfig(n_rngs=3, rng_bits=32, seed=0x89ABCDEF, rewind=True)),
     "urng-32x14-leap14-rewind": ("urng", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14, rewind=True)),
-    "urng-32x14-spread-rewind": ("urng", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_bit_order="spread",
-                                                       rewind=True)),
+    "urng-32x14-spread-rewind": ("urng", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_bit_order="spread", rewind=True)),
     "pool-4095x12-8lanes": ("pool", PerturbConfig(strategy="pregen", perturb_dim=1000)),
-    "pool-1021x9-16lanes-4banks": ("pool", PerturbConfig(strategy="pregen", pool_size=1021, pool_bits=9,
-                                                        lanes=16, banks=4, perturb_dim=333)),
+    "pool-1021x9-16lanes-4banks": (
+        "pool",
+        PerturbConfig(strategy="pregen", pool_size=1021, pool_bits=9, lanes=16, banks=4, perturb_dim=333),
+    ),
     "scale-14bit": ("scale", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=40)),
     "gaussian-16": ("gaussian", PerturbConfig(strategy="gaussian", lanes=16)),
     "stream-otf-32x14": ("stream", PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=7, eps_shift=10)),
     "stream-otf-5x6": ("stream", PerturbConfig(n_rngs=5, rng_bits=6, perturb_dim=3, eps_shift=3)),
-    "stream-otf-32x14-leap14": ("stream", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14, perturb_dim=7,
-                                                        eps_shift=11)),
-    "stream-otf-31x8-spread": ("stream", PerturbConfig(n_rngs=31, rng_bits=8, lfsr_bit_order="spread", perturb_dim=20,
-                                                       eps_shift=9)),
-    "stream-otf-32x14-leap5-spread": ("stream", PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=5,
-                                                              lfsr_bit_order="spread", perturb_dim=7, eps_shift=11)),
+    "stream-otf-32x14-leap14": (
+        "stream",
+        PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=14, perturb_dim=7, eps_shift=11),
+    ),
+    "stream-otf-31x8-spread": (
+        "stream",
+        PerturbConfig(n_rngs=31, rng_bits=8, lfsr_bit_order="spread", perturb_dim=20, eps_shift=9),
+    ),
+    "stream-otf-32x14-leap5-spread": (
+        "stream",
+        PerturbConfig(n_rngs=32, rng_bits=14, lfsr_leap=5, lfsr_bit_order="spread", perturb_dim=7, eps_shift=11),
+    ),
     "stream-pregen": ("stream", PerturbConfig(strategy="pregen", perturb_dim=1000)),
     "stream-gaussian": ("stream", PerturbConfig(strategy="gaussian", lanes=8, eps_shift=14)),
 }

@@ -49,8 +49,16 @@ def test_training_job_through_axi_equals_golden(simulator, use_irq, require_simu
 def test_a_wrong_golden_side_is_caught(require_simulator, sim_build):
     require_simulator("icarus")
     cfg, xs, ys, weights = _job(2, seed=2)
-    r = run_board(cfg, LOSS, xs, ys, weights, "icarus", sim_build / "board-wrong" / "icarus",
-                  expect_loss=LossConfig(mode="sign", margin=4095, g_lr=1 << 16))
+    r = run_board(
+        cfg,
+        LOSS,
+        xs,
+        ys,
+        weights,
+        "icarus",
+        sim_build / "board-wrong" / "icarus",
+        expect_loss=LossConfig(mode="sign", margin=4095, g_lr=1 << 16),
+    )
     assert not r["match"] and any("loss" in m for m in r["mismatches"]), r["mismatches"]
 
 

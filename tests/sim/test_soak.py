@@ -8,7 +8,6 @@ import pytest
 from pezo.golden.config import PerturbConfig
 from pezo.sim.runner import run_bench
 
-
 SOAK_CYCLES = 1_000_000
 SOAKS = {
     "otf": PerturbConfig(n_rngs=32, rng_bits=14, perturb_dim=64),
@@ -27,5 +26,7 @@ def test_stream_soak(strategy, require_simulator, sim_build):
     assert result["cycles"] == SOAK_CYCLES and result["comparisons"] >= SOAK_CYCLES
     assert result["next"] >= 5000 and result["rewind"] >= 5000
     (build / "soak.json").write_text(json.dumps({"strategy": strategy, **result}, indent=2))
-    print(f"soak {strategy}: {SOAK_CYCLES} cycles, 0 mismatches, {result['test_s']:.0f} s "
-          f"({result['cycles_per_s']:.0f} cycles/s)")
+    print(
+        f"soak {strategy}: {SOAK_CYCLES} cycles, 0 mismatches, {result['test_s']:.0f} s "
+        f"({result['cycles_per_s']:.0f} cycles/s)"
+    )

@@ -43,6 +43,19 @@ from pezo.boards.flow.power.saif import write_saif
 from pezo.boards.flow.power.toggles import toggle_counts
 from pezo.sim.activity import CLOCK_PERIOD_NS, IDLE_CYCLES, representative_stimulus, simulate_vcd
 
-__all__ = ["CLASSES", "CLOCK_PERIOD_NS", "IDLE_CYCLES", "NOTE", "W_CLK", "bit_class", "classify_nets",
-           "match_activity", "netlist", "power_proxy", "representative_stimulus", "simulate_vcd",
-           "toggle_counts", "write_saif"]
+__all__ = [
+    "CLASSES",
+    "CLOCK_PERIOD_NS",
+    "IDLE_CYCLES",
+    "NOTE",
+    "W_CLK",
+    "bit_class",
+    "classify_nets",
+    "match_activity",
+    "netlist",
+    "power_proxy",
+    "representative_stimulus",
+    "simulate_vcd",
+    "toggle_counts",
+    "write_saif",
+]

@@ -17,8 +17,7 @@ BLOCK_STYLES = {"block", "bram", "ultra", "uram", "huge"}
 """``rom_style``/``ram_style`` values that put a memory in block RAM (``logic``, ``distributed``: fabric)."""
 BRAM_MIN_BITS = 4096
 """A memory without a style attribute counts as block RAM from this size on (every pezo memory has one)."""
-CLASSIFY_SCRIPT = ("read_verilog -sv {src}; hierarchy -top {top}; proc; flatten; memory_collect; "
-                   "write_json netlist.json")
+CLASSIFY_SCRIPT = "read_verilog -sv {src}; hierarchy -top {top}; proc; flatten; memory_collect; write_json netlist.json"
 """No optimisation at all: every VCD-visible RTL net keeps its name (even ``opt_clean`` drops flattened
 ``inst.$N`` aliases), and ``write_json`` maps aliases to one bit id. ``netlist`` finds the read ports'
 output registers itself (``memory_dff`` needs ``opt_dff``, which removes the enable muxes' nets)."""
@@ -67,8 +66,11 @@ def _memory_is_block(attributes: dict, bits: int) -> bool:
 
 def _run_yosys_json(verilog: str, top: str) -> dict:
     try:
-        return json.loads(run_yosys(verilog, CLASSIFY_SCRIPT.format(src="top.v", top=top), "netlist.json",
-                                    prefix="power-yosys-", design=top))
+        return json.loads(
+            run_yosys(
+                verilog, CLASSIFY_SCRIPT.format(src="top.v", top=top), "netlist.json", prefix="power-yosys-", design=top
+            )
+        )
     except SynthesisError as exc:
         raise RuntimeError(f"Yosys failed to read {top}: {exc}") from None
 
@@ -103,13 +105,21 @@ def netlist(verilog: str, top: str) -> Netlist:
         ports = _param(params.get("RD_PORTS"))
         clocked = _param_bits(params.get("RD_CLK_ENABLE", 0), ports)
         data, enables = connections.get("RD_DATA", []), connections.get("RD_EN", [])
-        memory = {"name": str(params.get("MEMID", cell_name)).lstrip("\\"),
-                  "block": _memory_is_block(cell.get("attributes", {}), width * size),
-                  "width": width, "depth": size, "read_ports": []}
+        memory = {
+            "name": str(params.get("MEMID", cell_name)).lstrip("\\"),
+            "block": _memory_is_block(cell.get("attributes", {}), width * size),
+            "width": width,
+            "depth": size,
+            "read_ports": [],
+        }
         for p in range(ports):
-            record = {"data": data[p * width:(p + 1) * width], "clocked": clocked[p],
-                      "enable": enables[p] if p < len(enables) else "1", "enable_inverted": False,
-                      "registers": []}
+            record = {
+                "data": data[p * width : (p + 1) * width],
+                "clocked": clocked[p],
+                "enable": enables[p] if p < len(enables) else "1",
+                "enable_inverted": False,
+                "registers": [],
+            }
             memory["read_ports"].append(record)
             if not clocked[p]:
                 for i, bit in enumerate(record["data"]):
@@ -129,8 +139,7 @@ def netlist(verilog: str, top: str) -> Netlist:
                 record, _ = read_data[d]
                 if "EN" in cell["connections"]:
                     record["enable"] = cell["connections"]["EN"][0]
-                    record["enable_inverted"] = not _param_bits(
-                        cell.get("parameters", {}).get("EN_POLARITY", 1), 1)[0]
+                    record["enable_inverted"] = not _param_bits(cell.get("parameters", {}).get("EN_POLARITY", 1), 1)[0]
                 record["registers"].append(q)
                 continue
             source = driver.get(d)

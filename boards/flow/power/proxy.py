@@ -50,8 +50,14 @@ W_BRAM_DATA = 1.0
 """One toggle of a BRAM read-data bit: the DOUT pin drives routing like any other net."""
 W_DSP = 20.0
 """Per synthesised DSP48E2 per active cycle (a multiply-accumulate, ~1 pJ)."""
-WEIGHTS = {"LUT": W_LUT, "FF": W_FF, "clock_per_FF": W_CLK, "BRAM_read": W_BRAM_READ,
-           "BRAM_data": W_BRAM_DATA, "DSP": W_DSP}
+WEIGHTS = {
+    "LUT": W_LUT,
+    "FF": W_FF,
+    "clock_per_FF": W_CLK,
+    "BRAM_read": W_BRAM_READ,
+    "BRAM_data": W_BRAM_DATA,
+    "DSP": W_DSP,
+}
 
 CLASSES = ("LUT", "FF", "BRAM")
 """Classes whose toggles the proxy weighs (``input`` and ``const`` bits are reported, not weighed)."""
@@ -71,8 +77,12 @@ def _cache_path(verilog: str, top: str, stimulus: list[dict], resources: dict | 
         digest.update(part.encode())
         digest.update(b"\0")
     package = Path(__file__).resolve().parent  # rules (this package, the testbench) + synthesised counts
-    sources = [*sorted(package.glob("*.py")), Path(sim_activity.__file__), Path(synth.__file__),
-               Path(boards_report.__file__)]
+    sources = [
+        *sorted(package.glob("*.py")),
+        Path(sim_activity.__file__),
+        Path(synth.__file__),
+        Path(boards_report.__file__),
+    ]
     for source in sources:
         digest.update(source.read_bytes())
     return cache_dir() / "power" / f"{digest.hexdigest()[:32]}.json"
@@ -103,8 +113,12 @@ def match_activity(activity: Activity, net: Netlist) -> dict:
                     mismatched.append(name)
             else:
                 bits[bit] = record
-    return {"bits": bits, "unmatched": unmatched, "alias_mismatches": mismatched,
-            "classified_fraction": matched / total if total else 1.0}
+    return {
+        "bits": bits,
+        "unmatched": unmatched,
+        "alias_mismatches": mismatched,
+        "classified_fraction": matched / total if total else 1.0,
+    }
 
 
 def _resources(config: PerturbConfig, unit: str) -> dict:
@@ -112,9 +126,16 @@ def _resources(config: PerturbConfig, unit: str) -> dict:
     return {k: full[k] for k in ("LUT", "FF", "BRAM", "DSP", "CARRY")}
 
 
-def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, use_cache: bool = True,
-                saif: str | os.PathLike | None = None, saif_instance_path=("top",),
-                resources: dict | None = None) -> dict:
+def power_proxy(
+    config: PerturbConfig,
+    unit: str = "stream",
+    steps: int = 2,
+    *,
+    use_cache: bool = True,
+    saif: str | os.PathLike | None = None,
+    saif_instance_path=("top",),
+    resources: dict | None = None,
+) -> dict:
     """Switching-activity power proxy of ``unit`` for ``config``: a relative figure, NOT watts.
 
     Simulates ``representative_stimulus(config, steps)`` (use a small ``perturb_dim``, e.g. 4096),
@@ -148,8 +169,9 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
     """
     boards_report.check_unit(config, unit)
     if unit != "stream":
-        raise ValueError(f"power_proxy drives the stream interface (en/next/rewind/sign): unit must be "
-                         f"'stream', got {unit!r}")
+        raise ValueError(
+            f"power_proxy drives the stream interface (en/next/rewind/sign): unit must be 'stream', got {unit!r}"
+        )
     verilog, top = boards_report.generator_verilog(config, unit)
     stimulus = representative_stimulus(config, steps)
     path = _cache_path(verilog, top, stimulus, resources)
@@ -178,8 +200,11 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
         raise RuntimeError(f"the VCD window holds {activity.edges} clock edges, expected {cycles}")
     joined = match_activity(activity, net)
     if joined["unmatched"]:
-        warnings.warn(f"{len(joined['unmatched'])} VCD nets of {top} are not in the Yosys netlist (not "
-                      f"counted): {', '.join(joined['unmatched'][:10])}", stacklevel=2)
+        warnings.warn(
+            f"{len(joined['unmatched'])} VCD nets of {top} are not in the Yosys netlist (not "
+            f"counted): {', '.join(joined['unmatched'][:10])}",
+            stacklevel=2,
+        )
     toggles = {c: 0 for c in CLASSES}
     bit_counts: dict[str, int] = {}
     for bit, (count, _) in joined["bits"].items():
@@ -239,10 +264,21 @@ def power_proxy(config: PerturbConfig, unit: str = "stream", steps: int = 2, *, 
         "nets": {c: bit_counts.get(c, 0) for c in (*CLASSES, "input", "const")},
         "invisible_bits": invisible,
         "synth": res,
-        "bram": {"memories": [{"name": m["name"], "block": m["block"], "width": m["width"], "depth": m["depth"],
-                               "read_ports": len(m["read_ports"])} for m in net.memories],
-                 "mean_read_enable": mean_enable, "reads_per_cycle": bram_reads,
-                 "unknown_enables": unknown_enables},
+        "bram": {
+            "memories": [
+                {
+                    "name": m["name"],
+                    "block": m["block"],
+                    "width": m["width"],
+                    "depth": m["depth"],
+                    "read_ports": len(m["read_ports"]),
+                }
+                for m in net.memories
+            ],
+            "mean_read_enable": mean_enable,
+            "reads_per_cycle": bram_reads,
+            "unknown_enables": unknown_enables,
+        },
         "dsp_active": dsp_active if res["DSP"] else 0.0,
         "unmatched_nets": joined["unmatched"],
         "alias_mismatches": joined["alias_mismatches"],

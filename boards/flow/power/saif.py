@@ -14,8 +14,15 @@ def saif_escape(name: str) -> str:
     return re.sub(r"([^A-Za-z0-9_])", r"\\\1", name)
 
 
-def write_saif(activity: dict, path, duration_ps: int | None = None, instance_path=("top",), *,
-               design: str = "", date: str | None = None) -> Path:
+def write_saif(
+    activity: dict,
+    path,
+    duration_ps: int | None = None,
+    instance_path=("top",),
+    *,
+    design: str = "",
+    date: str | None = None,
+) -> Path:
     """Write ``activity`` (``toggle_counts``' result) as a SAIF 2.0 backward file (TIMESCALE 1 ps).
 
     One ``NET`` entry per bit: ``(name\\[i\\] (T0 ..) (T1 ..) (TX ..) (TC toggles) (IG 0))`` (a 1-bit net
@@ -42,10 +49,19 @@ def write_saif(activity: dict, path, duration_ps: int | None = None, instance_pa
             node = node["children"].setdefault(part, {"nets": [], "children": {}})
         node["nets"].append(act)
 
-    lines = ["(SAIFILE", '(SAIFVERSION "2.0")', '(DIRECTION "backward")', f'(DESIGN "{design}")',
-             f'(DATE "{date or time.strftime("%a %b %d %H:%M:%S %Y")}")', '(VENDOR "pezo")',
-             '(PROGRAM_NAME "pezo boards.flow.power (switching-activity proxy)")', f'(VERSION "{pezo_version}")',
-             "(DIVIDER / )", "(TIMESCALE 1 ps)", f"(DURATION {int(duration_ps)})"]
+    lines = [
+        "(SAIFILE",
+        '(SAIFVERSION "2.0")',
+        '(DIRECTION "backward")',
+        f'(DESIGN "{design}")',
+        f'(DATE "{date or time.strftime("%a %b %d %H:%M:%S %Y")}")',
+        '(VENDOR "pezo")',
+        '(PROGRAM_NAME "pezo boards.flow.power (switching-activity proxy)")',
+        f'(VERSION "{pezo_version}")',
+        "(DIVIDER / )",
+        "(TIMESCALE 1 ps)",
+        f"(DURATION {int(duration_ps)})",
+    ]
 
     def emit(node, depth):
         pad = "  " * depth
@@ -54,8 +70,10 @@ def write_saif(activity: dict, path, duration_ps: int | None = None, instance_pa
             for act in node["nets"]:
                 for i in range(act.width):
                     bit = act.reference if act.width == 1 else f"{act.reference}[{act.lsb + i}]"
-                    lines.append(f"{pad}  ({saif_escape(bit)} (T0 {act.t0[i]}) (T1 {act.t1[i]}) "
-                                 f"(TX {act.tx[i]}) (TC {act.toggles[i]}) (IG 0))")
+                    lines.append(
+                        f"{pad}  ({saif_escape(bit)} (T0 {act.t0[i]}) (T1 {act.t1[i]}) "
+                        f"(TX {act.tx[i]}) (TC {act.toggles[i]}) (IG 0))"
+                    )
             lines.append(f"{pad})")
         for child_name in sorted(node["children"]):
             lines.append(f"{pad}(INSTANCE {saif_escape(child_name)}")

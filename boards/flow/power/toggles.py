@@ -57,7 +57,7 @@ class Activity(dict):
         return self.end_ps - self.start_ps
 
 
-_TIME_TO_PS = {"s": 10 ** 12, "ms": 10 ** 9, "us": 10 ** 6, "ns": 10 ** 3, "ps": 1}
+_TIME_TO_PS = {"s": 10**12, "ms": 10**9, "us": 10**6, "ns": 10**3, "ps": 1}
 
 
 def _vector(value, size: int) -> tuple[int, int]:
@@ -78,12 +78,13 @@ def _bit_matrix(values: list[int], width: int) -> np.ndarray:
         span = min(60, width - low)
         mask = (1 << span) - 1
         chunk = np.fromiter(((v >> low) & mask for v in values), dtype=np.int64, count=len(values))
-        out[:, low:low + span] = (chunk[:, None] >> np.arange(span)) & 1
+        out[:, low : low + span] = (chunk[:, None] >> np.arange(span)) & 1
     return out
 
 
-def toggle_counts(vcd_path, *, root: str | None = "dut", window: str | None = WINDOW_VAR,
-                  clock: str | None = "clk") -> Activity:
+def toggle_counts(
+    vcd_path, *, root: str | None = "dut", window: str | None = WINDOW_VAR, clock: str | None = "clk"
+) -> Activity:
     """Per-net activity from a VCD (pyvcd's ``vcd.reader.tokenize``), names relative to scope ``root``.
 
     Counts only inside the window: from the rise of the variable named ``window`` outside ``root``
@@ -166,13 +167,17 @@ def toggle_counts(vcd_path, *, root: str | None = "dut", window: str | None = WI
     activity.start_ps, activity.end_ps = start * scale_ps, end * scale_ps
     edge_times = None
     if clock:
-        clock_ids = [i for i, decls in declared.items()
-                     if any(".".join(s + (r,)) == clock for s, r, _, _ in decls)]
+        clock_ids = [i for i, decls in declared.items() if any(".".join(s + (r,)) == clock for s, r, _, _ in decls)]
         if clock_ids:
             entries = changes[clock_ids[0]]
-            edge_times = np.array([t for (t, v, x), prev in zip(entries[1:], entries[:-1])
-                                   if v == 1 and not x and prev[1] == 0 and not prev[2] and start <= t < end],
-                                  dtype=np.int64)
+            edge_times = np.array(
+                [
+                    t
+                    for (t, v, x), prev in zip(entries[1:], entries[:-1])
+                    if v == 1 and not x and prev[1] == 0 and not prev[2] and start <= t < end
+                ],
+                dtype=np.int64,
+            )
             activity.edges = len(edge_times)
 
     for ident, decls in declared.items():
@@ -198,10 +203,17 @@ def toggle_counts(vcd_path, *, root: str | None = "dut", window: str | None = WI
         else:
             high = np.zeros(size, dtype=np.int64)
         for scope, reference, width, lsb in decls:
-            net = NetActivity(scope=scope, reference=reference, width=width, lsb=lsb,
-                              toggles=[int(v) for v in toggles], t0=[int(v) for v in t0],
-                              t1=[int(v) for v in t1], tx=[int(v) for v in tx],
-                              high_edges=[int(v) for v in high])
+            net = NetActivity(
+                scope=scope,
+                reference=reference,
+                width=width,
+                lsb=lsb,
+                toggles=[int(v) for v in toggles],
+                t0=[int(v) for v in t0],
+                t1=[int(v) for v in t1],
+                tx=[int(v) for v in tx],
+                high_edges=[int(v) for v in high],
+            )
             activity[net.name] = net
     return activity
 
@@ -211,7 +223,6 @@ def _relative_scope(scopes: list[str], root: tuple[str, ...]) -> tuple[str, ...]
     if not root:
         return tuple(scopes)
     for i in range(len(scopes) - len(root) + 1):
-        if tuple(scopes[i:i + len(root)]) == root:
-            return tuple(scopes[i + len(root):])
+        if tuple(scopes[i : i + len(root)]) == root:
+            return tuple(scopes[i + len(root) :])
     return None
-
