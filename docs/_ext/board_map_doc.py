@@ -96,8 +96,9 @@ def board_map_rst() -> list[str]:
             f".. rubric:: Windows: {net}",
             "",
             (
-                f"AXI4, {8 * bm.BEAT_BYTES}-bit data, {board.addr_width} address bits; {cfg.rows}x{cfg.cols} "
-                f"array, batch {cfg.batch}, {cfg.strategy}; one slot of {board.slot} bytes per window."
+                f"AXI4, {8 * bm.BEAT_BYTES}-bit data, {board.addr_width} address bits; "
+                f"{cfg.array.rows}x{cfg.array.cols} array, batch {cfg.array.batch}, {cfg.stream.strategy}; "
+                f"one slot of {board.slot} bytes per window."
             ),
             "",
         ]
