@@ -50,7 +50,8 @@ from pezo.golden.zo.float_reference import (
     float_mlp_backprop,  # noqa: E402
     train_float_mezo,
 )
-from pezo.golden.zo.int8_net import TUNED, TUNED_WD, NetTrainConfig, train_int8_net  # noqa: E402
+from pezo.golden.zo.int8_net import train_int8_net  # noqa: E402
+from pezo.golden.zo.net_config import TUNED, TUNED_WD, NetTrainConfig
 from pezo.golden.zo.net_data import digits_split as net_digits_split  # noqa: E402
 from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
 

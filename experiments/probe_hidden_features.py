@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pezo.golden.engine.int8 import round_shift, saturate  # noqa: E402
 from pezo.golden.lm.probe import fit_linear_probe_val  # noqa: E402
-from pezo.golden.zo.int8_net import TUNED_WD  # noqa: E402
+from pezo.golden.zo.net_config import TUNED_WD  # noqa: E402
 from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
 from pezo.golden.zo.net_init import init_weights  # noqa: E402
 

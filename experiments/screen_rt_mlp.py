@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pezo.golden.zo.int8_net import TUNED, train_int8_net  # noqa: E402
+from pezo.golden.zo.int8_net import train_int8_net  # noqa: E402
+from pezo.golden.zo.net_config import TUNED
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 

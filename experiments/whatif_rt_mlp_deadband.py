@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pezo.golden.engine.loss import hinge_loss  # noqa: E402
 from pezo.golden.engine.network import NetEngine  # noqa: E402
 from pezo.golden.zo.int8_head import batch_schedule  # noqa: E402
-from pezo.golden.zo.int8_net import TUNED_WD  # noqa: E402
+from pezo.golden.zo.net_config import TUNED_WD  # noqa: E402
 from pezo.golden.zo.net_data import float_probe, load_data  # noqa: E402
 from pezo.golden.zo.net_eval import average_weights, engine_accuracy  # noqa: E402
 from pezo.golden.zo.net_init import init_weights  # noqa: E402

@@ -36,7 +36,8 @@ async def net_engine_trains_like_golden(dut):
         getattr(dut, name).value = 0
     g_of = None
     if os.environ.get("PEZO_HOST_G"):  # host mode with the trainer's cross-entropy g
-        from pezo.golden.zo.int8_net import NetTrainConfig, host_g
+        from pezo.golden.zo.int8_net import host_g
+        from pezo.golden.zo.net_config import NetTrainConfig
 
         spec = json.loads(os.environ["PEZO_HOST_G"])
         train, act_exponent = NetTrainConfig.from_dict(spec["train"]), int(spec["act_exponent"])

@@ -16,7 +16,7 @@ from pezo.boards.flow.timing import TIMING_KEYS, read_vivado_timing, unit_timing
 from pezo.boards.flow.vivado import VivadoReportError, read_vivado_run
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.zo_engine import EngineConfig
-from pezo.golden.zo.int8_net import NetTrainConfig
+from pezo.golden.zo.net_config import NetTrainConfig
 from pezo.hw.strategies import STRATEGIES, strategy
 
 PEZO_SIZES = ((32, 14), (32, 8), (31, 8))

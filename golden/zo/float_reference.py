@@ -24,8 +24,9 @@ from pezo.golden.engine.zo_engine import MAX_BATCH
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.families import make_sampler
 from pezo.golden.zo.int8_head import STEPS_RANGE, batch_schedule
-from pezo.golden.zo.int8_net import CURVE_LOSS_WINDOW, NetTrainConfig, check_choice, check_number, progress_bar
+from pezo.golden.zo.int8_net import CURVE_LOSS_WINDOW, progress_bar
 from pezo.golden.zo.mezo import MeZO, MeZOConfig
+from pezo.golden.zo.net_config import NetTrainConfig, check_choice, check_number
 from pezo.golden.zo.net_data import NetData, load_data
 
 BACKPROP_L2_GRID = (1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)

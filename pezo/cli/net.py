@@ -67,7 +67,7 @@ def _shown(value) -> str:
 def net_default(field: str) -> str:
     """The ``--net`` runs' default of ``NetTrainConfig`` field ``field`` for help texts: one value if every
     network has it, else each network's (``digits-mlp 128, rt-mlp 256``)."""
-    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_config import NetTrainConfig
 
     values = {name: _shown(NetTrainConfig(net=name).to_dict()[field]) for name in NET_NAMES}
     if len(set(values.values())) == 1:
@@ -226,7 +226,7 @@ def check_net_options(args, net: str, loss: str) -> None:
 
 def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options; one error line per bad field."""
-    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_config import NetTrainConfig
 
     check_seed_option(args)
     fields = {"net": args.net, "strategy": args.strategy}

@@ -27,7 +27,7 @@ from pezo.golden.engine.network import NetConfig, NetEngine
 def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
     """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net)."""
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_config import NetTrainConfig
     from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights
 

@@ -203,7 +203,7 @@ def test_a_file_as_xdg_cache_home_is_named(tmp_path, monkeypatch):
 def test_engine_help_gives_the_head_and_the_net_defaults(command, option, head, field, capsys):
     from pezo.golden.engine.zo_engine import EngineConfig
     from pezo.golden.zo.int8_head import Int8TrainConfig
-    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_config import NetTrainConfig
 
     head_value = EngineConfig().to_dict()[head] if head != "lr" else Int8TrainConfig().lr
     net_value = NetTrainConfig().to_dict()[field]
@@ -260,7 +260,7 @@ def test_net_options_and_train_int8_steps_show_defaults_and_ranges(capsys):
     from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN
     from pezo.golden.engine.zo_engine import G_MAX
     from pezo.golden.zo.int8_head import STEPS_RANGE, Int8TrainConfig
-    from pezo.golden.zo.int8_net import NetTrainConfig
+    from pezo.golden.zo.net_config import NetTrainConfig
 
     net, head = NetTrainConfig(), Int8TrainConfig()
     assert f"0..{MAX_MARGIN} (default {net.margin})" in option_help(["train-int8"], "--margin", capsys)

@@ -11,7 +11,8 @@ from pezo.golden.engine.network import NetEngine
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.golden.zo.float_reference import FloatMeZOConfig, train_float_mezo
 from pezo.golden.zo.int8_head import Int8TrainConfig, batch_schedule, update_scale
-from pezo.golden.zo.int8_net import TUNED, NetTrainConfig, host_g, train_int8_net
+from pezo.golden.zo.int8_net import host_g, train_int8_net
+from pezo.golden.zo.net_config import TUNED, NetTrainConfig
 from pezo.golden.zo.net_data import digits_split, load_data, quantize_digits
 from pezo.golden.zo.net_eval import average_weights, engine_accuracy
 from pezo.golden.zo.net_init import init_weights

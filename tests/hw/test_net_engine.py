@@ -12,7 +12,7 @@ from pezo.cli.main import main
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import Layer, NetConfig
-from pezo.golden.zo.int8_net import NetTrainConfig
+from pezo.golden.zo.net_config import NetTrainConfig
 from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE, NetEngine
 from pezo.sim.amaranth_sim import run_host
 from pezo.sim.net_host import NetDriver, net_training
