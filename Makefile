@@ -1,6 +1,6 @@
 # pezo: two commands do everything on a fresh machine.
 #   make run   - set up .venv, write the ZCU102 design (build/zcu102-engine), print the resource comparison
-#   make test  - set up .venv (+ Icarus when possible) and run the whole test suite
+#   make test  - set up .venv (+ Icarus when possible, + the docs extra) and run the whole test suite (the docs build too)
 #   make docs  - the documentation site (Sphinx, warnings are errors) into build/docs
 # Maintenance: make quick (no synthesis), make test-latest (the suite on the newest releases pyproject.toml admits,
 # in .venv-latest, with the docs extra so make lock pins it too), make lock (scripts/constraints.txt from
@@ -16,7 +16,7 @@ run:
 	@echo "ZCU102 design (the on-device trainer): build/zcu102-engine/ (with Vivado: cd build/zcu102-engine && bash build_top.sh); the stream-only top: .venv/bin/pezo build --design stream"
 
 test:
-	@bash scripts/setup.sh --test
+	@bash scripts/setup.sh --test --docs
 	.venv/bin/python -m pytest -n 2 --dist loadfile
 
 docs:
@@ -25,7 +25,7 @@ docs:
 	@echo "docs: build/docs/index.html"
 
 quick:
-	@bash scripts/setup.sh --test
+	@bash scripts/setup.sh --test --docs
 	.venv/bin/python -m pytest -n 2 --dist loadfile -m "not slow and not synth"
 
 test-latest:
