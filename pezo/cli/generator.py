@@ -10,21 +10,8 @@ from pezo.golden.config import STRATEGIES, PerturbConfig
 
 # -- the generator options -----------------------------------------------------------------------------
 
-GENERATOR_FIELDS = (
-    "strategy",
-    "n_rngs",
-    "rng_bits",
-    "seed",
-    "rewind",
-    "pool_size",
-    "pool_bits",
-    "lanes",
-    "banks",
-    "perturb_dim",
-    "eps_shift",
-    "lfsr_leap",
-    "lfsr_bit_order",
-)
+GENERATOR_FIELDS = PerturbConfig.JSON_KEYS
+"""The generator options, one per ``PerturbConfig`` field, in its JSON order."""
 ONLY_FOR = {
     "n_rngs": ("otf",),
     "rng_bits": ("otf",),
