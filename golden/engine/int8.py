@@ -76,3 +76,72 @@ def matmul(x, w) -> np.ndarray:
     if x.shape[-1] > MAX_INPUTS:
         raise ValueError(f"inputs must be in 1..{MAX_INPUTS} (int32 accumulation), got {x.shape[-1]}")
     return x @ w.T
+
+
+# -- NITI's per-tensor rules (dynamic exponents: ElasticZO-INT8's backward, the engine's backprop tail) ------
+ACC_LIMIT = 1 << 31
+BITS_RANGE = (1, 15)
+"""Bits ``pseudo_stochastic_round`` rounds to."""
+
+
+def int_array(name: str, x) -> np.ndarray:
+    """``x`` as int64 if it is an integer array, else a ValueError naming ``name``."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an integer array, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def int_scalar(name: str, v, lo: int | None = None, hi: int | None = None) -> int:
+    """``v`` as an int if it is an integer in [lo, hi] (either bound optional), else a ValueError."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {v!r}")
+    v = int(v)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{name} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def acc_array(name: str, x) -> np.ndarray:
+    """``x`` as int64 if it is an integer array with |x| <= 2^31 (an int32 accumulator), else a ValueError."""
+    a = int_array(name, x)
+    if a.size and int(np.max(np.abs(a))) > ACC_LIMIT:
+        raise ValueError(f"{name} must be an int32 accumulator (|{name}| <= 2^31), got max {int(np.max(np.abs(a)))}")
+    return a
+
+
+def bitwidth(x) -> int:
+    """floor(log2(max|x|)) + 1 (32 - clz), 0 for an all-zero (or empty) tensor."""
+    a = int_array("x", x)
+    return int(np.max(np.abs(a))).bit_length() if a.size else 0
+
+
+def requantize_tensor(acc, exponent: int) -> tuple[np.ndarray, int]:
+    """NITI requantisation of an int32 tensor: b = ``bitwidth(acc)``; b <= 7 returns (acc, exponent)
+    unchanged, else (sat(round_shift(acc, b - 7), -127, 127), exponent + b - 7) (round half up)."""
+    acc = acc_array("acc", acc)
+    exponent = int_scalar("exponent", exponent)
+    b = bitwidth(acc)
+    if b <= 7:
+        return acc, exponent
+    return requantize(acc, b - 7), exponent + b - 7
+
+
+def pseudo_stochastic_round(x, bits: int) -> np.ndarray:
+    """NITI's PstoShift to ``bits`` bits, sign-magnitude form, deterministic: shift = ``bitwidth(x)`` - bits;
+    shift < 1 returns x; else |x| = q 2^shift + r, the upper shift - h bits of r (h = shift >> 1) are
+    compared with its lower h bits (doubled for an odd shift) and q grows by one when the upper part is
+    larger; the sign is re-applied and the result saturated to [-127, 127]. psr(-x) == -psr(x) (NITI's
+    reference code floors negative values instead), and max|x| = 1 passes unchanged."""
+    bits = int_scalar("bits", bits, *BITS_RANGE)
+    x = acc_array("x", x)
+    shift = bitwidth(x) - bits
+    if shift < 1:
+        return x
+    m = np.abs(x)
+    q = m >> shift
+    r = m & ((1 << shift) - 1)
+    h = shift >> 1
+    hi = r >> h
+    lo = (r & ((1 << h) - 1)) << (shift & 1)
+    return np.clip(np.sign(x) * (q + (hi > lo)), WEIGHT_MIN, WEIGHT_MAX)

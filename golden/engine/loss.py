@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import check_int
+from pezo.golden.engine.backprop import DEFAULT_BP_BITS, MAX_LAYERS, check_bp_bits
 from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH, WD_EVERY_RANGE, check_wd_shift
 from pezo.golden.rounding import round_shift
 
@@ -60,6 +61,8 @@ class LossConfig:
     g_shift: int = 8
     wd_shift: int = 0
     wd_every: int = 1
+    split: int | None = None
+    bp_bits: int = DEFAULT_BP_BITS
 
     def __post_init__(self):
         if self.mode not in LOSS_MODES:
@@ -69,6 +72,9 @@ class LossConfig:
         check_int("g_shift", self.g_shift, *G_SHIFT_RANGE)
         check_wd_shift(self.wd_shift)
         check_int("wd_every", self.wd_every, *WD_EVERY_RANGE)
+        if self.split is not None:
+            check_int("split", self.split, 0, MAX_LAYERS)
+        check_bp_bits(self.bp_bits)
 
     @property
     def on_chip(self) -> bool:

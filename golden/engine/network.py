@@ -47,6 +47,7 @@ from typing import ClassVar
 import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
+from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, hinge_error, split_point, tail_backward
 from pezo.golden.engine.int8 import (
     ACC_BITS,
     ACT_MIN,
@@ -76,7 +77,6 @@ from pezo.golden.engine.zo_engine import (
 )
 from pezo.golden.rng.perturb import PerturbationStream
 
-MAX_LAYERS = 8
 MAX_WIDTH = 4096
 """Widest layer input or output."""
 MAX_WEIGHT_WORDS = 1 << 20
@@ -278,26 +278,39 @@ class NetConfig(EngineFlatConfig):
 
 @dataclass
 class StepRecord:
-    """What one on-chip step produced: both logit sets, both losses and the g the engine formed."""
+    """What one on-chip step produced: both logit sets, both losses and the g the engine formed; with a
+    backprop tail (``golden.engine.backprop``) the ``split`` C and the ``tail``'s errors, gradients and
+    updates. At full BP (C = 0) the one pass is the "minus" one: ``logits_plus`` is None, ``loss_plus``
+    0 and g 0."""
 
-    logits_plus: np.ndarray
+    logits_plus: np.ndarray | None
     logits_minus: np.ndarray
     loss_plus: int
     loss_minus: int
     g: int
+    split: int | None = None
+    tail: TailRecord | None = None
+
+
+def forward_pass(config: NetConfig, x, weights: list[np.ndarray], biases: list[np.ndarray]):
+    """(logits, inputs) of the layer program on ``x`` [batch, inputs] int8 with the given (already
+    perturbed) per-layer weights: the logits are the int32 accumulators (int64 array [batch, outputs]),
+    ``inputs[l]`` layer l's int8 input (``inputs[0]`` is ``x``) -- what the activation buffers hold."""
+    h = np.asarray(x, dtype=np.int64)
+    inputs = []
+    last = len(config.layers) - 1
+    for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
+        inputs.append(h)
+        acc = h @ np.asarray(w, dtype=np.int64).T + b
+        if i == last:
+            return acc, inputs
+        h = saturate(round_shift(acc, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+    raise AssertionError("unreachable")
 
 
 def forward_network(config: NetConfig, x, weights: list[np.ndarray], biases: list[np.ndarray]) -> np.ndarray:
-    """The logits (int32 accumulators, int64 array [batch, outputs]) of the layer program on ``x``
-    [batch, inputs] int8 with the given (already perturbed) per-layer weights."""
-    h = np.asarray(x, dtype=np.int64)
-    last = len(config.layers) - 1
-    for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
-        acc = h @ np.asarray(w, dtype=np.int64).T + b
-        if i == last:
-            return acc
-        h = saturate(round_shift(acc, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
-    raise AssertionError("unreachable")
+    """The logits of ``forward_pass``."""
+    return forward_pass(config, x, weights, biases)[0]
 
 
 def weights_digest(flat) -> str:
@@ -324,6 +337,8 @@ class NetEngine:
         self.perturbation = None  # the current step's p (+epsilon), global order
         self.steps = 0
         self.decay_count = 0  # the engine's decay counter (module docstring)
+        self.zo_end = config.weights  # weights the last forward_zo perturbed (layers 1..C)
+        self.last_logits = self.last_inputs = None  # the last pass, for the backprop tail
 
     # -- state --------------------------------------------------------------------------------
     def _split(self, flat) -> list[np.ndarray]:
@@ -378,6 +393,16 @@ class NetEngine:
         self.biases = out
 
     # -- operations ---------------------------------------------------------------------------
+    def split_point(self, split: int | None) -> int:
+        """C of a run-time ``split`` (None = full ZO) on this net, or a ValueError naming 0..L."""
+        layers = len(self.config.layers)
+        return layers if split is None else split_point(split, layers)
+
+    def zo_weights(self, split: int | None) -> int:
+        """How many leading weights (global order) ZO trains at ``split``: those of layers 1..C."""
+        c = self.split_point(split)
+        return sum(l.weights for l in self.config.layers[:c])
+
     def next_perturbation(self) -> np.ndarray:
         self.stream.step(next=True, sign=False)
         self.perturbation = self.stream.perturbation(self.config.weights)
@@ -387,11 +412,26 @@ class NetEngine:
     def _logits(self, x, flat) -> np.ndarray:
         return forward_network(self.config, x, self._split(flat), self.biases)
 
-    def forward_zo(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """The +epsilon and -epsilon logits [batch, outputs] of a new perturbation."""
+    def forward_zo(self, x, split: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The +epsilon and -epsilon logits [batch, outputs] of a new perturbation; with a ``split`` C < L the
+        perturbation of layers C+1..L is 0 (the stream still runs over them) and the -epsilon pass is kept
+        for ``backprop``."""
         x = check_batch(self.config, x)
         p = self.next_perturbation()
-        return (self._logits(x, perturbed_weights(self.flat, p)), self._logits(x, perturbed_weights(self.flat, -p)))
+        self.zo_end = self.zo_weights(split)
+        p[self.zo_end :] = 0
+        plus = self._logits(x, perturbed_weights(self.flat, p))
+        minus, self.last_inputs = forward_pass(
+            self.config, x, self._split(perturbed_weights(self.flat, -p)), self.biases
+        )
+        self.last_logits = minus
+        return plus, minus
+
+    def forward_plain(self, x) -> np.ndarray:
+        """Full BP's one pass: the stored weights' logits, the pass kept for ``backprop``."""
+        x = check_batch(self.config, x)
+        self.last_logits, self.last_inputs = forward_pass(self.config, x, self.weights, self.biases)
+        return self.last_logits
 
     def digest(self) -> str:
         """``weights_digest`` of the current weights."""
@@ -404,19 +444,40 @@ class NetEngine:
 
     def update(self, g: int, wd_shift: int = 0, wd_every: int = 1) -> list[np.ndarray]:
         """Replay the step's perturbation: ``w <- sat(w - round_shift(g p, 16) - round_shift(w, wd_shift))``
-        (the decay term only for ``wd_shift`` 1..7, on the updates the decay counter picks: ``wd_every``)."""
+        (the decay term only for ``wd_shift`` 1..7, on the updates the decay counter picks: ``wd_every``),
+        over the weights the last ``forward_zo`` perturbed (layers 1..C of its split)."""
         if self.perturbation is None:
             raise RuntimeError("update before the first forward_zo: there is no perturbation to replay")
         check_wd_shift(wd_shift)
         decay = self.decays_next(wd_every)
         self.decay_count = 0 if decay else self.decay_count + 1
-        self.flat = updated_weights(self.flat, self.perturbation, g, wd_shift if decay else 0)
+        end = self.zo_end
+        self.flat[:end] = updated_weights(self.flat[:end], self.perturbation[:end], g, wd_shift if decay else 0)
         return self.weights
+
+    def backprop(self, labels, margin: int, split: int, bp_bits: int) -> TailRecord:
+        """The backprop tail of layers C+1..L (``golden.engine.backprop``) on the last pass (``forward_zo``'s
+        -epsilon pass or ``forward_plain``'s), from the hinge subgradient of its logits; updates the
+        stored weights."""
+        if self.last_logits is None:
+            raise RuntimeError("backprop before a forward pass: there are no activations to use")
+        error = hinge_error(self.last_logits, labels, margin)
+        c = self.split_point(split)
+        new, record = tail_backward(self.config.layers, self.weights, self.last_inputs, error, c, bp_bits)
+        self.flat = np.concatenate([w.ravel() for w in new])
+        return record
 
     def train_step(self, x, labels, loss: LossConfig, g: int | None = None) -> StepRecord:
         """One complete on-chip step: both passes, the hinge losses, g (``loss.mode``; host mode takes
-        ``g``) and the update."""
-        plus, minus = self.forward_zo(x)
+        ``g``) and the update; with ``loss.split`` C < L the ZO part covers layers 1..C and the backprop
+        tail the rest (C = 0: one plain pass and the tail; ``golden.engine.backprop``)."""
+        c = self.split_point(loss.split)
+        layers = len(self.config.layers)
+        if c == 0:
+            minus = self.forward_plain(x)
+            tail = self.backprop(labels, loss.margin, c, loss.bp_bits)
+            return StepRecord(None, minus, 0, hinge_loss(minus, labels, loss.margin), 0, c, tail)
+        plus, minus = self.forward_zo(x, c)
         l_plus, l_minus = hinge_loss(plus, labels, loss.margin), hinge_loss(minus, labels, loss.margin)
         if loss.mode == "host":
             if g is None:
@@ -424,7 +485,8 @@ class NetEngine:
         else:
             g = onchip_g(l_plus, l_minus, loss)
         self.update(g, loss.wd_shift, loss.wd_every)
-        return StepRecord(plus, minus, l_plus, l_minus, int(g))
+        tail = self.backprop(labels, loss.margin, c, loss.bp_bits) if c < layers else None
+        return StepRecord(plus, minus, l_plus, l_minus, int(g), None if c == layers else c, tail)
 
     def infer(self, x) -> np.ndarray:
         """Plain inference of the stored weights: logits [batch, outputs]."""

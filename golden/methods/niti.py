@@ -5,7 +5,8 @@ Format (``pezo.golden.engine.int8``): a tensor is an int64 array of int8 values 
 whole (batch) tensor, value = q * 2^e. Weights and requantised tensors saturate to [-127, 127]; inputs
 use [-128, 127]. Accumulators are exact int32 sums (held in int64; |acc| <= 2^31 is enforced).
 
-Rounding rules, one per operation:
+Rounding rules, one per operation (``bitwidth``, ``requantize_tensor`` and ``pseudo_stochastic_round`` live in
+``pezo.golden.engine.int8``, which the engine's backprop tail shares; they are re-exported here):
 
 * ``bitwidth(x)`` = floor(log2(max|x|)) + 1 (the paper's form, 32 - clz in RTL; 0 for an all-zero
   tensor). NITI-REF uses ceil(log2(max|x|)), one less when max|x| is an exact power of two (trap: the
@@ -57,19 +58,26 @@ import functools
 
 import numpy as np
 
-from pezo.golden.engine.int8 import (
+from pezo.golden.engine.int8 import (  # noqa: F401 (the NITI per-tensor rules, part of this API)
+    ACC_LIMIT,
     ACT_MAX,
     ACT_MIN,
+    BITS_RANGE,
     MAX_INPUTS,
     SHIFT_RANGE,
     WEIGHT_MAX,
     WEIGHT_MIN,
+    bitwidth,
     check_int8,
     exponent_for,
     matmul,
+    pseudo_stochastic_round,
     quantize,
-    requantize,
+    requantize_tensor,
 )
+from pezo.golden.engine.int8 import acc_array as _acc
+from pezo.golden.engine.int8 import int_array as _int_array
+from pezo.golden.engine.int8 import int_scalar as _int_scalar
 
 LOG2E_Q15 = 47274
 """log2(e) ~ 47274 * 2^-15 = 1.4426880 (true 1.4426950), ElasticZO Eq. 9."""
@@ -82,34 +90,9 @@ EXP2_Q = 15
 """Fraction bits of the 2^(k / 2^F) ROM of ``loss_gradient_int8``."""
 LOGIT_EXPONENT_RANGE = (-16, 16)
 """Logit exponents accepted by the CE units (keeps every intermediate well inside int64)."""
-ACC_LIMIT = 1 << 31
-BITS_RANGE = (1, 15)
 
 
 # -- validation ----------------------------------------------------------------------------------
-def _int_array(name: str, x) -> np.ndarray:
-    a = np.asarray(x)
-    if a.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be an integer array, got dtype {a.dtype}")
-    return a.astype(np.int64)
-
-
-def _int_scalar(name: str, v, lo: int | None = None, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {v!r}")
-    v = int(v)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name} must be in {lo}..{hi}, got {v}")
-    return v
-
-
-def _acc(name: str, x) -> np.ndarray:
-    a = _int_array(name, x)
-    if a.size and int(np.max(np.abs(a))) > ACC_LIMIT:
-        raise ValueError(f"{name} must be an int32 accumulator (|{name}| <= 2^31), got max {int(np.max(np.abs(a)))}")
-    return a
-
-
 def _logit_batch(alpha, beta, labels) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """[B, K] int8 logits (a [K] vector is one sample) and [B] labels in 0..K-1."""
     a = check_int8("alpha", alpha)
@@ -138,48 +121,16 @@ def _logit_exponent(name: str, v) -> int:
 
 
 # -- format ------------------------------------------------------------------------------------
-def bitwidth(x) -> int:
-    """floor(log2(max|x|)) + 1 (32 - clz), 0 for an all-zero (or empty) tensor."""
-    a = _int_array("x", x)
-    return int(np.max(np.abs(a))).bit_length() if a.size else 0
-
-
 def floor_shift(x, shift: int) -> np.ndarray:
     """x * 2^shift rounded down: x << shift for shift >= 0, arithmetic (floor) x >> -shift otherwise."""
     x = np.asarray(x, dtype=np.int64)
     return x << shift if shift >= 0 else x >> -shift
 
 
-def requantize_tensor(acc, exponent: int) -> tuple[np.ndarray, int]:
-    """NITI requantisation of an int32 tensor: (int8 values, exponent) -- see the module docstring."""
-    acc = _acc("acc", acc)
-    exponent = _int_scalar("exponent", exponent)
-    b = bitwidth(acc)
-    if b <= 7:
-        return acc, exponent
-    return requantize(acc, b - 7), exponent + b - 7
-
-
 def quantize_tensor(x) -> tuple[np.ndarray, int]:
     """NITI input quantiser: e = ceil(log2(max|x|)) - 7, q = sat(round-half-up(x * 2^-e), -128, 127)."""
     e = exponent_for(x)
     return quantize(x, e, ACT_MIN, ACT_MAX), e
-
-
-def pseudo_stochastic_round(x, bits: int) -> np.ndarray:
-    """NITI PstoShift to ``bits`` bits, sign-magnitude form (deterministic; see the module docstring)."""
-    bits = _int_scalar("bits", bits, *BITS_RANGE)
-    x = _acc("x", x)
-    shift = bitwidth(x) - bits
-    if shift < 1:
-        return x
-    m = np.abs(x)
-    q = m >> shift
-    r = m & ((1 << shift) - 1)
-    h = shift >> 1
-    hi = r >> h
-    lo = (r & ((1 << h) - 1)) << (shift & 1)
-    return np.clip(np.sign(x) * (q + (hi > lo)), WEIGHT_MIN, WEIGHT_MAX)
 
 
 # -- ZO gradient sign ------------------------------------------------------------------------------

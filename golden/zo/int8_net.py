@@ -6,6 +6,9 @@ Crammer-Singer hinge losses of ``golden.engine.loss`` with ``margin``, g = +-g_l
 sat(round_shift(L+ - L-, g_shift)) (``"scaled"``), the update); ``host`` -- ``NetEngine.forward_zo``, the
 host's g from the float cross-entropies (``host_g``: ``int8_head.update_scale`` generalised to a
 network), ``NetEngine.update(g)``. Batches: ``int8_head.batch_schedule``. A step is two forward passes.
+With a ``split`` (the elastic trainer, ``golden.engine.backprop``) the ZO part covers layers 1..C and the
+engine's backprop tail trains the rest after the update (host mode too: the tail is on chip); full BP
+(C = 0) is one forward pass and the tail per step, whatever the loss mode.
 
 **Evaluation**: ``NetEngine.infer`` (the engine's exact arithmetic; argmax of the int32 logits, ties to
 the lowest class), the split cut into engine batches (the last one padded with zero inputs whose
@@ -25,6 +28,7 @@ import time
 
 import numpy as np
 
+from pezo.golden.engine.backprop import split_name
 from pezo.golden.engine.network import NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import (
     G_MAX,
@@ -86,6 +90,8 @@ def train_int8_net(
     weights, init = init_weights(config, data.x["train"], data)
     engine = NetEngine(net, weights=weights)
     schedule = batch_schedule(train_size, net.array.batch, config.steps, config.seed)
+    split = config.split_c
+    passes_per_step = 1 if split == 0 else 2
     start_val = best_val = engine_accuracy(engine, data.x["val"], data.y["val"])
     start_test = engine_accuracy(engine, data.x["test"], data.y["test"])
     best_step, best_w = 0, engine.flat.copy()
@@ -98,15 +104,18 @@ def train_int8_net(
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
         t0 = time.perf_counter()
-        if config.loss == "on-chip":
+        if config.loss == "on-chip" or split == 0:
             record = engine.train_step(x, y, loss_cfg)
             g = record.g
             seconds += time.perf_counter() - t0
-            losses.append((record.loss_plus + record.loss_minus) / (2 * net.array.batch))
+            passes = 1 if split == 0 else 2
+            losses.append((record.loss_plus + record.loss_minus) / (passes * net.array.batch))
         else:
-            plus, minus = engine.forward_zo(x)
+            plus, minus = engine.forward_zo(x, split)
             g, l_plus, l_minus = host_g(plus, minus, y, config, data.act_exponent)
             engine.update(g, loss_cfg.wd_shift, loss_cfg.wd_every)
+            if split < len(net.layers):
+                engine.backprop(y, loss_cfg.margin, split, loss_cfg.bp_bits)
             seconds += time.perf_counter() - t0
             losses.append(0.5 * (l_plus + l_minus))
         zero_g += g == 0
@@ -118,7 +127,7 @@ def train_int8_net(
             curve.append(
                 {
                     "step": step + 1,
-                    "forward_passes": 2 * (step + 1),
+                    "forward_passes": passes_per_step * (step + 1),
                     "val_accuracy": val,
                     "train_loss": float(np.mean(losses[-CURVE_LOSS_WINDOW:])),
                 }
@@ -159,7 +168,10 @@ def train_int8_net(
         else "best-validation checkpoint",
         "model_val_accuracy": averages[config.average_last] if config.average_last else best_val,
         "checkpoint_average_val": {str(n): v for n, v in averages.items()},
-        "forward_passes": 2 * config.steps,
+        "forward_passes": passes_per_step * config.steps,
+        "split": split_name(split, len(net.layers)),
+        "split_c": split,
+        "bp_bits": loss_cfg.bp_bits if split < len(net.layers) else None,
         "seconds_per_step": seconds / config.steps,
         "curve": curve,
         "train_loss_start": float(np.mean(losses[:CURVE_LOSS_WINDOW])),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pezo.golden.config import StreamConfig, check_int
+from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, split_point
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS
 from pezo.golden.engine.network import NetConfig
@@ -99,6 +100,11 @@ class NetTrainConfig(EngineFlatConfig):
     wd_every   -- the decay acts on every ``wd_every``-th step only (steps wd_every, 2 wd_every, ...),
                   1..255: the engine's WD_EVERY register and decay counter (``LossConfig.wd_every``), so
                   one TRAIN(S) command runs the schedule; 1 = every step.
+    split      -- the partition of the elastic trainer (``golden.engine.backprop``): ``full-zo`` (the
+                  default: ZO on every layer), ``cls2`` / ``cls1`` (backprop on the last one / two layers),
+                  ``full-bp`` (integer backprop alone), or a layer index C in 0..L (ZO on layers 1..C).
+    bp_bits    -- the backprop tail's PSR bits (its learning rate), 1..7; None = ``DEFAULT_BP_BITS``.
+                  Refused with ``split="full-zo"`` (there is no tail to use it).
     average_last -- the reported model: 0 = the best-validation checkpoint (the default); N >= 1 = the
                   mean of the weights at the last N validation checkpoints (``eval_every`` steps apart,
                   the last one after the final step), rounded half up to int8 -- host work only: the host
@@ -132,6 +138,8 @@ class NetTrainConfig(EngineFlatConfig):
     wd_shift: int = 0
     wd_every: int = 1
     average_last: int = 0
+    split: str | int = "full-zo"
+    bp_bits: int | None = None
 
     def __post_init__(self):
         check_choice("net", self.net, NET_NAMES)
@@ -181,6 +189,14 @@ class NetTrainConfig(EngineFlatConfig):
             object.__setattr__(self, "shifts", tuple(self.shifts))
             for i, s in enumerate(self.shifts):
                 check_int(f"shifts[{i}]", s, 0, 31)
+        c = split_point(self.split, len(NETS[self.net]))
+        if self.bp_bits is not None:
+            if c == len(NETS[self.net]):
+                raise ValueError(
+                    f"bp_bits is a setting of the backprop tail: split {self.split!r} trains every layer by ZO "
+                    "(choose a split with a tail: cls2, cls1, full-bp or a layer index below the layer count)"
+                )
+            check_bp_bits(self.bp_bits)
         if self.stream.seed != (self.stream_seed or self.seed):
             object.__setattr__(self, "stream", self.stream.replace(seed=self.stream_seed or self.seed))
         self.net_config  # noqa: B018 - the engine's own checks (tiling, stream)
@@ -207,7 +223,14 @@ class NetTrainConfig(EngineFlatConfig):
             g_shift=self.g_shift,
             wd_shift=self.wd_shift,
             wd_every=self.wd_every,
+            split=None if self.split_c == len(self.layers) else self.split_c,
+            bp_bits=DEFAULT_BP_BITS if self.bp_bits is None else self.bp_bits,
         )
+
+    @property
+    def split_c(self) -> int:
+        """The partition point C of ``split`` (0..L)."""
+        return split_point(self.split, len(self.layers))
 
     @property
     def eps_lsb(self) -> float:
@@ -247,6 +270,8 @@ class NetTrainConfig(EngineFlatConfig):
         "wd_shift",
         "wd_every",
         "average_last",
+        "split",
+        "bp_bits",
     )
 
     def check_flat(self, changes: dict) -> None:
