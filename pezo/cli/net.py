@@ -29,6 +29,8 @@ NET_ONLY = (
     "wd_every",
     "last_init",
     "hidden_init",
+    "split",
+    "bp_bits",
 )
 NET_TRAIN_OPTIONS = {
     field: "--" + field.replace("_", "-")
@@ -54,6 +56,8 @@ NET_TRAIN_OPTIONS = {
         "wd_every",
         "last_init",
         "hidden_init",
+        "split",
+        "bp_bits",
     )
 } | {"seed": "--split-seed"}
 """NetTrainConfig field -> the option that sets it (its ``seed`` is the data's: ``--split-seed``)."""
@@ -138,6 +142,21 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         "the layer's training inputs and their negatives; no labels), both calibrated",
     )
     if not sim:
+        from pezo.golden.engine.backprop import BP_BITS_RANGE, DEFAULT_BP_BITS, SPLIT_NAMES
+
+        p.add_argument(
+            "--split",
+            type=raw,
+            help=f"with --net: the elastic trainer's partition: {', '.join(SPLIT_NAMES)} or a layer index C "
+            "(ZO on layers 1..C, the engine's integer backprop on the rest; full-zo, the default, is ZO on "
+            "every layer, full-bp is backprop alone)",
+        )
+        p.add_argument(
+            "--bp-bits",
+            type=raw,
+            help=f"with --net --split other than full-zo: the backprop tail's update bits (its learning rate), "
+            f"{BP_BITS_RANGE[0]}..{BP_BITS_RANGE[1]} (default {DEFAULT_BP_BITS})",
+        )
         p.add_argument(
             "--last-init",
             choices=("zero", "calibrated", "probe"),
@@ -372,8 +391,9 @@ def cmd_train_int8_net(args, steps) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    method = "INT8 ZO" if result["split"] == "full-zo" else f"INT8 elastic ZO/BP (split {result['split']})"
     print(
-        f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
+        f"{method} of {train.net} ({train.loss} loss, {train.stream.strategy}), {result['steps']} step"
         f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}",
         file=sys.stdout,
     )

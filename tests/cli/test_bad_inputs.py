@@ -69,6 +69,22 @@ BAD_INPUTS = [
     (["train-int8", "--net", "rt-mlp", "--g-lr", "0"], "--g-lr must be in 1..8388607, got 0"),
     (["train-int8", "--eval-every", "0"], "--eval-every must be in 1..10000000, got 0"),
     (["sim", "engine", "--steps", "0"], "--steps must be an integer in 1..10000, got 0"),
+    # the elastic trainer: a split outside 0..L, bp_bits out of range, BP settings without a backprop tail
+    (
+        ["train-int8", "--net", "digits-mlp", "--split", "4"],
+        "--split must be one of full-zo, cls2, cls1, full-bp or a layer index 0..3, got 4",
+    ),
+    (
+        ["train-int8", "--net", "rt-mlp", "--split", "cls9"],
+        "--split must be one of full-zo, cls2, cls1, full-bp or a layer index 0..2, got 'cls9'",
+    ),
+    (["train-int8", "--net", "rt-head", "--split", "cls1"], "--split 'cls1' needs at least 2 layers; this net has 1"),
+    (["train-int8", "--net", "digits-mlp", "--split", "cls2", "--bp-bits", "8"], "--bp-bits must be in 1..7, got 8"),
+    (
+        ["train-int8", "--net", "digits-mlp", "--bp-bits", "3"],
+        "--bp-bits is a setting of the backprop tail: split 'full-zo'",
+    ),
+    (["train-int8", "--split", "cls2"], "--split applies to --net runs only"),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [

@@ -54,6 +54,9 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
         ("average_last", True, r"average_last must be an integer"),
         ("shifts", (7,), "shifts must be None or 2 shift"),
         ("shifts", (7, 40), r"shifts\[1\]"),
+        ("split", 4, r"split must be one of full-zo, cls2, cls1, full-bp or a layer index 0\.\.3, got 4"),
+        ("split", "head", "split must be one of"),
+        ("bp_bits", 3, "bp_bits is a setting of the backprop tail: split 'full-zo'"),
     ],
 )
 def test_bad_config_values_raise_one_clear_error(field, value, message):
@@ -289,3 +292,23 @@ def test_the_float_mezo_reference_runs_on_the_same_shape_and_budget():
     assert train_float_mezo(cfg)["curve"] == r["curve"]
     with pytest.raises(ValueError, match="eps must be a finite number"):
         dataclasses.replace(cfg, eps=-1.0)
+
+
+@pytest.mark.parametrize("split, c, passes", [("cls2", 2, 2), ("cls1", 1, 2), ("full-bp", 0, 1), (1, 1, 2)])
+def test_a_split_run_is_the_engines_hybrid_step_and_reports_the_split(split, c, passes):
+    cfg = FAST.replace(steps=20, eval_every=10, split=split, bp_bits=2)
+    data = load_data(cfg)
+    r = train_int8_net(cfg, data=data, probe=False)
+    weights, _ = init_weights(cfg, data.x["train"])
+    engine = NetEngine(cfg.net_config, weights=weights)
+    assert cfg.loss_config.split == c and cfg.loss_config.bp_bits == 2
+    for rows in batch_schedule(1000, cfg.array.batch, cfg.steps, cfg.seed):
+        engine.train_step(data.x["train"][rows], data.y["train"][rows], cfg.loss_config)
+    assert r["final_weights_digest"] == engine.digest()
+    assert (r["split_c"], r["bp_bits"], r["forward_passes"]) == (c, 2, passes * 20)
+    assert r["split"] == {2: "cls2", 1: "cls1", 0: "full-bp"}[c]
+
+
+def test_full_bp_on_chip_trains_the_digits_mlp_within_a_few_hundred_steps():
+    r = train_int8_net(FAST.replace(steps=200, split="full-bp"), probe=False)
+    assert r["test_accuracy"] >= 0.9 and r["bp_bits"] == 3 and r["split"] == "full-bp"
