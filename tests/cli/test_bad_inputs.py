@@ -85,6 +85,11 @@ BAD_INPUTS = [
         "--bp-bits is a setting of the backprop tail: split 'full-zo'",
     ),
     (["train-int8", "--split", "cls2"], "--split applies to --net runs only"),
+    (
+        ["sim", "engine", "--net", "digits-mlp", "--split", "cls2"],
+        "--split cls2: the engine's RTL has no backprop tail yet",
+    ),
+    (["sim", "board", "--split", "full-bp"], "--split full-bp: the engine's RTL has no backprop tail yet"),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [
