@@ -353,6 +353,7 @@ chosen on the validation split (``benchmarks/results/engine_net/elastic/screen.m
 def split_config(net: str, split, **fields) -> NetTrainConfig:
     """The ``NetTrainConfig`` of ``pezo train-int8 --net net --split split`` with the flat ``fields`` given:
     ``SPLIT_DEFAULTS`` for the split, then ``fields``."""
-    layers = len(NetTrainConfig.from_dict({"net": net, **fields}).layers)
+    base = {k: v for k, v in fields.items() if k != "bp_bits"}  # its layers, before the tail's settings
+    layers = len(NetTrainConfig.from_dict({"net": net, **base}).layers)
     name = split_name(split_point(split, layers), layers)
     return NetTrainConfig.from_dict({"net": net, "split": split, **SPLIT_DEFAULTS.get((net, name), {}), **fields})
