@@ -1,7 +1,8 @@
 """The golden model's fast paths (issue 34) are the cycle model bit for bit: the bulk perturbation stream against
 stepping it edge by edge, from any state and for every stream the engines accept; the URNG array's table run
-against stepping; the bit-order and m-sequence tables; the float64 matmul against int64. And the trainer's
-results on fixed seeds are the ones the element-by-element model gave (digests recorded before the change)."""
+against stepping; the bit-order and m-sequence tables; the float64 matmul against int64; MeZO's restore fused
+into its update against restoring then updating. And the trainer's results on fixed seeds are the ones the
+element-by-element model gave (digests recorded before the change)."""
 
 import hashlib
 import json
@@ -27,7 +28,9 @@ from pezo.golden.rng.lfsr import (
 )
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.golden.rng.urng import URNGArray
+from pezo.golden.zo.families import make_sampler
 from pezo.golden.zo.int8_net import train_int8_net
+from pezo.golden.zo.mezo import MeZO, MeZOConfig
 from pezo.golden.zo.net_config import TUNED, TUNED_WD
 
 
@@ -217,3 +220,63 @@ def test_short_training_runs_give_the_recorded_weights_and_results(name):
     r = train_int8_net(config, probe=False)
     r.pop("seconds_per_step")
     assert (r["final_weights_digest"], digest(r)) == (weights, summary)
+
+
+@pytest.mark.parametrize("queries", [1, 3])
+@pytest.mark.parametrize("family", ["gaussian", "pezo-pregen"])
+def test_the_mezo_step_with_the_restore_fused_into_the_update_is_restore_then_update(queries, family):
+    rng = np.random.default_rng(queries)
+    shapes = {"w": (7, 5), "bias": (7,), "v": (11,)}
+    start = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    target = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+
+    def loss(params):
+        return float(sum(np.sum((params[n].astype(np.float64) - target[n]) ** 2) for n in shapes))
+
+    sampler = make_sampler(family, 35 + 7 + 11, seed=4, **({"pool_size": 31} if family == "pezo-pregen" else {}))
+    config = MeZOConfig(lr=3e-3, eps=1e-2, queries=queries, weight_decay=0.05)
+    fused, plain = {n: v.copy() for n, v in start.items()}, {n: v.copy() for n, v in start.items()}
+    fast, reference = MeZO(fused, list(shapes), sampler, config), MeZO(plain, list(shapes), sampler, config)
+    for step in range(40):
+        record = fast.step(step, loss)
+        indices = tuple(step * queries + i for i in range(queries))
+        grads = [np.float64(np.subtract(*reference.losses(i, loss))) / (2.0 * config.eps) for i in indices]
+        assert record.projected_grads == tuple(float(g) for g in grads)
+        reference.update(record)
+    for name in shapes:
+        assert np.array_equal(fused[name], plain[name]), name
+
+
+def mezo_digest(family: str, queries: int, mode: str, steps: int = 30) -> str:
+    """Digest of the trained float32 weights and every step's projected gradients and loss of a small MeZO run."""
+    rng = np.random.default_rng(11)
+    shapes = {"w": (9, 6), "bias": (9,), "LayerNorm.weight": (6,)}
+    params = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    target = {n: rng.standard_normal(s) for n, s in shapes.items()}
+
+    def loss(p):
+        return float(sum(np.sum((p[n].astype(np.float64) - target[n]) ** 2) for n in shapes))
+
+    options = {"n_rngs": 7, "rng_bits": 10} if family == "pezo-otf" else {}
+    sampler = make_sampler(family, 54 + 9 + 6, seed=5, **options)
+    config = MeZOConfig(lr=2e-3, eps=1e-2, queries=queries, weight_decay=0.1, mode=mode)
+    opt = MeZO(params, list(shapes), sampler, config)
+    records = [opt.step(t, loss) for t in range(steps)]
+    blob = b"".join(params[n].tobytes() for n in shapes)
+    blob += json.dumps([[r.projected_grads, r.loss] for r in records]).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# recorded from golden/zo/mezo.py before the fused restore and the scratch buffers
+MEZO_RUNS = {
+    ("gaussian", 1, "inplace"): "35460ff8e586528c",
+    ("gaussian", 3, "inplace"): "1bc15679022c2990",
+    ("pezo-otf", 1, "inplace"): "af471c596de19742",
+    ("gaussian", 2, "stream"): "afc0921b24480e34",
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("key", MEZO_RUNS)
+def test_mezo_runs_give_the_recorded_weights(key):
+    assert mezo_digest(*key) == MEZO_RUNS[key]
