@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -399,9 +400,12 @@ def measure_speed(nets: list[str], seed: int, steps: int, repeats: int, threads:
     return speed
 
 
-def write_speed(speed: list[dict], out: Path, before: list[dict] | None = None, command: str = "") -> None:
-    """``speed.{json,md}``: this run's entries; with ``before`` (an earlier ``speed.json``) each entry keeps the
-    earlier figures under ``before`` and the table shows before -> after."""
+def write_speed(
+    speed: list[dict], out: Path, before: list[dict] | None = None, command: str = "", before_label: str = ""
+) -> None:
+    """``speed.{json,md}``: this run's entries; with ``before`` (an earlier ``speed.json``, its own run under its own
+    contention; ``before_label`` says what it measured) each entry keeps the earlier figures under ``before`` and
+    the table shows before -> after."""
     old = {e["net"]: e for e in before or []}
     for e in speed:
         if e["net"] in old:
@@ -420,7 +424,10 @@ def write_speed(speed: list[dict], out: Path, before: list[dict] | None = None, 
 
     lines = ["| net | " + " | ".join(label for _, label in cols) + " |", "|---|" + "---|" * len(cols)]
     lines += [f"| {e['net']} | " + " | ".join(cell(e, k) for k, _ in cols) + " |" for e in speed]
-    text = SPEED_NOTE + (f"\n\n`{command}`" if command else "") + "\n\n" + "\n".join(lines) + "\n"
+    text = (
+        SPEED_NOTE + (f"\n\n`{command}`" if command else "") + (f"\n\nbefore: {before_label}" if before_label else "")
+    )
+    text += "\n\n" + "\n".join(lines) + "\n"
     (out / "speed.md").write_text(text)
 
 
@@ -441,6 +448,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--repeats", type=int, default=3, help="--speed-steps: interleaved repeats (median)")
     ap.add_argument("--before", type=Path, default=None, help="--speed-steps: an earlier speed.json to compare")
+    ap.add_argument("--before-label", default="", help="--before: what the earlier run measured (one line in speed.md)")
     ap.add_argument("--threads", type=int, default=1, help="--speed-steps: BLAS threads of every method (default 1)")
     args = ap.parse_args(argv)
     nets = args.nets.split(",")
@@ -449,8 +457,8 @@ def main(argv=None) -> int:
         before = json.loads(args.before.read_text()) if args.before else None
         speed = measure_speed(nets, seeds[0], args.speed_steps, args.repeats, args.threads)
         args.out.mkdir(parents=True, exist_ok=True)
-        command = "benchmarks/bench_int8_net.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        write_speed(speed, args.out, before, command)
+        command = "benchmarks/bench_int8_net.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+        write_speed(speed, args.out, before, command, args.before_label)
         print((args.out / "speed.md").read_text())
         return 0
     methods = args.methods.split(",")
