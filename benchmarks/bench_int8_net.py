@@ -4,6 +4,7 @@ golden float MeZO and ElasticZO-INT8 Full ZO at equal forward passes, and the tr
     .venv/bin/python benchmarks/bench_int8_net.py [--nets digits-mlp,rt-mlp] [--seeds 1,2,3]
         [--methods int8,int8-wd,int8-pregen,int8-host,float-mezo,elasticzo-int8] [--steps N] [--force | --cached-only]
         [--out benchmarks/results/engine_net]
+    .venv/bin/python benchmarks/bench_int8_net.py --speed-steps 200 [--repeats 3] [--before speed.json]
 
 Per net and seed (``pezo.golden.zo.int8_net``):
 
@@ -22,8 +23,13 @@ Per net and seed (``pezo.golden.zo.int8_net``):
 Every method gets the same number of steps (two forward passes each) and the same batch. Each run's
 summary is cached in ``--out/runs/`` (``--force`` re-runs; ``--cached-only`` runs nothing and tabulates the
 cached runs, naming the missing ones; a mean row says over how many seeds). Writes ``accuracy.{md,json,csv}`` (one row
-per run, means per net and method), ``curves-<net>.png`` (validation accuracy against forward passes, mean
-over seeds with the min-max band) and ``speed.{md,json}`` (seconds per step, INT8 engine vs float MeZO).
+per run, means per net and method) and ``curves-<net>.png`` (validation accuracy against forward passes, mean
+over seeds with the min-max band).
+
+Speed (issue 34): ``--speed-steps N [--repeats R] [--before old/speed.json]`` runs nothing cached: fresh
+N-step runs of int8, int8-pregen, int8-wd, float-mezo and elasticzo-int8, interleaved R times in one process,
+and writes ``speed.{md,json}`` (median seconds per step, INT8 engine / float MeZO, every method's BLAS pool limited to
+``--threads``, default 1; with ``--before``, before -> after).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -343,33 +350,85 @@ def header(rows: list[dict]) -> str:
     return "\n".join(text) + "\n\n"
 
 
-def write_speed(rows: list[dict], out: Path) -> None:
+SPEED_METHODS = ("int8", "int8-pregen", "int8-wd", "float-mezo", "elasticzo-int8")
+SPEED_NOTE = (
+    "Seconds per training step (median over the repeats; evaluation excluded; measured side by side in one run "
+    "with the same BLAS threads for every method, on 2 cores shared with other jobs, so absolute figures are "
+    "noisy, the ratios less so)."
+)
+
+
+def speed_run(net: str, method: str, seed: int, steps: int) -> float | None:
+    """Seconds per step of one fresh (uncached) short run of ``method`` on ``net``; None where the method does not
+    apply (int8-wd on a net without a ``TUNED_WD`` preset). Evaluation is excluded by every trainer."""
+    if method == "int8-wd" and net not in TUNED_WD:
+        return None
+    eval_every = max(1, steps // 8)
+    if method.startswith("int8"):
+        cfg = int8_config(net, method, seed, None).replace(steps=steps, eval_every=eval_every)
+        return train_int8_net(cfg, probe=False)["seconds_per_step"]
+    batch = TUNED[net].array.batch
+    if method == "float-mezo":
+        fields = {**FLOAT_TUNED[net].to_dict(), "seed": seed, "steps": steps, "batch": batch, "eval_every": eval_every}
+        return train_float_mezo(FloatMeZOConfig(**fields))["seconds_per_step"]
+    return elasticzo_run(net, seed, steps, batch, eval_every)["seconds_per_step"]
+
+
+def measure_speed(nets: list[str], seed: int, steps: int, repeats: int, threads: int) -> list[dict]:
+    """Every ``SPEED_METHODS`` method on every net, interleaved ``repeats`` times in one process (so a burst of
+    contention hits them alike) with the BLAS pool of every method limited to ``threads``; per net the median
+    s/step of each and the INT8 / float MeZO ratios."""
+    from threadpoolctl import threadpool_limits
+
     speed = []
-    for net in dict.fromkeys(r["net"] for r in rows):
-        sps = {
-            m: [r["seconds_per_step"] for r in rows if r["net"] == net and r["method"] == m]
-            for m in ("int8", "int8-pregen", "float-mezo", "elasticzo-int8")
-        }
-        entry = {"net": net, **{f"{m}_s_per_step": round(float(np.mean(v)), 6) for m, v in sps.items() if v}}
-        if sps["int8"] and sps["float-mezo"]:
-            entry["int8_over_float_mezo"] = round(float(np.mean(sps["int8"]) / np.mean(sps["float-mezo"])), 2)
+    for net in nets:
+        times = {m: [] for m in SPEED_METHODS}
+        with threadpool_limits(limits=threads, user_api="blas"):
+            for _ in range(repeats):
+                for method in SPEED_METHODS:
+                    t = speed_run(net, method, seed, steps)
+                    if t is not None:
+                        times[method].append(t)
+        entry = {"net": net, "steps": steps, "repeats": repeats, "blas_threads": threads}
+        entry.update({f"{m}_s_per_step": round(float(np.median(v)), 6) for m, v in times.items() if v})
+        for m in ("int8", "int8-pregen", "int8-wd"):
+            if times[m]:
+                key = "int8_over_float_mezo" if m == "int8" else f"{m}_over_float_mezo"
+                entry[key] = round(entry[f"{m}_s_per_step"] / entry["float-mezo_s_per_step"], 2)
+        print(json.dumps(entry), flush=True)
         speed.append(entry)
-    (out / "speed.json").write_text(json.dumps(speed, indent=1))
-    lines = [
-        "| net | INT8 engine otf (s/step) | INT8 engine pregen | float MeZO (float32) | ElasticZO-INT8 | "
-        "INT8 otf / float MeZO |",
-        "|---|---|---|---|---|---|",
-    ]
+    return speed
+
+
+def write_speed(
+    speed: list[dict], out: Path, before: list[dict] | None = None, command: str = "", before_label: str = ""
+) -> None:
+    """``speed.{json,md}``: this run's entries; with ``before`` (an earlier ``speed.json``, its own run under its own
+    contention; ``before_label`` says what it measured) each entry keeps the earlier figures under ``before`` and
+    the table shows before -> after."""
+    old = {e["net"]: e for e in before or []}
     for e in speed:
-        lines.append(
-            f"| {e['net']} | {e.get('int8_s_per_step', '')} | {e.get('int8-pregen_s_per_step', '')} | "
-            f"{e.get('float-mezo_s_per_step', '')} | {e.get('elasticzo-int8_s_per_step', '')} | "
-            f"{e.get('int8_over_float_mezo', '')} |"
-        )
-    (out / "speed.md").write_text(
-        "Seconds per training step (mean over the runs; evaluation excluded; one shared "
-        "core).\n\n" + "\n".join(lines) + "\n"
+        if e["net"] in old:
+            e["before"] = {k: v for k, v in old[e["net"]].items() if k != "before"}
+    (out / "speed.json").write_text(json.dumps(speed, indent=1))
+    cols = [(f"{m}_s_per_step", m) for m in SPEED_METHODS] + [
+        ("int8_over_float_mezo", "int8 / float"),
+        ("int8-pregen_over_float_mezo", "pregen / float"),
+        ("int8-wd_over_float_mezo", "int8-wd / float"),
+    ]
+
+    def cell(e: dict, key: str) -> str:
+        now = e.get(key, "")
+        was = e.get("before", {}).get(key)
+        return f"{was} -> {now}" if was is not None and now != "" else f"{now}"
+
+    lines = ["| net | " + " | ".join(label for _, label in cols) + " |", "|---|" + "---|" * len(cols)]
+    lines += [f"| {e['net']} | " + " | ".join(cell(e, k) for k, _ in cols) + " |" for e in speed]
+    text = (
+        SPEED_NOTE + (f"\n\n`{command}`" if command else "") + (f"\n\nbefore: {before_label}" if before_label else "")
     )
+    text += "\n\n" + "\n".join(lines) + "\n"
+    (out / "speed.md").write_text(text)
 
 
 def main(argv=None) -> int:
@@ -381,9 +440,27 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="re-run cached runs")
     ap.add_argument("--cached-only", action="store_true", help="run nothing: tabulate the cached runs only")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "engine_net")
+    ap.add_argument(
+        "--speed-steps",
+        type=int,
+        default=0,
+        help="speed only: fresh short runs of this many steps of every speed method side by side (first seed)",
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="--speed-steps: interleaved repeats (median)")
+    ap.add_argument("--before", type=Path, default=None, help="--speed-steps: an earlier speed.json to compare")
+    ap.add_argument("--before-label", default="", help="--before: what the earlier run measured (one line in speed.md)")
+    ap.add_argument("--threads", type=int, default=1, help="--speed-steps: BLAS threads of every method (default 1)")
     args = ap.parse_args(argv)
     nets = args.nets.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.speed_steps:
+        before = json.loads(args.before.read_text()) if args.before else None
+        speed = measure_speed(nets, seeds[0], args.speed_steps, args.repeats, args.threads)
+        args.out.mkdir(parents=True, exist_ok=True)
+        command = "benchmarks/bench_int8_net.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+        write_speed(speed, args.out, before, command, args.before_label)
+        print((args.out / "speed.md").read_text())
+        return 0
     methods = args.methods.split(",")
     for m in methods:
         if m not in METHODS:
@@ -415,7 +492,6 @@ def main(argv=None) -> int:
                 rows.append(row(net, method, r))
         plot(net, runs, args.out / f"curves-{net}.png")
     write_table(rows, args.out)
-    write_speed(rows, args.out)
     print((args.out / "accuracy.md").read_text())
     return 0
 

@@ -44,7 +44,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import check_int
-from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, pseudo_stochastic_round, requantize_tensor, saturate
+from pezo.golden.engine.int8 import (
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+    exact_matmul,
+    pseudo_stochastic_round,
+    requantize_tensor,
+    saturate,
+)
 
 SPLIT_NAMES = ("full-zo", "cls2", "cls1", "full-bp")
 MAX_LAYERS = 8
@@ -124,12 +131,12 @@ def tail_backward(layers, weights: list, inputs: list, error, split: int, bp_bit
     for l in range(count - 1, split - 1, -1):
         w, a = np.asarray(weights[l], dtype=np.int64), np.asarray(inputs[l], dtype=np.int64)
         record.errors[l] = e
-        grad = e.T @ a
+        grad = exact_matmul(e.T, a.T)
         step = pseudo_stochastic_round(grad, bp_bits)
         record.gradients[l], record.updates[l] = grad, step
         new[l] = saturate(w - step, WEIGHT_MIN, WEIGHT_MAX)
         if l > split:
-            back = e @ w
+            back = exact_matmul(e, w.T)
             if layers[l - 1].relu:
                 back = np.where(a > 0, back, 0)
             e, _ = requantize_tensor(back, 0)

@@ -75,7 +75,15 @@ def matmul(x, w) -> np.ndarray:
         raise ValueError(f"x has {x.shape[-1]} inputs but w has {w.shape[-1]}")
     if x.shape[-1] > MAX_INPUTS:
         raise ValueError(f"inputs must be in 1..{MAX_INPUTS} (int32 accumulation), got {x.shape[-1]}")
-    return x @ w.T
+    return exact_matmul(x, w)
+
+
+def exact_matmul(x, w) -> np.ndarray:
+    """``x @ w.T`` of integer arrays whose every partial sum of products stays below 2^53 in magnitude (int8
+    operands and K <= ``MAX_INPUTS``: below 2^31), as int64, computed in float64 by BLAS: every product and every
+    partial sum is then an integer float64 represents exactly, in any summation order, so the result is the
+    integer product bit for bit (no checks: the callers' operands are checked int8)."""
+    return (np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64).T).astype(np.int64)
 
 
 # -- NITI's per-tensor rules (dynamic exponents: ElasticZO-INT8's backward, the engine's backprop tail) ------

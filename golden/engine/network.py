@@ -55,6 +55,7 @@ from pezo.golden.engine.int8 import (
     WEIGHT_MAX,
     WEIGHT_MIN,
     check_int8,
+    exact_matmul,
     round_shift,
     saturate,
 )
@@ -301,7 +302,7 @@ def forward_pass(config: NetConfig, x, weights: list[np.ndarray], biases: list[n
     last = len(config.layers) - 1
     for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
         inputs.append(h)
-        acc = h @ np.asarray(w, dtype=np.int64).T + b
+        acc = exact_matmul(h, w) + b
         if i == last:
             return acc, inputs
         h = saturate(round_shift(acc, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)

@@ -134,12 +134,28 @@ def permute_state(states, bits: int, order: str):
     if order == "natural":
         return states.copy() if isinstance(states, np.ndarray) else states
     if isinstance(states, np.ndarray):
-        states = states.astype(np.uint64)
-        out = np.zeros_like(states)
-        for j, sig in enumerate(sigs):
-            out |= ((states >> np.uint64(j)) & np.uint64(1)) << np.uint64(sig)
-        return out
+        if bits <= MAX_TABLE_BITS:
+            return permutation_table(bits, order)[states.astype(np.int64) & ((1 << bits) - 1)]
+        return permute_bits(states, sigs)
     return sum(((states >> j) & 1) << sig for j, sig in enumerate(sigs))
+
+
+def permute_bits(states: np.ndarray, sigs: tuple[int, ...]) -> np.ndarray:
+    """Bit j of every state moved to significance ``sigs[j]`` (uint64 array), bit plane by bit plane."""
+    states = states.astype(np.uint64)
+    out = np.zeros_like(states)
+    for j, sig in enumerate(sigs):
+        out |= ((states >> np.uint64(j)) & np.uint64(1)) << np.uint64(sig)
+    return out
+
+
+@functools.cache
+def permutation_table(bits: int, order: str) -> np.ndarray:
+    """``permute_state`` of every b-bit value 0..2^b - 1 (uint64, read-only): the lookup ``permute_state`` uses up
+    to ``MAX_TABLE_BITS``."""
+    table = permute_bits(np.arange(1 << bits, dtype=np.uint64), bit_order(bits, order))
+    table.flags.writeable = False
+    return table
 
 
 def feedback_bits(bits: int) -> tuple[int, ...]:
@@ -204,6 +220,43 @@ def lfsr_jump(state: int, bits: int, steps: int) -> int:
         step = [_apply(step, column) for column in step]  # square the map
         steps >>= 1
     return state
+
+
+MAX_TABLE_BITS = 16
+"""Widest LFSR whose whole m-sequence ``msequence_table`` holds (2^16 - 1 states: the widest otf stream, whose
+scale LUT has 2^b entries anyway); wider registers are stepped."""
+
+
+@functools.cache
+def msequence_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The m-sequence of the ``bits``-bit LFSR from state 1, for jumping by lookup: ``(states, index)`` with
+    ``states[i]`` the state i steps after 1 (uint64, length 2^b - 1) and ``index[s]`` the i of state s (int64,
+    length 2^b; ``index[0] = -1``: 0 is not on the sequence). The state ``m`` steps after ``s`` is
+    ``states[(index[s] + m) % (2^b - 1)]``. Read-only arrays; ``bits`` up to ``MAX_TABLE_BITS``."""
+    if not 3 <= bits <= MAX_TABLE_BITS:
+        raise ValueError(f"bits must be in 3..{MAX_TABLE_BITS} for an m-sequence table, got {bits}")
+    period = (1 << bits) - 1
+    mask, top = feedback_mask(bits), bits - 1
+    seq = [0] * period
+    state = 1
+    for i in range(period):
+        seq[i] = state
+        state = (state >> 1) | (((state & mask).bit_count() & 1) << top)
+    states = np.array(seq, dtype=np.uint64)
+    index = np.full(1 << bits, -1, dtype=np.int64)
+    index[states.astype(np.int64)] = np.arange(period, dtype=np.int64)
+    states.flags.writeable = False
+    index.flags.writeable = False
+    return states, index
+
+
+@functools.cache
+def lane_table(bits: int, order: str) -> np.ndarray:
+    """``permute_state`` of every ``msequence_table`` state: what a lane shows at each m-sequence index (uint64,
+    read-only)."""
+    lanes = permutation_table(bits, order)[msequence_table(bits)[0].astype(np.int64)]
+    lanes.flags.writeable = False
+    return lanes
 
 
 def lfsr_period(bits: int, seed: int = 1) -> int:

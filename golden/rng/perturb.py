@@ -186,7 +186,26 @@ class PerturbationStream:
 
     def perturbation(self, count: int | None = None) -> np.ndarray:
         """Consume the current perturbation's first ``count`` values (default d) from the current
-        position, as a consumer holding ``en`` high would (the sampler view)."""
+        position, as a consumer holding ``en`` high would (the sampler view).
+
+        Bit for bit ``perturbation_by_cycles`` and leaves the same state: cycle by cycle until the stream is
+        steady (``_steady``: one vector per ``en`` edge from then on; a NEXT's otf alignment, a pipeline's
+        refill), then every remaining vector in one block (``_bulk``). The gaussian source is stepped."""
+        count = self.config.perturb_dim if count is None else count
+        if count <= 0 or self.config.strategy == "gaussian":
+            return self.perturbation_by_cycles(count)
+        out, got = [], 0
+        while got < count and not self._steady():
+            if self.valid:
+                out.append(self.lanes())
+                got += len(out[-1])
+            self.step(en=True)
+        if got < count:
+            out.append(self._bulk(-(-(count - got) // stream_lanes(self.config))).ravel())
+        return np.concatenate(out)[:count]
+
+    def perturbation_by_cycles(self, count: int | None = None) -> np.ndarray:
+        """``perturbation`` by stepping the cycle model one edge at a time (the reference)."""
         count = self.config.perturb_dim if count is None else count
         out = []
         got = 0
@@ -197,3 +216,26 @@ class PerturbationStream:
                 got += len(vector)
             self.step(en=True)
         return np.concatenate(out)[:count]
+
+    def _steady(self) -> bool:
+        """Whether every ``en`` edge from now on consumes one valid vector and shows the next: otf once aligned,
+        pregen once the pool reader's and the stream's registers are all full."""
+        if self.config.strategy == "otf":
+            return self.source_valid and not self.aligning
+        return all(x is not None for x in self.pipeline.stages + self.source.pipeline.stages)
+
+    def _bulk(self, vectors: int) -> np.ndarray:
+        """The next ``vectors`` port vectors [vectors, lanes] of a steady stream, and the state after as many
+        ``en`` edges."""
+        if self.config.strategy == "otf":
+            return emit(self.source.run(vectors)[0], self.shift(), self.negate)
+        pool, lanes = self.source, self.config.lanes
+        # the pool's port and registers, then the windows it reads next: row j reaches the port at edge j
+        reads = pool.values[(pool.address + np.arange(vectors * lanes)) % len(pool.values)].reshape(vectors, lanes)
+        pool_rows = np.concatenate([np.stack(pool.pipeline.stages[::-1]), reads])
+        # the stream's port and registers, then the pool's rows scaled and signed (the stream's stages)
+        rows = np.concatenate([np.stack(self.pipeline.stages[::-1]), emit(pool_rows, self.shift(), self.negate)])
+        pool.address = (pool.address + vectors * lanes) % len(pool.values)
+        pool.pipeline.stages = [row.copy() for row in pool_rows[vectors : vectors + POOL_STAGES][::-1]]
+        self.pipeline.stages = [row.copy() for row in rows[vectors : vectors + OUTPUT_STAGES][::-1]]
+        return rows[:vectors]

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_next, offset_to_signed, permute_state
+from pezo.golden.rng.lfsr import MAX_TABLE_BITS, lfsr_jump, lfsr_next, msequence_table, offset_to_signed, permute_state
 from pezo.golden.rng.pool import gaussian_expected_norm
 from pezo.golden.rng.urng import URNGArray, URNGSnapshot, rng_phases
 
@@ -44,8 +44,12 @@ def check_scalable(config: PerturbConfig) -> None:
 
 
 def msequence(config: PerturbConfig) -> np.ndarray:
-    """States of the LFSR along its period, index 0 = the master seed (uint32, length 2^b - 1)."""
+    """States of the LFSR along its period, index 0 = the master seed (uint32, length 2^b - 1): ``msequence_table``
+    rotated to the seed up to ``MAX_TABLE_BITS``, stepped beyond."""
     bits, period = config.rng_bits, config.lfsr_period
+    if bits <= MAX_TABLE_BITS:
+        states, index = msequence_table(bits)
+        return np.roll(states, -int(index[config.seed])).astype(np.uint32)
     states = np.empty(period, dtype=np.uint32)
     state = config.seed
     for i in range(period):

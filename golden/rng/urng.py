@@ -41,7 +41,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import lfsr_jump, lfsr_leap_array, offset_to_signed, permute_state, shift_correlation
+from pezo.golden.rng.lfsr import (
+    MAX_TABLE_BITS,
+    lane_table,
+    lfsr_jump,
+    lfsr_leap_array,
+    msequence_table,
+    offset_to_signed,
+    permute_state,
+    shift_correlation,
+)
 
 
 @dataclass(frozen=True)
@@ -161,10 +170,17 @@ class URNGArray:
         return steps
 
     def run(self, cycles: int, raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Outputs of ``cycles`` consecutive enabled cycles, advancing the array after each.
+        """Outputs of ``cycles`` consecutive enabled cycles, advancing the array after each (``cycles`` edges of
+        ``step(en=True)``, what they show before each edge).
 
-        Returns ``(lanes[cycles, n], pointers[cycles])``; lanes signed unless ``raw``.
-        """
+        Returns ``(lanes[cycles, n], pointers[cycles])``; lanes signed unless ``raw``. Up to ``MAX_TABLE_BITS`` the
+        whole block is one lookup in the m-sequence (``_run_table``), bit for bit the stepped ``_run_cycles``."""
+        run = self._run_table if self.config.rng_bits <= MAX_TABLE_BITS else self._run_cycles
+        out, pointers = run(cycles)
+        return (out if raw else offset_to_signed(out, self.config.rng_bits)), pointers
+
+    def _run_cycles(self, cycles: int) -> tuple[np.ndarray, np.ndarray]:
+        """``run``'s raw lanes and pointers by stepping the array cycle by cycle (the reference)."""
         n = self.config.n_rngs
         out = np.empty((cycles, n), dtype=np.uint64)
         pointers = np.empty(cycles, dtype=np.int64)
@@ -172,8 +188,23 @@ class URNGArray:
             out[t] = self._states
             pointers[t] = self._pointer
             self._advance()
-        out = self._view(out)
-        return (out if raw else offset_to_signed(out, self.config.rng_bits)), pointers
+        return self._view(out), pointers
+
+    def _run_table(self, cycles: int) -> tuple[np.ndarray, np.ndarray]:
+        """``run``'s raw lanes and pointers by lookup: position p at cycle t holds the RNG of position
+        (p + t) mod n at cycle 0 (rotating; p without rotation), ``k * t`` m-sequence steps on."""
+        cfg = self.config
+        n, bits = cfg.n_rngs, cfg.rng_bits
+        states, index = msequence_table(bits)
+        period = len(states)
+        t = np.arange(cycles + 1, dtype=np.int64)
+        start = index[self._states.astype(np.int64)]
+        rng = (np.arange(n)[None, :] + t[:, None]) % n if self.rotate else np.arange(n)[None, :]
+        at = (start[rng] + (cfg.lfsr_leap * t % period)[:, None]) % period
+        pointers = (self._pointer + t[:-1]) % n if self.rotate else np.zeros(cycles, dtype=np.int64)
+        self._states = states[at[-1]]
+        self._pointer = (self._pointer + cycles) % n if self.rotate else 0
+        return lane_table(bits, cfg.lfsr_bit_order)[at[:-1]], pointers
 
 
 def distinct_combinations(config: PerturbConfig) -> int:

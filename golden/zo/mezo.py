@@ -144,6 +144,15 @@ class MeZO:
             if params[name].dtype != np.float32:
                 raise ValueError(f"parameter {name} must be float32, got {params[name].dtype}")
         self.decay = tuple(not no_decay(n) for n in self.layout.names)
+        self._scratch = None  # two float32 buffers of the largest tensor, for the products (no temporaries)
+
+    def _buffers(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Two scratch arrays shaped like trainable tensor ``i`` (views of buffers made on first use)."""
+        if self._scratch is None:
+            largest = max(self.layout.size(j) for j in range(len(self.layout.names)))
+            self._scratch = (np.empty(largest, dtype=np.float32), np.empty(largest, dtype=np.float32))
+        size, shape = self.layout.size(i), self.layout.shapes[i]
+        return self._scratch[0][:size].reshape(shape), self._scratch[1][:size].reshape(shape)
 
     # -- perturbations ------------------------------------------------------------------------
     def _z(self, index: int, i: int) -> np.ndarray:
@@ -155,21 +164,26 @@ class MeZO:
         coef = np.float32(scale * self.config.eps)
         for i, name in enumerate(self.layout.names):
             theta = self.params[name]
-            theta += coef * self._z(index, i)
+            step = np.multiply(self._z(index, i), coef, out=self._buffers(i)[0])  # coef * z, in a scratch buffer
+            theta += step
 
     def view(self, index: int, scale: float) -> PerturbedView:
         return PerturbedView(self.params, self.layout, self.sampler, index, scale * self.config.eps)
 
     # -- one step -------------------------------------------------------------------------------
-    def losses(self, index: int, loss_fn: Callable[[Mapping[str, np.ndarray]], float]) -> tuple[float, float]:
-        """(l+, l-) of perturbation ``index``; in inplace mode theta is perturbed and restored (+1, -2, +1)."""
+    def losses(
+        self, index: int, loss_fn: Callable[[Mapping[str, np.ndarray]], float], restore: bool = True
+    ) -> tuple[float, float]:
+        """(l+, l-) of perturbation ``index``; in inplace mode theta is perturbed and restored (+1, -2, +1), the
+        restore left to the caller with ``restore=False`` (theta stays at -eps z: ``update(restore_last=True)``)."""
         if self.config.mode == "stream":
             return float(loss_fn(self.view(index, 1.0))), float(loss_fn(self.view(index, -1.0)))
         self.perturb(index, 1.0)
         plus = float(loss_fn(self.params))
         self.perturb(index, -2.0)
         minus = float(loss_fn(self.params))
-        self.perturb(index, 1.0)
+        if restore:
+            self.perturb(index, 1.0)
         return plus, minus
 
     def step(self, step: int, loss_fn: Callable[[Mapping[str, np.ndarray]], float]) -> StepRecord:
@@ -179,27 +193,37 @@ class MeZO:
         q, eps = self.config.queries, self.config.eps
         indices = tuple(step * q + i for i in range(q))
         grads, total = [], 0.0
+        fuse = self.config.mode == "inplace"  # the last restore is done by the update, with the z it draws anyway
         for index in indices:
-            plus, minus = self.losses(index, loss_fn)
+            plus, minus = self.losses(index, loss_fn, restore=not (fuse and index == indices[-1]))
             grads.append((np.float64(plus) - np.float64(minus)) / (2.0 * eps))
             total += plus + minus
         record = StepRecord(step, indices, tuple(float(g) for g in grads), total / (2 * q))
-        self.update(record)
+        self.update(record, restore_last=fuse)
         return record
 
-    def update(self, record: StepRecord) -> None:
-        """theta <- theta - lr * (sum_i g_i/q z_i [+ wd theta]) for every trainable tensor."""
+    def update(self, record: StepRecord, restore_last: bool = False) -> None:
+        """theta <- theta - lr * (sum_i g_i/q z_i [+ wd theta]) for every trainable tensor; with ``restore_last``
+        first theta += eps z of the last index (the inplace restore ``losses(restore=False)`` left out), tensor by
+        tensor with the same z: the same float32 operations on each tensor as restoring and then updating, one z
+        drawn fewer."""
         q = len(record.indices)
         lr, wd = np.float32(self.config.lr), np.float32(self.config.weight_decay)
         coefs = [np.float32(g / q) for g in record.projected_grads]
+        last = record.indices[-1]
+        restore = np.float32(1.0 * self.config.eps)
         for i, name in enumerate(self.layout.names):
             theta = self.params[name]
-            u = self._z(record.indices[0], i) * coefs[0]
-            for index, coef in zip(record.indices[1:], coefs[1:]):
-                u += self._z(index, i) * coef
+            u, term = self._buffers(i)  # the products below are the same float32 operations, without temporaries
+            z_last = self._z(last, i) if restore_last else None
+            if restore_last:
+                theta += np.multiply(z_last, restore, out=term)
+            np.multiply(z_last if restore_last and q == 1 else self._z(record.indices[0], i), coefs[0], out=u)
+            for n, (index, coef) in enumerate(zip(record.indices[1:], coefs[1:]), start=1):
+                u += np.multiply(z_last if restore_last and n == q - 1 else self._z(index, i), coef, out=term)
             if self.decay[i] and wd:
-                u += wd * theta
-            theta -= lr * u
+                u += np.multiply(theta, wd, out=term)
+            theta -= np.multiply(u, lr, out=u)
 
     def replay(self, records: Sequence[StepRecord]) -> None:
         """Re-apply recorded steps to ``params`` (which must hold the starting weights): the same

@@ -11,8 +11,8 @@ overfits at margin 4 096 (validation 0.71, test 0.61 for seed 1); margin 16 384 
 it, but ZO stays 6.5-7.3 points below the float probe whose L2 is chosen on validation (0.726 / 0.746 /
 0.762, seeds 1-3; benchmarks/results/engine_net/accuracy.md). The update's integer weight decay
 (``wd_shift``, ``TUNED_WD``) bounds the sign-SPSA random walk of every weight and narrows that gap. Large batches
-(128) pay: the stream, not the array arithmetic, dominates the golden step time, and the sign of L+ - L- gets more
-reliable.
+(128) pay: the per-step work on the weights (the perturbation, the update) is shared by more examples, and the sign
+of L+ - L- gets more reliable.
 """
 
 from __future__ import annotations
