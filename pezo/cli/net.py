@@ -90,9 +90,17 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
 
     p.add_argument(
         "--net",
-        choices=NET_NAMES,
+        type=net_spec,
+        metavar="NAME|PATH",
         help="train a whole network on the network engine: digits-mlp "
-        "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine",
+        "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2), a network file (.json/.toml, see pezo net show) "
+        "or a float ONNX model (imported and calibrated on --data); without it, the head engine",
+    )
+    p.add_argument(
+        "--data",
+        metavar="PATH",
+        help="with --net: a labelled data set, .npz (x_train, y_train[, x_val, y_val, x_test, y_test]) or .csv "
+        "(a 'label' column); quantised to int8 at one power-of-two exponent (default: the built-in net's data)",
     )
     p.add_argument(
         "--loss",
@@ -151,6 +159,16 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
             action="store_true",
             help="with --net: load each batch while the engine waits (the comparison without double buffering)",
         )
+
+
+def net_spec(text: str) -> str:
+    """``--net``: a built-in name, or a path (anything with a suffix or a directory part); argparse's
+    ``invalid choice`` for any other word."""
+    if text in NET_NAMES or "." in text.rsplit("/", 1)[-1] or "/" in text:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(NET_NAMES)}, or give a network file or ONNX PATH)"
+    )
 
 
 def add_split_seed_arg(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -229,7 +247,10 @@ def net_train_config(args, steps: int | None = None):
     from pezo.golden.zo.net_config import NetTrainConfig
 
     check_seed_option(args)
-    fields = {"net": args.net, "strategy": args.strategy}
+    net = resolve_net(args)
+    fields = {"net": net, "strategy": args.strategy, **net_file_defaults(net)}
+    if getattr(args, "data", None) is not None:
+        fields["data"] = args.data
     if args.loss is not None:
         fields["loss"] = args.loss
     for field, option in NET_TRAIN_OPTIONS.items():
@@ -251,22 +272,64 @@ def net_train_config(args, steps: int | None = None):
     except ValueError as exc:
         raise option_error(
             exc,
-            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
+            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss", "data": "--data"},
             fields,
-            NetTrainConfig(net=args.net).to_dict(),
+            NetTrainConfig().to_dict(),
         ) from None
+
+
+NET_FILE_DEFAULTS = (
+    "rows",
+    "cols",
+    "batch",
+    "eps_shift",
+    "rng_bits",
+    "pool_size",
+    "pool_bits",
+    "lfsr_leap",
+    "lfsr_bit_order",
+)
+"""A network file's settings that a training run takes as its defaults (an option wins; the file's ``seed`` is
+the stream's, ``stream_seed``; its ``strategy`` is build's and report's: training takes ``--strategy``)."""
+
+
+def net_file_defaults(net: str) -> dict:
+    """The run defaults a network file sets (``NET_FILE_DEFAULTS``); {} for a built-in name."""
+    from pezo.golden.engine.net_file import is_net_path, load_net
+
+    if not is_net_path(net):
+        return {}
+    try:
+        settings = load_net(net).settings
+    except ValueError as exc:
+        raise CLIError(f"--net: {exc}") from None
+    out = {k: settings[k] for k in NET_FILE_DEFAULTS if k in settings}
+    if "seed" in settings:
+        out["stream_seed"] = settings["seed"]
+    return out
+
+
+def resolve_net(args) -> str:
+    """``--net`` as ``NetTrainConfig.net``: a name or a network file as given; an ONNX model imported
+    (``pezo.golden.engine.onnx_import``, calibrated on ``--data``) into a network file in the cache."""
+    net = args.net
+    if not str(net).lower().endswith(".onnx"):
+        return net
+    from pezo.cli.onnx_io import import_onnx_cached
+
+    return str(import_onnx_cached(net, getattr(args, "data", None), args))
 
 
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights
+    from pezo.golden.zo.user_data import load_run_data
     from pezo.sim.runner import run_net_engine  # Amaranth: not loaded for pezo --help
 
     try:
-        data = load_data(train)
+        data = load_run_data(train)
         schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
         weights, _ = init_weights(train, data.x["train"], data)
     except ValueError as exc:
