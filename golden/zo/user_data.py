@@ -10,21 +10,21 @@ test split another 20 % of it (so without both: 60 / 20 / 20).
 first one's row and column named), the width equal to the network's inputs, every label an integer in
 0..outputs-1, at least one training example.
 
-**Quantisation** (the same rule as the ONNX import's calibration, ``pezo.golden.engine.onnx_import``): one
-power-of-two exponent s_x for all inputs -- the network file's ``input_exponent`` if it has one, else the
-smallest integer s with max|x_train| <= 127 * 2^s (``input_exponent``) -- and q = sat(rint(x / 2^s_x), -128, 127)
-computed in float32 with round half to even, exactly what ONNX ``QuantizeLinear`` (scale 2^s_x, zero point 0)
-does to the same float input, so an exported model sees the engine's inputs.
+**Quantisation** (``pezo.golden.engine.calibration``, the ONNX import's rule too): one power-of-two exponent
+s_x for all inputs -- the network file's ``input_exponent`` if it has one, else the smallest integer s with
+max|x_train| <= 127 * 2^s -- and q = sat(rint(x / 2^s_x), -128, 127) computed in float32 with round half to
+even, exactly what ONNX ``QuantizeLinear`` (scale 2^s_x, zero point 0) does to the same float input, so an
+exported model sees the engine's inputs.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
-from pezo.golden.engine.int8 import ACT_MAX, ACT_MIN
+from pezo.golden.engine.calibration import pow2_exponent, quantize_rint
+from pezo.golden.engine.int8 import ACT_MAX
 from pezo.golden.zo.net_data import NET_TASKS, NetData, load_data
 
 SPLITS = ("train", "val", "test")
@@ -107,18 +107,13 @@ def _check_split(split: str, x, y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def input_exponent(x_train) -> int:
-    """The smallest integer s with max|x_train| <= 127 * 2^s (0 for all-zero inputs)."""
-    peak = float(np.abs(np.asarray(x_train, dtype=np.float64)).max(initial=0.0))
-    if peak == 0.0:
-        return 0
-    s = math.ceil(math.log2(peak / ACT_MAX))
-    return s - 1 if peak <= ACT_MAX * 2.0 ** (s - 1) else s
+    """s_x of a training split: ``calibration.pow2_exponent`` (the smallest s with max|x| <= 127 * 2^s)."""
+    return pow2_exponent(x_train)
 
 
 def quantize_inputs(x, exponent: int) -> np.ndarray:
-    """q = sat(rint(float32(x) / 2^exponent), -128, 127), round half to even (ONNX ``QuantizeLinear``)."""
-    scaled = np.asarray(x, dtype=np.float32) / np.float32(2.0**exponent)
-    return np.clip(np.rint(scaled), ACT_MIN, ACT_MAX).astype(np.int64)
+    """q = sat(rint(float32(x) / 2^exponent), -128, 127) (``calibration.quantize_rint``)."""
+    return quantize_rint(x, exponent)
 
 
 def user_splits(raw: dict, seed: int) -> dict:

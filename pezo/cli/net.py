@@ -315,7 +315,7 @@ def resolve_net(args) -> str:
     net = args.net
     if not str(net).lower().endswith(".onnx"):
         return net
-    from pezo.cli.onnx_io import import_onnx_cached
+    from pezo.cli.netfile import import_onnx_cached
 
     return str(import_onnx_cached(net, getattr(args, "data", None), args))
 
@@ -432,11 +432,13 @@ def cmd_train_int8_net(args, steps) -> int:
     except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
         raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
     check_saturation(result, _saturation_cause(args, train))
+    if getattr(args, "onnx_import", None) is not None:
+        result["onnx_import"] = args.onnx_import
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"INT8 ZO of {train.net} ({train.loss} loss, {train.strategy}), {result['steps']} step"
+        f"INT8 ZO of {train.net_name} ({train.loss} loss, {train.stream.strategy}), {result['steps']} step"
         f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}",
         file=sys.stdout,
     )
@@ -444,4 +446,10 @@ def cmd_train_int8_net(args, steps) -> int:
         f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
         f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step"
     )
+    if "onnx_import" in result:
+        r = result["onnx_import"]
+        print(
+            f"  import of {r['model']}: test accuracy float {r['test_float_accuracy']:.3f}, int8 "
+            f"{r['test_int8_accuracy']:.3f}"
+        )
     return 0

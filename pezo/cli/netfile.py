@@ -11,10 +11,11 @@ Every file is written whole or not at all; an existing one is replaced only with
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
-from pezo.cli.args import CLIError
+from pezo.cli.args import CLIError, raw
 from pezo.cli.net import net_spec
 
 
@@ -82,8 +83,93 @@ def cmd_net_show(args) -> int:
     return 0
 
 
+def _calibration_data(data: str | None, seed: int, what: str):
+    """The float splits of ``--data`` (the training split calibrates an import)."""
+    from pezo.golden.zo.user_data import read_user_data, user_splits
+
+    if data is None:
+        raise CLIError(f"{what} needs --data PATH: the data's training split calibrates the int8 import")
+    try:
+        return user_splits(read_user_data(data), seed)
+    except ValueError as exc:
+        raise CLIError(f"--data: {exc}") from None
+
+
+def import_model(model: str, data: str | None, seed: int = 1, name: str | None = None) -> tuple:
+    """Import the ONNX ``model`` calibrated on ``data`` (``pezo.golden.engine.onnx_import``): the ``NetFile``
+    and the float vs int8 accuracy report on the data's test split (and validation, training)."""
+    from pezo.golden.engine.onnx_import import accuracies, import_onnx
+    from pezo.golden.zo.user_data import check_against_net
+
+    splits = _calibration_data(data, seed, f"--net {model}" if name is None else "pezo net import")
+    try:
+        net, layers = import_onnx(model, splits["train"][0], name=name)
+        check_against_net(data, splits, net.config.inputs, net.config.outputs)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    report = {"model": str(model), "data": str(data), "input_exponent": net.input_exponent}
+    for split in ("train", "val", "test"):
+        for key, value in accuracies(net, layers, *splits[split]).items():
+            report[f"{split}_{key}"] = value
+    return net, report
+
+
+def import_onnx_cached(model: str, data: str | None, args=None) -> Path:
+    """``--net MODEL.onnx``: the import as a network file in the cache (one per model, data and split seed);
+    its report is left on ``args.onnx_import`` for the run's summary."""
+    from pezo.golden.config import cache_dir
+    from pezo.golden.engine.net_file import write_net_file
+
+    seed = getattr(args, "split_seed", None)
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 1
+    net, report = import_model(model, data, seed)
+    key = hashlib.sha256(json.dumps(net.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    folder = cache_dir() / "onnx-import" / key
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{net.name}.json"
+    if not path.exists():
+        write_net_file(net, path)
+    if args is not None:
+        args.onnx_import = report
+    return path
+
+
+def print_import(net, report: dict) -> None:
+    print(
+        f"{net.name}: {' | '.join(l.describe() for l in net.config.layers)}; shifts "
+        f"{[l.shift for l in net.config.layers[:-1]]}, weight exponents "
+        f"{[l.weight_exponent for l in net.config.layers]}, input exponent {net.input_exponent}"
+    )
+    print(
+        f"  test accuracy: float {report['test_float_accuracy']:.4f}, int8 {report['test_int8_accuracy']:.4f} "
+        f"({100 * (report['test_int8_accuracy'] - report['test_float_accuracy']):+.2f} points)"
+    )
+
+
+def cmd_net_import(args) -> int:
+    from pezo.golden.engine.net_file import write_net_file
+
+    check_out_file(args.out, args.force, ".json")
+    if not str(args.model).lower().endswith(".onnx"):
+        raise CLIError(f"MODEL must be an .onnx file, got {args.model!r}")
+    seed = args.split_seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 1 <= seed <= 16383:
+        raise CLIError(f"--split-seed must be an integer in 1..16383, got {seed!r}")
+    net, report = import_model(args.model, args.data, seed, name=args.name)
+    if args.out is not None:
+        write_net_file(net, args.out)
+        report["written"] = str(args.out)
+    if args.json:
+        print(json.dumps({**describe(net), "import": report}, indent=2))
+        return 0
+    print_import(net, report)
+    if args.out is not None:
+        print(f"wrote {args.out}")
+    return 0
+
+
 def add_parsers(sub) -> None:
-    """``net`` with ``show``."""
+    """``net`` with ``show`` and ``import``."""
     p = sub.add_parser(
         "net",
         help="network files and ONNX: 'pezo net show' (a built-in net or a file; --out writes the network file)",
@@ -102,3 +188,19 @@ def add_parsers(sub) -> None:
     s.add_argument("--force", action="store_true", help="replace an existing --out file")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=cmd_net_show)
+    i = inner.add_parser(
+        "import",
+        help="a float ONNX model (Gemm / MatMul + Add, Relu, Flatten/Reshape) to a network file, int8, calibrated "
+        "on --data; prints float vs int8 accuracy",
+        description="Import a float ONNX model of dense layers: weights to int8 with one power-of-two exponent per "
+        "tensor, requantisation shifts from the activation range on the training split of --data; trailing "
+        "Softmax / ArgMax / ZipMap / Cast / Identity are the output. Prints float vs int8 test accuracy.",
+    )
+    i.add_argument("model", metavar="MODEL.onnx", help="the float ONNX model")
+    i.add_argument("--data", metavar="PATH", help="labelled data (.npz or .csv, see pezo train-int8 --data)")
+    i.add_argument("--out", type=Path, help="write the network file (.json) here")
+    i.add_argument("--name", help="the network's name (default: the ONNX graph's name or the file's)")
+    i.add_argument("--split-seed", type=raw, default=1, help="seed of the held-out splits of --data (default 1)")
+    i.add_argument("--force", action="store_true", help="replace an existing --out file")
+    i.add_argument("--json", action="store_true", help="print one JSON object")
+    i.set_defaults(func=cmd_net_import)
