@@ -117,7 +117,8 @@ def load_net(net) -> NetFile:
         return builtin_net(net)
     if not is_net_path(net):
         raise ValueError(
-            f"net must be one of {', '.join(NET_NAMES)} or a network file ({', '.join(SUFFIXES)}), got {net!r}"
+            f"net must be one of {', '.join(NET_NAMES)}, got {net!r} (or a network file: a path ending in "
+            f"{' or '.join(SUFFIXES)})"
         )
     path = Path(net)
     if path.suffix.lower() not in SUFFIXES:

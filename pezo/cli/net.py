@@ -4,14 +4,17 @@ engine (``hw.engine.net_engine``), trained with the on-chip loss or the host's g
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from pezo.cli.args import CLIError, option_error, raw
+from pezo.cli.output import staged_output
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
@@ -29,6 +32,8 @@ NET_ONLY = (
     "wd_every",
     "last_init",
     "hidden_init",
+    "data",
+    "out",
 )
 NET_TRAIN_OPTIONS = {
     field: "--" + field.replace("_", "-")
@@ -153,6 +158,14 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
             "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
             "hidden features, quantised to int8",
         )
+    if not sim:
+        p.add_argument(
+            "--out",
+            type=Path,
+            help="with --net: write the trained network to this directory: <name>.json (the network file with the "
+            "int8 weights), <name>.onnx (QDQ, onnxruntime gives the engine's predictions) and summary.json",
+        )
+        p.add_argument("--force", action="store_true", help="with --out: replace a directory pezo wrote before")
     if sim:
         p.add_argument(
             "--no-overlap",
@@ -423,17 +436,51 @@ def _saturation_cause(args, train) -> str:
     return f"--g-shift {train.g_shift} is too small"
 
 
+def trained_net(train, engine, input_exponent: int):
+    """The network file of a trained engine: the run's layer program (and the network file's settings), its
+    int8 weights and biases (None for a layer without ``bias``), the data's input exponent."""
+    from pezo.golden.engine.net_file import NetFile, load_net
+    from pezo.golden.engine.network import NetConfig
+
+    base = load_net(train.net)
+    config = NetConfig.from_dict({"layers": train.layers, "name": train.net_name, **base.settings})
+    biases = tuple(b.copy() if l.bias else None for l, b in zip(config.layers, engine.biases))
+    weights = tuple(w.copy() for w in engine.weights)
+    return NetFile(config, base.settings, input_exponent, weights, biases, base.source)
+
+
+def write_trained(folder: Path, net, result: dict) -> list[str]:
+    """<name>.json, <name>.onnx and summary.json of a trained network in ``folder``."""
+    from pezo.golden.engine.net_file import write_net_file
+    from pezo.golden.engine.onnx_export import write_onnx
+
+    names = [f"{net.name}.json", f"{net.name}.onnx", "summary.json"]
+    write_net_file(net, folder / names[0])
+    write_onnx(net, folder / names[1])
+    (folder / names[2]).write_text(json.dumps(result, indent=2) + "\n")
+    return names
+
+
 def cmd_train_int8_net(args, steps) -> int:
     from pezo.golden.zo.int8_net import train_int8_net
 
     train = net_train_config(args, steps)
-    try:
-        result = train_int8_net(train, progress=not args.quiet)
-    except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
-        raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
-    check_saturation(result, _saturation_cause(args, train))
-    if getattr(args, "onnx_import", None) is not None:
-        result["onnx_import"] = args.onnx_import
+    out = getattr(args, "out", None)
+    kept = {}
+    with contextlib.ExitStack() as stack:
+        staging = None
+        if out is not None:
+            staging = stack.enter_context(staged_output(out, args.force, {"command": "pezo train-int8"}))
+        try:
+            result = train_int8_net(train, progress=not args.quiet, on_model=lambda e: kept.update(engine=e))
+        except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
+            raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
+        check_saturation(result, _saturation_cause(args, train))
+        if getattr(args, "onnx_import", None) is not None:
+            result["onnx_import"] = args.onnx_import
+        if staging is not None:
+            net = trained_net(train, kept["engine"], result["act_exponent"])
+            result["written"] = [str(out / name) for name in write_trained(staging.path, net, result)]
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -452,4 +499,6 @@ def cmd_train_int8_net(args, steps) -> int:
             f"  import of {r['model']}: test accuracy float {r['test_float_accuracy']:.3f}, int8 "
             f"{r['test_int8_accuracy']:.3f}"
         )
+    for path in result.get("written", ()):
+        print(f"wrote {path}")
     return 0

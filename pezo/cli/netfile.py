@@ -6,7 +6,8 @@
   quantised to int8 and its shifts calibrated on the data's training split; prints float vs int8 accuracy.
 * ``pezo net export NET.json --out MODEL.onnx`` -- a network file with weights as a QDQ ONNX model.
 
-Every file is written whole or not at all; an existing one is replaced only with ``--force``.
+Every file is written whole or not at all; an existing one is replaced only with ``--force``
+(``pezo.cli.output.check_new_file``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from pezo.cli.args import CLIError, raw
 from pezo.cli.net import net_spec
+from pezo.cli.output import check_new_file
 
 
 def _load(net: str):
@@ -29,17 +31,8 @@ def _load(net: str):
 
 
 def check_out_file(out: Path | None, force: bool, suffix: str) -> None:
-    """``--out FILE``: a ``suffix`` file in an existing directory, not replaced without ``--force``."""
-    if out is None:
-        return
-    if out.suffix.lower() != suffix:
-        raise CLIError(f"--out {str(out)!r} must end in {suffix}")
-    if out.is_dir():
-        raise CLIError(f"--out {str(out)!r} is a directory; name a {suffix} file")
-    if not out.parent.is_dir():
-        raise CLIError(f"--out {str(out)!r}: its directory {str(out.parent)!r} does not exist")
-    if out.exists() and not force:
-        raise CLIError(f"--out {str(out)!r} exists; give --force to replace it")
+    """``--out FILE``: ``output.check_new_file``'s policy (a ``suffix`` file, replaced only with ``--force``)."""
+    check_new_file("--out", out, force, suffix=suffix)
 
 
 def describe(net) -> dict:
@@ -168,8 +161,23 @@ def cmd_net_import(args) -> int:
     return 0
 
 
+def cmd_net_export(args) -> int:
+    from pezo.golden.engine.onnx_export import write_onnx
+
+    check_out_file(args.out, args.force, ".onnx")
+    if args.out is None:
+        raise CLIError("--out MODEL.onnx is required: where to write the exported model")
+    net = _load(args.net)
+    try:
+        write_onnx(net, args.out)
+    except ValueError as exc:
+        raise CLIError(f"--net: {exc}") from None
+    print(f"wrote {args.out} (QDQ int8, {net.config.weights} weights; outputs logits and label)")
+    return 0
+
+
 def add_parsers(sub) -> None:
-    """``net`` with ``show`` and ``import``."""
+    """``net`` with ``show``, ``import`` and ``export``."""
     p = sub.add_parser(
         "net",
         help="network files and ONNX: 'pezo net show' (a built-in net or a file; --out writes the network file)",
@@ -204,3 +212,14 @@ def add_parsers(sub) -> None:
     i.add_argument("--force", action="store_true", help="replace an existing --out file")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(func=cmd_net_import)
+    x = inner.add_parser(
+        "export",
+        help="a network file with int8 weights as a QDQ ONNX model (onnxruntime gives the engine's logits)",
+        description="Export a network file with weights (e.g. train-int8 --out's) as a QDQ ONNX model taking the "
+        "float input: QuantizeLinear at the input exponent, int8 weights, the engine's shifts; outputs logits "
+        "and label.",
+    )
+    x.add_argument("net", type=net_spec, metavar="PATH", help="a network file with weights")
+    x.add_argument("--out", type=Path, help="the .onnx file to write")
+    x.add_argument("--force", action="store_true", help="replace an existing --out file")
+    x.set_defaults(func=cmd_net_export)

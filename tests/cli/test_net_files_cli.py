@@ -28,7 +28,7 @@ def test_net_show_writes_every_builtin_as_a_file_that_shows_the_same(name, tmp_p
     "argv, message",
     [
         (["net", "show", "mnist"], "invalid choice: 'mnist'"),
-        (["net", "show", "digits-mlp", "--out", "{tmp}/n.txt"], "must end in .json"),
+        (["net", "show", "digits-mlp", "--out", "{tmp}/n.txt"], "name the file *.json"),
         (["net", "show", "digits-mlp", "--out", "{tmp}/missing/n.json"], "does not exist"),
         (["net", "show", "{tmp}/bad.json"], "unknown key 'colour'"),
         (["train-int8", "--net", "{tmp}/bad.json"], "unknown key 'colour'"),

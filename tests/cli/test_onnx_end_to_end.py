@@ -1,0 +1,93 @@
+"""Real models end to end from the command line: a model trained by another tool and exported by that tool's
+converter -> pezo train-int8 --net MODEL.onnx --data D.npz --out DIR -> DIR/<name>.onnx in onnxruntime gives the
+golden engine's predictions (NetEngine.infer) and the accuracy pezo reported.
+
+* scikit-learn's MLPClassifier on the digits, converted by skl2onnx (Cast, MatMul + Add, Relu, Softmax, ArgMax,
+  ZipMap, ArrayFeatureExtractor, Reshape, Cast).
+* a PyTorch nn.Sequential MLP: torch is not installed here, so the model is built with onnx.helper in the exact
+  form torch.onnx.export writes (Flatten, Gemm transB=1, Relu; tests/golden/onnx_models.py)."""
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+from pezo.cli.main import main  # noqa: E402
+from pezo.golden.engine.calibration import quantize_rint  # noqa: E402
+from pezo.golden.engine.net_file import read_net_file  # noqa: E402
+from pezo.golden.zo.net_eval import engine_logits  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))
+from onnx_models import torch_style_mlp  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x, y = d.data.astype(np.float32), d.target
+    path = tmp_path_factory.mktemp("data") / "digits.npz"
+    np.savez(
+        path,
+        x_train=x[:1000],
+        y_train=y[:1000],
+        x_val=x[1000:1300],
+        y_val=y[1000:1300],
+        x_test=x[1300:],
+        y_test=y[1300:],
+    )
+    return path, x, y
+
+
+def fitted_mlp(x, y):
+    from sklearn.neural_network import MLPClassifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the optimiser has not fully converged in 150 iterations: fine here
+        return MLPClassifier((32,), max_iter=150, random_state=0).fit(x[:1000], y[:1000])
+
+
+def sklearn_model(x, y):
+    pytest.importorskip("skl2onnx")
+    from skl2onnx import to_onnx
+
+    return to_onnx(fitted_mlp(x, y), x[:1])
+
+
+def torch_model(x, y):
+    """The same trained weights as nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10),
+    nn.Softmax(1)) exported by torch.onnx.export would hold them (Linear's weight is [out, in])."""
+    mlp = fitted_mlp(x, y)
+    weights = [w.T for w in mlp.coefs_]
+    return torch_style_mlp(weights, mlp.intercepts_, extra=[("Softmax", {"axis": 1})])
+
+
+@pytest.mark.parametrize("make", [sklearn_model, torch_model], ids=["sklearn-skl2onnx", "torch-form"])
+def test_import_train_export_and_onnxruntime_agrees(make, digits, tmp_path, capsys):
+    data, x, y = digits
+    model = tmp_path / "model.onnx"
+    model.write_bytes(make(x, y).SerializeToString())
+    out = tmp_path / "out"
+    argv = ["train-int8", "--net", str(model), "--data", str(data), "--out", str(out)]
+    code = main(argv + ["--steps", "20", "--eval-every", "10", "--batch", "64", "--quiet", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == [
+        ".pezo-output",
+        "model.json",
+        "model.onnx",
+        "summary.json",
+    ]
+    report = result["onnx_import"]
+    assert report["test_float_accuracy"] > 0.85 and report["test_int8_accuracy"] >= report["test_float_accuracy"] - 0.02
+    net = read_net_file(out / "model.json")
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    logits, label = session.run(None, {"input": x[1300:]})
+    golden = engine_logits(net.engine(net.config.replace(batch=8)), quantize_rint(x[1300:], net.input_exponent))
+    assert np.array_equal(label, golden.argmax(axis=1))
+    assert float((label == y[1300:]).mean()) == result["test_accuracy"]
