@@ -105,6 +105,13 @@ def builtin_net(name: str) -> NetFile:
     return NetFile(NetConfig(layers=NETS[name], name=name), input_exponent=-7 if name == "digits-mlp" else None)
 
 
+def net_file_config(net, **fields) -> NetConfig:
+    """``nets.net_config`` for a built-in name or a network file: its layer program with its settings, and
+    ``fields`` (the command's options) over them."""
+    base = load_net(net)
+    return NetConfig.from_dict({**base.config.to_dict(), **fields})
+
+
 def is_net_path(net) -> bool:
     """Whether ``net`` names a file (a path with a suffix) rather than a built-in network."""
     return isinstance(net, (str, os.PathLike)) and str(net) not in NETS and Path(net).suffix != ""

@@ -174,6 +174,17 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         )
 
 
+def add_net_path_args(p: argparse.ArgumentParser, help_text: str, default: str | None = None) -> None:
+    """``--net NAME|PATH`` and ``--data PATH`` (the data an ONNX model's import is calibrated on) of the
+    commands that generate or simulate an engine."""
+    p.add_argument("--net", type=net_spec, metavar="NAME|PATH", default=default, help=help_text)
+    p.add_argument(
+        "--data",
+        metavar="PATH",
+        help="with --net: a labelled data set (.npz or .csv); an ONNX --net is calibrated on its training split",
+    )
+
+
 def net_spec(text: str) -> str:
     """``--net``: a built-in name, or a path (anything with a suffix or a directory part); argparse's
     ``invalid choice`` for any other word."""
@@ -326,11 +337,19 @@ def resolve_net(args) -> str:
     """``--net`` as ``NetTrainConfig.net``: a name or a network file as given; an ONNX model imported
     (``pezo.golden.engine.onnx_import``, calibrated on ``--data``) into a network file in the cache."""
     net = args.net
-    if not str(net).lower().endswith(".onnx"):
+    if net is None or not str(net).lower().endswith(".onnx"):
         return net
     from pezo.cli.netfile import import_onnx_cached
 
     return str(import_onnx_cached(net, getattr(args, "data", None), args))
+
+
+def start_biases(train):
+    """The biases a run starts from: a network file's (None: all zero)."""
+    from pezo.golden.engine.net_file import load_net
+
+    biases = load_net(train.net).biases
+    return None if biases is None else list(biases)
 
 
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
@@ -348,6 +367,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     net, loss = train.net_config, train.loss_config
+    biases = start_biases(train)
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
     build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
@@ -360,6 +380,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         np.concatenate(flat),
         simulator,
         build,
+        biases=biases,
         overlap=overlap,
         host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent},
     )

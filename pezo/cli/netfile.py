@@ -12,7 +12,6 @@ Every file is written whole or not at all; an existing one is replaced only with
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -76,52 +75,27 @@ def cmd_net_show(args) -> int:
     return 0
 
 
-def _calibration_data(data: str | None, seed: int, what: str):
-    """The float splits of ``--data`` (the training split calibrates an import)."""
-    from pezo.golden.zo.user_data import read_user_data, user_splits
-
-    if data is None:
-        raise CLIError(f"{what} needs --data PATH: the data's training split calibrates the int8 import")
-    try:
-        return user_splits(read_user_data(data), seed)
-    except ValueError as exc:
-        raise CLIError(f"--data: {exc}") from None
-
-
 def import_model(model: str, data: str | None, seed: int = 1, name: str | None = None) -> tuple:
-    """Import the ONNX ``model`` calibrated on ``data`` (``pezo.golden.engine.onnx_import``): the ``NetFile``
-    and the float vs int8 accuracy report on the data's test split (and validation, training)."""
-    from pezo.golden.engine.onnx_import import accuracies, import_onnx
-    from pezo.golden.zo.user_data import check_against_net
+    """``golden.zo.model_import.import_model`` with its errors as one CLI line."""
+    from pezo.golden.zo.model_import import import_model as golden_import
 
-    splits = _calibration_data(data, seed, f"--net {model}" if name is None else "pezo net import")
     try:
-        net, layers = import_onnx(model, splits["train"][0], name=name)
-        check_against_net(data, splits, net.config.inputs, net.config.outputs)
+        return golden_import(model, data, seed, name=name)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    report = {"model": str(model), "data": str(data), "input_exponent": net.input_exponent}
-    for split in ("train", "val", "test"):
-        for key, value in accuracies(net, layers, *splits[split]).items():
-            report[f"{split}_{key}"] = value
-    return net, report
 
 
 def import_onnx_cached(model: str, data: str | None, args=None) -> Path:
-    """``--net MODEL.onnx``: the import as a network file in the cache (one per model, data and split seed);
-    its report is left on ``args.onnx_import`` for the run's summary."""
-    from pezo.golden.config import cache_dir
-    from pezo.golden.engine.net_file import write_net_file
+    """``--net MODEL.onnx``: the import as a cached network file (``golden.zo.model_import.cached_import``, one
+    per model, data and split seed); its report is left on ``args.onnx_import`` for the run's summary."""
+    from pezo.golden.zo.model_import import cached_import
 
     seed = getattr(args, "split_seed", None)
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 1
-    net, report = import_model(model, data, seed)
-    key = hashlib.sha256(json.dumps(net.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
-    folder = cache_dir() / "onnx-import" / key
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{net.name}.json"
-    if not path.exists():
-        write_net_file(net, path)
+    try:
+        path, report = cached_import(model, data, seed)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     if args is not None:
         args.onnx_import = report
     return path

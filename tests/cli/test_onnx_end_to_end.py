@@ -91,3 +91,28 @@ def test_import_train_export_and_onnxruntime_agrees(make, digits, tmp_path, caps
     golden = engine_logits(net.engine(net.config.replace(batch=8)), quantize_rint(x[1300:], net.input_exponent))
     assert np.array_equal(label, golden.argmax(axis=1))
     assert float((label == y[1300:]).mean()) == result["test_accuracy"]
+
+
+def test_build_engine_takes_a_network_file(digits, tmp_path, capsys):
+    data, x, y = digits
+    model = tmp_path / "model.onnx"
+    model.write_bytes(torch_model(x, y).SerializeToString())
+    out = tmp_path / "design"
+    argv = ["build", "--design", "engine", "--net", str(model), "--data", str(data), "--out", str(out), "--no-vivado"]
+    assert main(argv) == 0
+    described = json.loads((out / "config.json").read_text())
+    layers = described["map"]["config"]["layers"]
+    assert [(l["inputs"], l["outputs"], l["bias"]) for l in layers] == [(64, 32, True), (32, 10, True)]
+    assert "engine top of model" in capsys.readouterr().out
+
+
+@pytest.mark.rtl
+def test_an_imported_model_trains_on_the_rtl_like_golden(digits, tmp_path, require_simulator, capsys):
+    require_simulator("icarus")
+    data, x, y = digits
+    model = tmp_path / "model.onnx"
+    model.write_bytes(sklearn_model(x, y).SerializeToString())
+    argv = ["sim", "engine", "--net", str(model), "--data", str(data), "--steps", "3", "--batch", "16"]
+    assert main(argv + ["--simulator", "icarus", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["match"] is True and result["net"] == "model" and result["layers"][0] == "64 -> 32 + bias relu"
