@@ -116,3 +116,38 @@ def test_an_imported_model_trains_on_the_rtl_like_golden(digits, tmp_path, requi
     assert main(argv + ["--simulator", "icarus", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["match"] is True and result["net"] == "model" and result["layers"][0] == "64 -> 32 + bias relu"
+
+
+def test_the_board_driver_takes_the_model_and_saves_onnx(digits, tmp_path, capsys):
+    """``python -m pezo.driver --net MODEL.onnx --data D`` prepares the imported model's job (on a zero-filled
+    stand-in for /dev/mem it stops at the identity check), and ``--save`` writes weights onnxruntime runs."""
+    from pezo.boards.zcu102_engine import addresses
+    from pezo.driver.__main__ import job, save_trained
+    from pezo.driver.__main__ import main as driver_main
+    from pezo.golden.engine.network import NetConfig, NetEngine
+
+    data, x, y = digits
+    model = tmp_path / "model.onnx"
+    model.write_bytes(torch_model(x, y).SerializeToString())
+    design = tmp_path / "d"
+    argv = ["build", "--design", "engine", "--net", str(model), "--data", str(data), "--out", str(design)]
+    assert main(argv + ["--no-vivado", "--batch", "16"]) == 0
+    capsys.readouterr()
+    described = json.loads((design / "config.json").read_text())
+    config = NetConfig.from_dict(described["map"]["config"])
+    xs, ys, flat, loss = job(config, 3, 1, net=str(model), data=str(data))
+    last = job.last
+    engine = NetEngine(config, flat, last["biases"])
+    for xb, yb in zip(xs, ys):
+        engine.train_step(xb, yb, loss)
+    saved = save_trained(tmp_path / "saved", config, engine.flat, last)
+    session = ort.InferenceSession(saved[1], providers=["CPUExecutionProvider"])
+    _, label = session.run(None, {"input": x[1300:]})
+    want = engine_logits(engine, quantize_rint(x[1300:], last["exponent"])).argmax(axis=1)
+    assert np.array_equal(label, want)
+    where = addresses(config)
+    fake = tmp_path / "not-the-board-devmem"
+    with open(fake, "wb") as f:
+        f.truncate(where["windows_base"] + where["windows_size"])
+    argv = ["--design", str(design), "--mem", str(fake), "--steps", "2", "--net", str(model), "--data", str(data)]
+    assert driver_main(argv) == 1 and "not the engine top" in capsys.readouterr().err
