@@ -7,7 +7,13 @@
 the ops classifier exporters append to turn logits into labels or probabilities -- ``Softmax``, ``LogSoftmax``,
 ``ArgMax``, ``ZipMap``, ``Cast``, ``Identity``, ``ArrayFeatureExtractor``, ``Reshape``, ``Flatten`` -- are
 recognised as the output and not run on chip (the engine's logits are the last layer's accumulators; their
-argmax is the class index). Anything else is refused with one line naming the node, its op type and why: another
+argmax is the class index). **QDQ models** (``onnxruntime.quantization`` with ``QuantFormat.QDQ``): a
+``DequantizeLinear`` of constants is the float weight or bias it stands for; a ``QuantizeLinear`` /
+``DequantizeLinear`` pair on an activation passes through (a zero point at the type's minimum after a dense
+layer is the ReLU the quantiser folded into the range); the model is then re-quantised by this module's rule
+(its own scales are not kept). QOperator models (``QLinearMatMul``, ``QGemm``, ...) are refused.
+
+Anything else is refused with one line naming the node, its op type and why: another
 op, a tensor feeding two nodes (a residual branch), an ``Add`` of two activations, a non-constant weight, a ReLU
 on the logits, or a layer the engine cannot hold (widths, tiling, the int32 accumulator: ``NetConfig``'s checks).
 
@@ -38,7 +44,8 @@ from pezo.golden.engine.network import Layer, NetConfig, forward_network
 
 PASS_THROUGH = ("Flatten", "Reshape", "Cast", "Identity", "Dropout")
 OUTPUT_OPS = ("Softmax", "LogSoftmax", "ArgMax", "ZipMap", "Cast", "Identity", "ArrayFeatureExtractor")
-OUTPUT_OPS += ("Reshape", "Flatten")
+OUTPUT_OPS += ("Reshape", "Flatten", "QuantizeLinear", "DequantizeLinear")
+QOPERATOR_OPS = ("QLinearMatMul", "QGemm", "MatMulInteger", "QLinearConv", "ConvInteger", "DynamicQuantizeLinear")
 DENSE_OPS = ("Gemm", "MatMul")
 SUPPORTED_OPS = tuple(dict.fromkeys(DENSE_OPS + ("Add", "Relu") + PASS_THROUGH + OUTPUT_OPS))
 FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
@@ -82,6 +89,8 @@ def load_onnx(path):
 
 
 def _constants(graph) -> dict:
+    """Initializers, ``Constant`` outputs and ``DequantizeLinear`` of constants (a QDQ model's weights and
+    biases: (q - zero_point) * scale, per tensor or per channel along ``axis``) as float arrays."""
     from onnx import numpy_helper
 
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -90,7 +99,29 @@ def _constants(graph) -> dict:
             for attr in node.attribute:
                 if attr.name == "value":
                     values[node.output[0]] = numpy_helper.to_array(attr.t)
+        elif node.op_type == "DequantizeLinear" and all(n in values for n in node.input if n):
+            q = np.asarray(values[node.input[0]], dtype=np.float64)
+            scale = np.asarray(values[node.input[1]], dtype=np.float64)
+            zero = np.asarray(values[node.input[2]], dtype=np.float64) if len(node.input) > 2 and node.input[2] else 0.0
+            if scale.ndim == 1 and q.ndim > 1:  # per channel
+                shape = [1] * q.ndim
+                shape[_attrs(node).get("axis", 1)] = -1
+                scale, zero = scale.reshape(shape), np.reshape(zero, shape) if np.ndim(zero) else zero
+            values[node.output[0]] = (q - zero) * scale
     return values
+
+
+def _qdq_pair(node, consumers, consts):
+    """A ``QuantizeLinear`` on an activation and its ``DequantizeLinear``: (the pair's output, whether it clamps
+    at zero -- a zero point at the type's minimum, how quantisers fold a ReLU into the activation's range)."""
+    users = consumers.get(node.output[0], [])
+    if len(users) != 1 or users[0].op_type != "DequantizeLinear":
+        raise _refuse(node, "a QuantizeLinear on an activation must be followed by one DequantizeLinear (QDQ form)")
+    zero = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    clamps = (
+        zero is not None and zero.dtype.kind in "iu" and int(np.asarray(zero).ravel()[0]) == np.iinfo(zero.dtype).min
+    )
+    return users[0].output[0], clamps
 
 
 def _attrs(node) -> dict:
@@ -111,7 +142,14 @@ def float_layers(model) -> list[FloatLayer]:
         raise ValueError(
             f"input {inputs[0].name!r} must be a float tensor (a float model; QDQ import is not supported)"
         )
-    nodes = [n for n in graph.node if n.op_type != "Constant"]
+    for node in graph.node:
+        if node.op_type in QOPERATOR_OPS:
+            raise _refuse(
+                node,
+                "a QOperator-quantised model: give the float model, or quantise it in QDQ form "
+                "(onnxruntime.quantization with QuantFormat.QDQ)",
+            )
+    nodes = [n for n in graph.node if n.op_type != "Constant" and not (n.output and n.output[0] in consts)]
     consumers: dict[str, list] = {}
     for node in nodes:
         for name in node.input:
@@ -154,6 +192,11 @@ def float_layers(model) -> list[FloatLayer]:
             continue
         if op == "Add":
             raise _refuse(node, "an Add that is not the bias of a MatMul (a residual branch or a shifted input)")
+        if op == "QuantizeLinear" and not _ends_chain(node, consumers):
+            current, clamps = _qdq_pair(node, consumers, consts)
+            if clamps and layers and not layers[-1].relu and layers[-1].node == _producer(nodes, node.input[0]):
+                layers[-1].relu = True  # the quantiser folded the ReLU into the range (zero point at the minimum)
+            continue
         if op in PASS_THROUGH and not _ends_chain(node, consumers):
             _check_pass_through(node, consts)
             current = node.output[0]
@@ -173,6 +216,16 @@ def float_layers(model) -> list[FloatLayer]:
             f"node {layers[-1].node!r}: the last dense layer gives the logits and must not be followed by a Relu"
         )
     return layers
+
+
+def _producer(nodes, tensor: str) -> str | None:
+    """The name of the dense node whose output (or bias Add's output) is ``tensor``."""
+    for i, node in enumerate(nodes):
+        if tensor in node.output:
+            if node.op_type == "Add" and i and nodes[i - 1].op_type == "MatMul":
+                return nodes[i - 1].name
+            return node.name
+    return None
 
 
 def _ends_chain(node, consumers) -> bool:

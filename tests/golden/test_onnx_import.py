@@ -143,3 +143,44 @@ def test_a_truncated_or_malformed_file_is_refused(cut, tmp_path):
     path.write_bytes(b"not an onnx model at all")
     with pytest.raises(ValueError, match="is not a valid ONNX model"):
         import_onnx(path, np.ones((10, 8)))
+
+
+def quantized(tmp_path, fmt):
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    weights, biases = random_mlp([16, 24, 4])
+    source = save(torch_style_mlp(weights, biases, extra=[("Softmax", {"axis": 1})]), tmp_path, "float.onnx")
+    x = np.random.default_rng(1).normal(0, 1, (200, 16)).astype(np.float32)
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"input": x[i : i + 20]} for i in range(0, 200, 20)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    target = tmp_path / f"{fmt}.onnx"
+    quantization.quantize_static(
+        str(source),
+        str(target),
+        Reader(),
+        quant_format=getattr(quantization.QuantFormat, fmt),
+        activation_type=quantization.QuantType.QInt8,
+        weight_type=quantization.QuantType.QInt8,
+    )
+    return source, target, x
+
+
+def test_a_qdq_model_by_onnxruntime_quantization_imports_as_its_float_model(tmp_path):
+    source, target, x = quantized(tmp_path, "QDQ")  # Gemm's ReLU folded into a zero point of -128
+    ref, ref_layers = import_onnx(source, x)
+    net, layers = import_onnx(target, x)
+    assert [l.describe() for l in net.config.layers] == [l.describe() for l in ref.config.layers]
+    assert np.abs(layers[0].weight - ref_layers[0].weight).max() < 0.02
+    y = float_forward(ref_layers, x).argmax(axis=1)
+    assert accuracies(net, layers, x, y)["int8_accuracy"] >= 0.9
+
+
+def test_a_qoperator_model_is_refused_naming_the_node(tmp_path):
+    _, target, x = quantized(tmp_path, "QOperator")
+    with pytest.raises(ValueError, match=r"\(op Q\w+\): a QOperator-quantised model: give the float model"):
+        import_onnx(target, x)
