@@ -107,11 +107,12 @@ def test_build_engine_takes_a_network_file(digits, tmp_path, capsys):
 
 
 @pytest.mark.rtl
-def test_an_imported_model_trains_on_the_rtl_like_golden(digits, tmp_path, require_simulator, capsys):
+@pytest.mark.parametrize("make", [sklearn_model, torch_model], ids=["sklearn-skl2onnx", "torch-form"])
+def test_an_imported_model_trains_on_the_rtl_like_golden(make, digits, tmp_path, require_simulator, capsys):
     require_simulator("icarus")
     data, x, y = digits
     model = tmp_path / "model.onnx"
-    model.write_bytes(sklearn_model(x, y).SerializeToString())
+    model.write_bytes(make(x, y).SerializeToString())
     argv = ["sim", "engine", "--net", str(model), "--data", str(data), "--steps", "3", "--batch", "16"]
     assert main(argv + ["--simulator", "icarus", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
