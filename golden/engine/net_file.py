@@ -97,6 +97,7 @@ def _non_default(layer: Layer, key: str) -> bool:
     return getattr(layer, key) != Layer.__dataclass_fields__[key].default
 
 
+@functools.cache
 def builtin_net(name: str) -> NetFile:
     """The built-in network ``name`` (``pezo.golden.engine.nets``) as a ``NetFile`` (digits-mlp with its
     input exponent, ``pezo.golden.zo.net_data``'s s_x = -7; the Rotten Tomatoes nets' depends on the data)."""
@@ -151,13 +152,15 @@ def read_net_file(path) -> NetFile:
         text = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"net file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    try:
-        if path.suffix.lower() == ".toml":
+    parse = json.loads
+    if path.suffix.lower() == ".toml":
+        try:
             import tomllib
-
-            data = tomllib.loads(text.decode())
-        else:
-            data = json.loads(text)
+        except ImportError:  # Python 3.10
+            raise ValueError(f"net file {str(path)!r}: reading TOML needs Python 3.11 or later; use JSON") from None
+        parse = lambda raw: tomllib.loads(raw.decode())  # noqa: E731
+    try:
+        data = parse(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"net file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
     try:
