@@ -137,7 +137,7 @@ def cmd_sim_board(args) -> int:
             "install verilator"
         )
     print(
-        f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top "
+        f"co-simulating {steps} ZO steps of {train.net_name} through AXI on the engine top "
         f"({train.array.rows}x{train.array.cols}, "
         f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...",
         file=sys.stderr,
