@@ -152,3 +152,17 @@ def test_the_board_driver_takes_the_model_and_saves_onnx(digits, tmp_path, capsy
         f.truncate(where["windows_base"] + where["windows_size"])
     argv = ["--design", str(design), "--mem", str(fake), "--steps", "2", "--net", str(model), "--data", str(data)]
     assert driver_main(argv) == 1 and "not the engine top" in capsys.readouterr().err
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_an_imported_model_trains_through_axi_on_the_engine_top(digits, tmp_path, require_simulator, capsys):
+    """``pezo sim board --net MODEL.onnx --data D``: the host driver runs the job through AXI (biases included)."""
+    require_simulator("icarus")
+    data, x, y = digits
+    model = tmp_path / "model.onnx"
+    model.write_bytes(torch_model(x, y).SerializeToString())
+    argv = ["sim", "board", "--net", str(model), "--data", str(data), "--steps", "2", "--simulator", "icarus"]
+    assert main(argv + ["--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["match"] is True and result["net"] == "model"
