@@ -195,11 +195,12 @@ def check_build_design(args) -> None:
 
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
-    from pezo.cli.net import net_train_config
+    from pezo.cli.net import check_hardware_data, net_train_config
     from pezo.golden.board_map import check_board_config
 
     if args.board != "zcu102":
         raise CLIError(f"--design engine is built for --board zcu102 only, got {args.board!r}")
+    check_hardware_data(args)
     if args.strategy not in (None, "otf", "pregen"):
         raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
     fields = argparse.Namespace(

@@ -333,6 +333,17 @@ def net_file_defaults(net: str) -> dict:
     return out
 
 
+def check_hardware_data(args) -> None:
+    """A command that generates hardware reads ``--data`` only to calibrate an ONNX ``--net``: one error
+    otherwise (it would be ignored)."""
+    data, net = getattr(args, "data", None), getattr(args, "net", None)
+    if data is not None and not str(net or "").lower().endswith(".onnx"):
+        raise CLIError(
+            "--data applies here to an ONNX --net only (its import is calibrated on the data's training split); "
+            "this command generates hardware and does not train"
+        )
+
+
 def resolve_net(args) -> str:
     """``--net`` as ``NetTrainConfig.net``: a name or a network file as given; an ONNX model imported
     (``pezo.golden.engine.onnx_import``, calibrated on ``--data``) into a network file in the cache."""

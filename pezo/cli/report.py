@@ -16,7 +16,7 @@ from pezo.boards.flow.vivado import VivadoReportError
 from pezo.cli.args import CLIError, option_error
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
-from pezo.cli.net import add_net_path_args, resolve_net
+from pezo.cli.net import add_net_path_args, check_hardware_data, resolve_net
 from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.timing import print_timing, timing_keys
 from pezo.golden.engine.net_file import net_file_config
@@ -26,6 +26,7 @@ from pezo.golden.engine.zo_engine import EngineConfig
 def cmd_report(args) -> int:
     from pezo.boards.flow.report import ENGINE_STRATEGIES, is_report_cached, report
 
+    check_hardware_data(args)
     if args.net and args.strategy not in ENGINE_STRATEGIES:
         raise CLIError(f"--net applies to --strategy {' or '.join(ENGINE_STRATEGIES)} only (the network engine)")
     if not _given(args) and args.unit is None:

@@ -34,6 +34,8 @@ def test_net_show_writes_every_builtin_as_a_file_that_shows_the_same(name, tmp_p
         (["train-int8", "--net", "{tmp}/bad.json"], "unknown key 'colour'"),
         (["train-int8", "--net", "{tmp}/none.json"], "cannot be read"),
         (["train-int8", "--net", "digits-mlp", "--data", "{tmp}/d.txt"], "--data must be the path of a .npz or .csv"),
+        (["report", "--strategy", "engine-otf", "--net", "digits-mlp", "--data", "{tmp}/d.npz"], "an ONNX --net only"),
+        (["build", "--design", "engine", "--data", "{tmp}/d.npz", "--out", "{tmp}/b"], "an ONNX --net only"),
     ],
 )
 def test_bad_net_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
