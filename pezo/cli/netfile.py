@@ -154,7 +154,8 @@ def add_parsers(sub) -> None:
     """``net`` with ``show``, ``import`` and ``export``."""
     p = sub.add_parser(
         "net",
-        help="network files and ONNX: 'pezo net show' (a built-in net or a file; --out writes the network file)",
+        help="network files and ONNX: 'pezo net show' (a built-in net or a file; --out writes its file), "
+        "'pezo net import' (a float ONNX model to int8) and 'pezo net export' (a network file to QDQ ONNX)",
         description="Network files (JSON, version 1: the layer program, settings and optional int8 weights; "
         "docs: network files) and ONNX import / export.",
     )
