@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from pezo.golden.engine.backprop import split_name
+from pezo.golden.engine.net_file import load_net
 from pezo.golden.engine.network import NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import (
     G_MAX,
@@ -38,9 +40,10 @@ from pezo.golden.engine.zo_engine import (
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.int8_head import batch_schedule
 from pezo.golden.zo.net_config import NetTrainConfig
-from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe, load_data
+from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe
 from pezo.golden.zo.net_eval import average_weights, engine_accuracy, logit_exponent
 from pezo.golden.zo.net_init import init_weights
+from pezo.golden.zo.user_data import load_run_data
 
 CURVE_LOSS_WINDOW = 50
 """Steps averaged for the curves' and the summary's training loss."""
@@ -70,7 +73,11 @@ def progress_bar(progress: bool, total: int, desc: str):
 
 # -- training --------------------------------------------------------------------------------------
 def train_int8_net(
-    config: NetTrainConfig, progress: bool = False, data: NetData | None = None, probe: bool = True
+    config: NetTrainConfig,
+    progress: bool = False,
+    data: NetData | None = None,
+    probe: bool = True,
+    on_model: Callable[[NetEngine], None] | None = None,
 ) -> dict:
     """Golden INT8 ZO training of ``config.net`` with the engine's exact step (module docstring).
 
@@ -79,16 +86,17 @@ def train_int8_net(
     ``forward_passes`` (2 per step), ``seconds_per_step`` (training steps only), ``net``, ``loss``,
     ``steps`` and ``curve`` (a list of {step, forward_passes, val_accuracy, train_loss}: ``train_loss`` is
     the mean over the last ``CURVE_LOSS_WINDOW`` steps of the trained loss -- the hinge per example in
-    logit LSBs on-chip, the float cross-entropy on the host -- averaged over both passes)."""
+    logit LSBs on-chip, the float cross-entropy on the host -- averaged over both passes). ``on_model``, if
+    given, is called with the engine holding the reported model's weights (e.g. to export them)."""
     if not isinstance(config, NetTrainConfig):
         raise ValueError(f"config must be a NetTrainConfig, got {type(config).__name__}")
-    data = data or load_data(config)
+    data = data or load_run_data(config)
     net, loss_cfg = config.net_config, config.loss_config
     train_size = len(data.y["train"])
     if net.array.batch > train_size:
         raise ValueError(f"batch must be <= the {train_size} training examples, got {net.array.batch}")
     weights, init = init_weights(config, data.x["train"], data)
-    engine = NetEngine(net, weights=weights)
+    engine = NetEngine(net, weights=weights, biases=load_net(config.net).biases)
     schedule = batch_schedule(train_size, net.array.batch, config.steps, config.seed)
     split = config.split_c
     passes_per_step = 1 if split == 0 else 2
@@ -193,7 +201,9 @@ def train_int8_net(
         "data": data.info,
         "config": config.to_dict(),
     }
-    if probe and NET_TASKS[config.net] != "digits":
+    if on_model is not None:
+        on_model(engine)
+    if probe and config.data is None and NET_TASKS.get(config.net_name, "digits") != "digits":
         summary.update(float_probe(data))
         summary["gap_points"] = 100 * (summary["float_probe_test_accuracy"] - summary["test_accuracy"])
     return summary

@@ -25,7 +25,7 @@ from typing import ClassVar
 from pezo.golden.config import StreamConfig, check_int
 from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, split_name, split_point
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
-from pezo.golden.engine.nets import NET_NAMES, NETS
+from pezo.golden.engine.net_file import load_net
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.engine.zo_engine import (
     G_MAX,
@@ -71,7 +71,10 @@ class NetTrainConfig(EngineFlatConfig):
     """One golden INT8 ZO run of a whole network (module docstring). The defaults are the tuned values
     (module docstring, ``TUNED``): sign g, g_lr 2^16, eps_shift 13, batch 128, margin 4096.
 
-    net        -- ``digits-mlp`` | ``rt-mlp`` | ``rt-head`` (``pezo.golden.engine.nets``).
+    net        -- ``digits-mlp`` | ``rt-mlp`` | ``rt-head`` (``pezo.golden.engine.nets``) or the path of a network
+                  file (``pezo.golden.engine.net_file``; its weights, if any, are the start).
+    data       -- None (the built-in net's data set) or the path of a user data set (``.npz`` / ``.csv``,
+                  ``pezo.golden.zo.user_data``); a network file without a built-in name needs one.
     loss       -- ``on-chip`` (the engine's hinge loss and g) | ``host`` (float cross-entropy g on the host).
     g_mode     -- on-chip g: ``sign`` (g = +-g_lr) | ``scaled`` (g = sat(round_shift(L+ - L-, g_shift))).
     margin     -- hinge margin in logit LSBs, 0..2^23-1.
@@ -140,9 +143,12 @@ class NetTrainConfig(EngineFlatConfig):
     average_last: int = 0
     split: str | int = "full-zo"
     bp_bits: int | None = None
+    data: str | None = None
 
     def __post_init__(self):
-        check_choice("net", self.net, NET_NAMES)
+        load_net(self.net)  # a built-in name or a readable network file
+        if self.data is not None and not (isinstance(self.data, str) and self.data.lower().endswith((".npz", ".csv"))):
+            raise ValueError(f"data must be the path of a .npz or .csv file, got {self.data!r}")
         check_choice("loss", self.loss, LOSSES)
         check_choice("g_mode", self.g_mode, G_MODES)
         check_int("margin", self.margin, 0, MAX_MARGIN)
@@ -162,7 +168,7 @@ class NetTrainConfig(EngineFlatConfig):
         check_choice("last_init", self.last_init, LAST_INITS)
         check_choice("hidden_init", self.hidden_init, HIDDEN_INITS)
         if self.hidden_init == "pca":
-            for i, layer in enumerate(NETS[self.net][:-1]):
+            for i, layer in enumerate(self.base_layers[:-1]):
                 if layer.outputs % 2 or layer.outputs // 2 > layer.inputs:
                     raise ValueError(
                         f"hidden_init='pca' needs every hidden layer's width to be even and at most "
@@ -181,7 +187,7 @@ class NetTrainConfig(EngineFlatConfig):
                 f"{self.steps} steps, one every {self.eval_every}), got {self.average_last!r}"
             )
         if self.shifts is not None:
-            hidden = len(NETS[self.net]) - 1
+            hidden = len(self.base_layers) - 1
             if not isinstance(self.shifts, (tuple, list)) or len(self.shifts) != hidden:
                 raise ValueError(
                     f"shifts must be None or {hidden} shift(s), one per hidden layer of {self.net}, got {self.shifts!r}"
@@ -203,15 +209,25 @@ class NetTrainConfig(EngineFlatConfig):
         self.loss_config  # noqa: B018 - the loss unit's checks
 
     @property
+    def base_layers(self) -> tuple:
+        """The network's own layer program (the built-in's or the file's)."""
+        return load_net(self.net).config.layers
+
+    @property
+    def net_name(self) -> str:
+        """The network's name (a network file's ``name``)."""
+        return load_net(self.net).name
+
+    @property
     def layers(self) -> tuple:
-        layers = NETS[self.net]
+        layers = self.base_layers
         if self.shifts is None:
             return layers
         return tuple(dataclasses.replace(l, shift=s) for l, s in zip(layers, self.shifts)) + (layers[-1],)
 
     @property
     def net_config(self) -> NetConfig:
-        return NetConfig(layers=self.layers, name=self.net, stream=self.stream, array=self.array)
+        return NetConfig(layers=self.layers, name=self.net_name, stream=self.stream, array=self.array)
 
     @property
     def loss_config(self) -> LossConfig:
@@ -272,6 +288,7 @@ class NetTrainConfig(EngineFlatConfig):
         "average_last",
         "split",
         "bp_bits",
+        "data",
     )
 
     def check_flat(self, changes: dict) -> None:

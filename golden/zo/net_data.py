@@ -93,7 +93,7 @@ def _load_data(net: str, seed: int, shots: int, test_size: int) -> NetData:
 def load_data(config) -> NetData:
     """The data of ``config`` (a ``NetTrainConfig``: its net, seed, shots and test_size), cached per (net task,
     seed, shots, test_size)."""
-    key_net = "digits-mlp" if NET_TASKS[config.net] == "digits" else "rt-mlp"
+    key_net = "digits-mlp" if NET_TASKS[getattr(config, "net_name", config.net)] == "digits" else "rt-mlp"
     shots, test = (0, 0) if key_net == "digits-mlp" else (config.shots, config.test_size)
     return _load_data(key_net, config.seed, shots, test)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, round_shift, saturate
+from pezo.golden.engine.net_file import load_net
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.zo.net_data import NetData
 
@@ -82,7 +83,10 @@ def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tu
     """The seeded, calibrated int8 start (module docstring) of ``config`` (a ``NetTrainConfig``) and its
     statistics (``last_init="probe"`` needs ``data``: the validation split chooses the probe's L2)."""
     net = config.net_config
-    if config.net == "rt-head":
+    start = load_net(config.net)
+    if start.weights is not None:  # a network file with weights (e.g. an imported ONNX model) starts from them
+        return [np.array(w, dtype=np.int64) for w in start.weights], {"start": f"file {start.name}"}
+    if config.net_name == "rt-head":
         return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}
     if config.last_init == "probe" and data is None:
         raise ValueError("last_init='probe' needs the data (the validation split chooses the probe's L2)")

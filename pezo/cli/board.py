@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 from pezo.cli.args import CLIError, option_error, raw
-from pezo.cli.net import add_split_seed_arg, check_rtl_split
+from pezo.cli.net import add_net_path_args, add_split_seed_arg, check_rtl_split
 from pezo.golden.config import cache_dir
-from pezo.golden.engine.nets import NET_NAMES
 
 MAX_BOARD_STEPS = 1000
 DEFAULT_BATCH = 16
@@ -36,7 +35,9 @@ def add_parsers(sub) -> None:
     b.add_argument("--steps", type=raw, default=10, help=f"ZO steps, 1..{MAX_BOARD_STEPS} (default 10)")
     b.add_argument("--strategy", choices=("otf", "pregen"), default="otf", help="perturbation stream (default otf)")
     b.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
-    b.add_argument("--net", choices=NET_NAMES, default="digits-mlp", help="the network (default digits-mlp)")
+    add_net_path_args(
+        b, "the network: a built-in name, a network file or an ONNX model (default digits-mlp)", "digits-mlp"
+    )
     b.add_argument("--rows", type=raw, help="R: examples in parallel (default 8)")
     b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
     b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
@@ -70,13 +71,14 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
     ``pezo sim board``."""
     import numpy as np
 
+    from pezo.cli.net import start_biases
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights
+    from pezo.golden.zo.user_data import load_run_data
     from pezo.sim.runner import run_board  # Amaranth: not loaded for pezo --help
 
     try:
-        data = load_data(train)
+        data = load_run_data(train)
         schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
         weights, _ = init_weights(train, data.x["train"])
     except ValueError as exc:
@@ -85,7 +87,8 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
     build = cache_dir() / "sim-board" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
-    r = run_board(net, loss, xs, ys, np.concatenate([w.ravel() for w in weights]), simulator, build)
+    flat = np.concatenate([w.ravel() for w in weights])
+    r = run_board(net, loss, xs, ys, flat, simulator, build, biases=start_biases(train))
     bound = net.cycle_bound()
     return {
         "match": r["match"],
@@ -137,7 +140,7 @@ def cmd_sim_board(args) -> int:
             "install verilator"
         )
     print(
-        f"co-simulating {steps} ZO steps of {train.net} through AXI on the engine top "
+        f"co-simulating {steps} ZO steps of {train.net_name} through AXI on the engine top "
         f"({train.array.rows}x{train.array.cols}, "
         f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...",
         file=sys.stderr,
@@ -162,7 +165,7 @@ def cmd_sim_board(args) -> int:
 DESIGNS = ("stream", "engine")
 ENGINE_BUILD_OPTIONS = ("n_rngs", "pool_bits", "lanes", "banks", "perturb_dim", "saif", "rewind")
 """Options of the stream design that an engine build does not take."""
-STREAM_BUILD_OPTIONS = ("net", "batch", "rows", "cols")
+STREAM_BUILD_OPTIONS = ("net", "data", "batch", "rows", "cols")
 
 
 def add_build_args(p: argparse.ArgumentParser) -> None:
@@ -175,7 +178,9 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
         "AXI4-Lite, default) or engine (the network engine behind AXI4-Lite + AXI4 windows + irq: the "
         "on-device trainer)",
     )
-    p.add_argument("--net", choices=NET_NAMES, help="with --design engine: the network (default digits-mlp)")
+    add_net_path_args(
+        p, "with --design engine: the network, a built-in name, a network file or an ONNX model (default digits-mlp)"
+    )
     p.add_argument("--batch", type=raw, help="with --design engine: examples per step (default: the trainer's 128)")
     p.add_argument("--rows", type=raw, help="with --design engine: R (default 8)")
     p.add_argument("--cols", type=raw, help="with --design engine: C, a power of two >= 8 (default 8)")
@@ -193,15 +198,17 @@ def check_build_design(args) -> None:
 
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
-    from pezo.cli.net import net_train_config
+    from pezo.cli.net import check_hardware_data, net_train_config
     from pezo.golden.board_map import check_board_config
 
     if args.board != "zcu102":
         raise CLIError(f"--design engine is built for --board zcu102 only, got {args.board!r}")
+    check_hardware_data(args)
     if args.strategy not in (None, "otf", "pregen"):
         raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
     fields = argparse.Namespace(
         net=args.net or "digits-mlp",
+        data=args.data,
         strategy=args.strategy or "otf",
         loss=None,
         rows=args.rows,
@@ -278,9 +285,10 @@ def cmd_report_board(args, strategy: str) -> int:
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
     from pezo.boards.flow.report import RESOURCE_KEYS, board_report
+    from pezo.cli.net import resolve_net
     from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
-    from pezo.golden.engine.nets import net_config
+    from pezo.golden.engine.net_file import net_file_config
 
     fields = {
         f: getattr(args, f)
@@ -291,7 +299,7 @@ def cmd_report_board(args, strategy: str) -> int:
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
-        net = check_board_config(net_config(args.net or "digits-mlp", strategy=strategy, **fields))
+        net = check_board_config(net_file_config(resolve_net(args) or "digits-mlp", strategy=strategy, **fields))
     except ValueError as exc:
         raise option_error(exc, tuple(fields), fields) from None
     print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)

@@ -232,7 +232,7 @@ def cmd_sim_engine(args) -> int:
     if args.net:
         check_rtl_split(train)
         print(
-            f"co-simulating {steps} ZO steps of {train.net} on the {train.array.rows}x{train.array.cols} network "
+            f"co-simulating {steps} ZO steps of {train.net_name} on the {train.array.rows}x{train.array.cols} network "
             "engine "
             f"({train.stream.strategy}, {train.loss} loss) on {simulator} ...",
             file=sys.stderr,

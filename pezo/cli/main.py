@@ -7,7 +7,8 @@ Failures of external tools -> one line, exit status 1.
 One module per command family, each with ``add_parsers(subparsers)`` and its ``cmd_*`` functions:
 ``hardware`` (build, power, verilog, simulate; it registers ``report`` from ``report``, both taking the
 generator options from ``generator``), ``explore`` (the design-space explorer), ``training`` (train, sweep; the seed
-methods of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8). They share
+methods of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8), ``netfile``
+(net show / import / export). They share
 ``args`` (the user error, parser and argument types) and ``output`` (staged output directories);
 this module only assembles the parser and turns exceptions into exit statuses.
 """
@@ -19,7 +20,7 @@ import re
 import sys
 import warnings
 
-from pezo.cli import board, engine, explore, hardware, quality, training
+from pezo.cli import board, engine, explore, hardware, netfile, quality, training
 from pezo.cli.args import CLIError, Parser
 from pezo.cli.output import OutputDirError
 from pezo.executor import catch_interrupts, raise_if_interrupted
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_parsers(sub)  # 'sim board', under engine's 'sim'
     quality.add_parsers(sub)
     explore.add_parsers(sub)
+    netfile.add_parsers(sub)
     return parser
 
 

@@ -4,14 +4,17 @@ engine (``hw.engine.net_engine``), trained with the on-chip loss or the host's g
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from pezo.cli.args import CLIError, option_error, raw
+from pezo.cli.output import staged_output
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
@@ -31,6 +34,8 @@ NET_ONLY = (
     "hidden_init",
     "split",
     "bp_bits",
+    "data",
+    "out",
 )
 NET_TRAIN_OPTIONS = {
     field: "--" + field.replace("_", "-")
@@ -94,9 +99,17 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
 
     p.add_argument(
         "--net",
-        choices=NET_NAMES,
+        type=net_spec,
+        metavar="NAME|PATH",
         help="train a whole network on the network engine: digits-mlp "
-        "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2); without it, the head engine",
+        "(64-32-32-10), rt-mlp (384-64-2) or rt-head (384-2), a network file (.json/.toml, see pezo net show) "
+        "or a float ONNX model (imported and calibrated on --data); without it, the head engine",
+    )
+    p.add_argument(
+        "--data",
+        metavar="PATH",
+        help="with --net: a labelled data set, .npz (x_train, y_train[, x_val, y_val, x_test, y_test]) or .csv "
+        "(a 'label' column); quantised to int8 at one power-of-two exponent (default: the built-in net's data)",
     )
     p.add_argument(
         "--loss",
@@ -164,12 +177,41 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
             "starts at zero (default), calibrated, or as the float probe (L2 on validation) on the fixed "
             "hidden features, quantised to int8",
         )
+    if not sim:
+        p.add_argument(
+            "--out",
+            type=Path,
+            help="with --net: write the trained network to this directory: <name>.json (the network file with the "
+            "int8 weights), <name>.onnx (QDQ, onnxruntime gives the engine's predictions) and summary.json",
+        )
+        p.add_argument("--force", action="store_true", help="with --out: replace a directory pezo wrote before")
     if sim:
         p.add_argument(
             "--no-overlap",
             action="store_true",
             help="with --net: load each batch while the engine waits (the comparison without double buffering)",
         )
+
+
+def add_net_path_args(p: argparse.ArgumentParser, help_text: str, default: str | None = None) -> None:
+    """``--net NAME|PATH`` and ``--data PATH`` (the data an ONNX model's import is calibrated on) of the
+    commands that generate or simulate an engine."""
+    p.add_argument("--net", type=net_spec, metavar="NAME|PATH", default=default, help=help_text)
+    p.add_argument(
+        "--data",
+        metavar="PATH",
+        help="with --net: a labelled data set (.npz or .csv); an ONNX --net is calibrated on its training split",
+    )
+
+
+def net_spec(text: str) -> str:
+    """``--net``: a built-in name, or a path (anything with a suffix or a directory part); argparse's
+    ``invalid choice`` for any other word."""
+    if text in NET_NAMES or "." in text.rsplit("/", 1)[-1] or "/" in text:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(NET_NAMES)}, or give a network file or ONNX PATH)"
+    )
 
 
 def add_split_seed_arg(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -248,7 +290,10 @@ def net_train_config(args, steps: int | None = None):
     from pezo.golden.zo.net_config import NetTrainConfig, split_config
 
     check_seed_option(args)
-    fields = {"net": args.net, "strategy": args.strategy}
+    net = resolve_net(args)
+    fields = {"net": net, "strategy": args.strategy, **net_file_defaults(net)}
+    if getattr(args, "data", None) is not None:
+        fields["data"] = args.data
     if args.loss is not None:
         fields["loss"] = args.loss
     for field, option in NET_TRAIN_OPTIONS.items():
@@ -272,9 +317,9 @@ def net_train_config(args, steps: int | None = None):
     except ValueError as exc:
         raise option_error(
             exc,
-            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss"},
+            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss", "data": "--data"},
             fields,
-            NetTrainConfig(net=args.net).to_dict(),
+            NetTrainConfig().to_dict(),
         ) from None
 
 
@@ -287,22 +332,84 @@ def check_rtl_split(train) -> None:
         )
 
 
+NET_FILE_DEFAULTS = (
+    "rows",
+    "cols",
+    "batch",
+    "eps_shift",
+    "rng_bits",
+    "pool_size",
+    "pool_bits",
+    "lfsr_leap",
+    "lfsr_bit_order",
+)
+"""A network file's settings that a training run takes as its defaults (an option wins; the file's ``seed`` is
+the stream's, ``stream_seed``; its ``strategy`` is build's and report's: training takes ``--strategy``)."""
+
+
+def net_file_defaults(net: str) -> dict:
+    """The run defaults a network file sets (``NET_FILE_DEFAULTS``); {} for a built-in name."""
+    from pezo.golden.engine.net_file import is_net_path, load_net
+
+    if not is_net_path(net):
+        return {}
+    try:
+        settings = load_net(net).settings
+    except ValueError as exc:
+        raise CLIError(f"--net: {exc}") from None
+    out = {k: settings[k] for k in NET_FILE_DEFAULTS if k in settings}
+    if "seed" in settings:
+        out["stream_seed"] = settings["seed"]
+    return out
+
+
+def check_hardware_data(args) -> None:
+    """A command that generates hardware reads ``--data`` only to calibrate an ONNX ``--net``: one error
+    otherwise (it would be ignored)."""
+    data, net = getattr(args, "data", None), getattr(args, "net", None)
+    if data is not None and not str(net or "").lower().endswith(".onnx"):
+        raise CLIError(
+            "--data applies here to an ONNX --net only (its import is calibrated on the data's training split); "
+            "this command generates hardware and does not train"
+        )
+
+
+def resolve_net(args) -> str:
+    """``--net`` as ``NetTrainConfig.net``: a name or a network file as given; an ONNX model imported
+    (``pezo.golden.engine.onnx_import``, calibrated on ``--data``) into a network file in the cache."""
+    net = args.net
+    if net is None or not str(net).lower().endswith(".onnx"):
+        return net
+    from pezo.cli.netfile import import_onnx_cached
+
+    return str(import_onnx_cached(net, getattr(args, "data", None), args))
+
+
+def start_biases(train):
+    """The biases a run starts from: a network file's (None: all zero)."""
+    from pezo.golden.engine.net_file import load_net
+
+    biases = load_net(train.net).biases
+    return None if biases is None else list(biases)
+
+
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
     check_rtl_split(train)
     from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights
+    from pezo.golden.zo.user_data import load_run_data
     from pezo.sim.runner import run_net_engine  # Amaranth: not loaded for pezo --help
 
     try:
-        data = load_data(train)
+        data = load_run_data(train)
         schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
         weights, _ = init_weights(train, data.x["train"], data)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     net, loss = train.net_config, train.loss_config
+    biases = start_biases(train)
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
     build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
@@ -315,6 +422,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         np.concatenate(flat),
         simulator,
         build,
+        biases=biases,
         overlap=overlap,
         host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent},
     )
@@ -391,21 +499,57 @@ def _saturation_cause(args, train) -> str:
     return f"--g-shift {train.g_shift} is too small"
 
 
+def trained_net(train, engine, input_exponent: int):
+    """The network file of a trained engine: the run's layer program (and the network file's settings), its
+    int8 weights and biases (None for a layer without ``bias``), the data's input exponent."""
+    from pezo.golden.engine.net_file import NetFile, load_net
+    from pezo.golden.engine.network import NetConfig
+
+    base = load_net(train.net)
+    config = NetConfig.from_dict({"layers": train.layers, "name": train.net_name, **base.settings})
+    biases = tuple(b.copy() if l.bias else None for l, b in zip(config.layers, engine.biases))
+    weights = tuple(w.copy() for w in engine.weights)
+    return NetFile(config, base.settings, input_exponent, weights, biases, base.source)
+
+
+def write_trained(folder: Path, net, result: dict) -> list[str]:
+    """<name>.json, <name>.onnx and summary.json of a trained network in ``folder``."""
+    from pezo.golden.engine.net_file import write_net_file
+    from pezo.golden.engine.onnx_export import write_onnx
+
+    names = [f"{net.name}.json", f"{net.name}.onnx", "summary.json"]
+    write_net_file(net, folder / names[0])
+    write_onnx(net, folder / names[1])
+    (folder / names[2]).write_text(json.dumps(result, indent=2) + "\n")
+    return names
+
+
 def cmd_train_int8_net(args, steps) -> int:
     from pezo.golden.zo.int8_net import train_int8_net
 
     train = net_train_config(args, steps)
-    try:
-        result = train_int8_net(train, progress=not args.quiet)
-    except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
-        raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
-    check_saturation(result, _saturation_cause(args, train))
+    out = getattr(args, "out", None)
+    kept = {}
+    with contextlib.ExitStack() as stack:
+        staging = None
+        if out is not None:
+            staging = stack.enter_context(staged_output(out, args.force, {"command": "pezo train-int8"}))
+        try:
+            result = train_int8_net(train, progress=not args.quiet, on_model=lambda e: kept.update(engine=e))
+        except ValueError as exc:  # "shots must be in 1..N for task ..." in the option's name
+            raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
+        check_saturation(result, _saturation_cause(args, train))
+        if getattr(args, "onnx_import", None) is not None:
+            result["onnx_import"] = args.onnx_import
+        if staging is not None:
+            net = trained_net(train, kept["engine"], result["act_exponent"])
+            result["written"] = [str(out / name) for name in write_trained(staging.path, net, result)]
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     method = "INT8 ZO" if result["split"] == "full-zo" else f"INT8 elastic ZO/BP (split {result['split']})"
     print(
-        f"{method} of {train.net} ({train.loss} loss, {train.stream.strategy}), {result['steps']} step"
+        f"{method} of {train.net_name} ({train.loss} loss, {train.stream.strategy}), {result['steps']} step"
         f"{'s' if result['steps'] != 1 else ''}, split seed {train.seed}",
         file=sys.stdout,
     )
@@ -413,4 +557,12 @@ def cmd_train_int8_net(args, steps) -> int:
         f"  test accuracy {result['start_accuracy']:.3f} -> {result['test_accuracy']:.3f} (best validation); "
         f"{result['forward_passes']} forward passes, {1000 * result['seconds_per_step']:.2f} ms/step"
     )
+    if "onnx_import" in result:
+        r = result["onnx_import"]
+        print(
+            f"  import of {r['model']}: test accuracy float {r['test_float_accuracy']:.3f}, int8 "
+            f"{r['test_int8_accuracy']:.3f}"
+        )
+    for path in result.get("written", ()):
+        print(f"wrote {path}")
     return 0

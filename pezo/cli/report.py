@@ -16,15 +16,17 @@ from pezo.boards.flow.vivado import VivadoReportError
 from pezo.cli.args import CLIError, option_error
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
+from pezo.cli.net import add_net_path_args, check_hardware_data, resolve_net
 from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.timing import print_timing, timing_keys
-from pezo.golden.engine.nets import NET_NAMES, net_config
+from pezo.golden.engine.net_file import net_file_config
 from pezo.golden.engine.zo_engine import EngineConfig
 
 
 def cmd_report(args) -> int:
     from pezo.boards.flow.report import ENGINE_STRATEGIES, is_report_cached, report
 
+    check_hardware_data(args)
     if args.net and args.strategy not in ENGINE_STRATEGIES:
         raise CLIError(f"--net applies to --strategy {' or '.join(ENGINE_STRATEGIES)} only (the network engine)")
     if not _given(args) and args.unit is None:
@@ -134,7 +136,7 @@ def _report_engine(args) -> int:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
         config = (
-            net_config(args.net, strategy=strategy, **fields)
+            net_file_config(resolve_net(args), strategy=strategy, **fields)
             if args.net
             else EngineConfig().replace(strategy=strategy, **fields)
         )
@@ -319,11 +321,10 @@ def add_report_parser(sub) -> None:
         action="store_true",
         help="re-run synthesis, place and route (and the table's activity runs) even if cached",
     )
-    p.add_argument(
-        "--net",
-        choices=NET_NAMES,
-        help="with --strategy engine-otf|engine-pregen: the network engine "
-        "generated for this network (default: the head engine)",
+    add_net_path_args(
+        p,
+        "with --strategy engine-otf|engine-pregen: the network engine generated for this network, a built-in "
+        "name, a network file or an ONNX model (default: the head engine)",
     )
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")

@@ -5,6 +5,11 @@ addresses). The job: the trainer's data and initial weights (``golden.zo.int8_ne
 N steps of TRAIN with double-buffered batches, then the trained weights; golden runs the same steps on
 the CPU and ``match`` says whether every step's losses, g, logits and the final weights are equal.
 Needs root (or a /dev/mem with access) and the bitstream loaded (e.g. ``fpgautil -b top.bit``).
+
+Your own model: ``--net PATH`` (the network file or ONNX model the design was built from; its weights and
+biases are the start) and ``--data PATH`` (``.npz`` / ``.csv``; an ONNX model is calibrated on it);
+``--save DIR`` writes the trained weights read back from the board as ``DIR/<name>.json`` (network file) and
+``DIR/<name>.onnx`` (QDQ, ``pezo.golden.engine.onnx_export``).
 """
 
 from __future__ import annotations
@@ -24,16 +29,24 @@ from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig, NetEngine
 
 
-def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
-    """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net)."""
+def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None):
+    """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net, or the network
+    file / ONNX model ``net`` with the data file ``data``); ``job.last`` keeps the run's biases, input exponent
+    and network file path for ``--save``."""
+    from pezo.golden.engine.net_file import load_net
     from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_config import NetTrainConfig
-    from pezo.golden.zo.net_data import load_data
     from pezo.golden.zo.net_init import init_weights
+    from pezo.golden.zo.user_data import load_run_data
 
+    if net is not None and str(net).lower().endswith(".onnx"):
+        from pezo.golden.zo.model_import import cached_import
+
+        net = str(cached_import(net, data, seed)[0])
     stream, array = config.stream, config.array
     train = NetTrainConfig().replace(
-        net=config.name,
+        net=net or config.name,
+        data=data,
         strategy=stream.strategy,
         rows=array.rows,
         cols=array.cols,
@@ -47,10 +60,15 @@ def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
         g_mode=g_mode,
     )
     if train.net_config != config:
-        raise ValueError("the design's engine is not a preset net of the trainer (pezo build --design engine --net N)")
-    data = load_data(train)
+        raise ValueError(
+            "the design's engine is not this network (pezo build --design engine --net N|PATH built it; give the "
+            "same --net here)"
+        )
+    data = load_run_data(train)
     schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
     weights, _ = init_weights(train, data.x["train"])
+    biases = load_net(train.net).biases
+    job.last = {"net": train.net, "biases": None if biases is None else list(biases), "exponent": data.act_exponent}
     return (
         data.x["train"][schedule],
         data.y["train"][schedule],
@@ -59,10 +77,12 @@ def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign"):
     )
 
 
-async def run(driver: EngineDriver, xs, ys, flat, loss) -> dict:
+async def run(driver: EngineDriver, xs, ys, flat, loss, biases=None) -> dict:
     await driver.check_identity()
-    model = NetEngine(driver.config, flat)
+    model = NetEngine(driver.config, flat, biases)
     await driver.load_weights(model.flat)
+    if biases is not None:
+        await driver.load_biases(model.biases)
     started = time.perf_counter()
     result = await driver.train(xs, ys, loss)
     seconds = time.perf_counter() - started
@@ -91,7 +111,27 @@ async def run(driver: EngineDriver, xs, ys, flat, loss) -> dict:
         "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
         "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus],
         "design": "engine",
+        "final_weights": final,
     }
+
+
+def save_trained(folder: Path, config: NetConfig, final, last: dict) -> list[str]:
+    """``--save``: the trained weights as ``<name>.json`` and ``<name>.onnx`` in ``folder`` (a new or empty
+    directory)."""
+    from dataclasses import replace
+
+    from pezo.golden.engine.net_file import load_net, write_net_file
+    from pezo.golden.engine.onnx_export import write_onnx
+
+    base = load_net(last["net"])
+    engine = NetEngine(config, final, last["biases"])
+    biases = tuple(b if l.bias else None for l, b in zip(config.layers, engine.biases))
+    net = replace(base, weights=tuple(engine.weights), biases=biases, input_exponent=last["exponent"])
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"{net.name}.json", f"{net.name}.onnx"]
+    write_net_file(net, folder / names[0])
+    write_onnx(net, folder / names[1])
+    return [str(folder / n) for n in names]
 
 
 def main(argv=None) -> int:
@@ -101,6 +141,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1, help="data split, initial weights and batch order (default 1)")
     p.add_argument("--mem", default="/dev/mem", help="the memory device (default /dev/mem)")
     p.add_argument("--uio", help="a UIO device of the engine's interrupt (default: poll STATUS)")
+    p.add_argument("--net", help="the network file or ONNX model the design was built from (default: its preset)")
+    p.add_argument("--data", help="a labelled data set (.npz or .csv) for --net")
+    p.add_argument("--save", type=Path, help="write the trained weights as DIR/<name>.json and DIR/<name>.onnx")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     try:
@@ -110,7 +153,9 @@ def main(argv=None) -> int:
         config = NetConfig.from_dict(described["map"]["config"])
         if not 1 <= args.steps < 1 << 16:
             raise ValueError(f"--steps must be in 1..65535, got {args.steps}")
-        xs, ys, flat, loss = job(config, args.steps, args.seed)
+        if args.save is not None and args.save.exists() and any(args.save.iterdir()):
+            raise ValueError(f"--save {args.save} is not empty: name a new directory")
+        xs, ys, flat, loss = job(config, args.steps, args.seed, net=args.net, data=args.data)
         bus = MmapBus(
             args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
         )
@@ -118,12 +163,15 @@ def main(argv=None) -> int:
         print(f"pezo.driver: error: {exc}", file=sys.stderr)
         return 2
     try:
-        result = asyncio.run(run(EngineDriver(bus, BoardMap(config)), xs, ys, flat, loss))
+        result = asyncio.run(run(EngineDriver(bus, BoardMap(config)), xs, ys, flat, loss, job.last["biases"]))
     except BusError as exc:
         print(f"pezo.driver: {exc}", file=sys.stderr)
         return 1
     finally:
         bus.close()
+    final = result.pop("final_weights")
+    if args.save is not None:
+        result["saved"] = save_trained(args.save, config, final, job.last)
     print(
         json.dumps(result, indent=2)
         if args.json

@@ -1,0 +1,124 @@
+"""ONNX export of an int8 network (a ``NetFile`` with weights) in QDQ form: onnxruntime runs it on the same float
+input the network was imported from (or its data was quantised from) and gives the engine's logits.
+
+**Graph** (opset 17): input ``input`` float [batch, inputs] -> ``QuantizeLinear`` (scale 2^input_exponent,
+zero point int8 0: round half to even, ``pezo.golden.engine.calibration``'s rule) -> ``DequantizeLinear``; per
+layer: the int8 weights as an initializer -> ``DequantizeLinear`` (scale 2^weight_exponent) -> ``Gemm``
+(transB = 1) with the int32 bias through ``DequantizeLinear``; a hidden layer then ``Relu`` (or ``Clip`` at -127 LSB
+without one) -> ``QuantizeLinear`` / ``DequantizeLinear`` at the layer's output exponent (accumulator exponent +
+``shift``). Outputs: ``logits`` (float, = the engine's int32 logits x 2^exponent) and ``label`` (``ArgMax``).
+
+**Exactness**: every float in the graph is an integer times a power of two, so float32 products and sums are
+exact while an accumulator stays below 2^23 (``exact_in_float32``). The engine rounds its shifts half up,
+``QuantizeLinear`` half to even: a hidden layer with ``shift`` >= 1 adds half an accumulator LSB (an ``Add``
+named ``layer<i>/RoundHalfUp``) before its quantisation, which turns every tie into a round-up and moves nothing
+else (the next representable value is a whole LSB away). The biases are int32 at the accumulator's scale (the
+standard QDQ form: onnxruntime may fuse a layer into its integer ``QGemm``, which computes the same integers).
+So ``logits`` are the engine's and ``label`` its argmax, bit for bit, at every graph optimisation level.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pezo.golden.engine.int8 import ACT_MAX, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.engine.net_file import NetFile
+
+OPSET = 17
+FLOAT32_EXACT = 1 << 23
+
+
+def exact_in_float32(net: NetFile) -> bool:
+    """Whether every accumulator (plus the half-LSB of the rounding) stays below 2^23: float32 is then exact."""
+    for layer, b in zip(net.config.layers, net.biases or (None,) * len(net.config.layers)):
+        peak = layer.inputs * WEIGHT_MAX * -(-ACT_MAX - 1) + (int(np.abs(b).max()) if b is not None else 0)
+        if 2 * peak + 1 >= 2 * FLOAT32_EXACT:
+            return False
+    return True
+
+
+def export_qdq(net: NetFile):
+    """The QDQ ``onnx.ModelProto`` of ``net`` (module docstring); ValueError if it has no weights or no
+    input exponent."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    if net.weights is None:
+        raise ValueError(f"network {net.name!r} has no weights to export (train it or import a model first)")
+    if net.input_exponent is None:
+        raise ValueError(f"network {net.name!r} has no input_exponent: the exported model cannot quantise its input")
+    inits, nodes = [], []
+
+    def const(name, value, dtype):
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def qdq(x: str, exponent: int, tag: str) -> str:
+        scale = const(f"{tag}.scale", np.float32(2.0**exponent), np.float32)
+        zero = const(f"{tag}.zero_point", 0, np.int8)
+        nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [f"{tag}.q"], name=f"{tag}/Quantize"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{tag}.q", scale, zero], [tag], name=f"{tag}/Dequantize"))
+        return tag
+
+    current = qdq("input", net.input_exponent, "input_q")
+    s_in = net.input_exponent
+    last = len(net.config.layers) - 1
+    biases = net.biases or (None,) * (last + 1)
+    for i, (layer, w, b) in enumerate(zip(net.config.layers, net.weights, biases)):
+        e_acc = s_in + layer.weight_exponent
+        w_name = const(f"layer{i}.weight", np.asarray(w, dtype=np.int64).clip(WEIGHT_MIN, WEIGHT_MAX), np.int8)
+        w_scale = const(f"layer{i}.weight.scale", np.float32(2.0**layer.weight_exponent), np.float32)
+        w_zero = const(f"layer{i}.weight.zero_point", 0, np.int8)
+        nodes.append(helper.make_node("DequantizeLinear", [w_name, w_scale, w_zero], [f"layer{i}.w"]))
+        bias = np.zeros(layer.outputs, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
+        b_name = const(f"layer{i}.bias", bias, np.int32)
+        b_scale = const(f"layer{i}.bias.scale", np.float32(2.0**e_acc), np.float32)
+        b_zero = const(f"layer{i}.bias.zero_point", 0, np.int32)
+        nodes.append(helper.make_node("DequantizeLinear", [b_name, b_scale, b_zero], [f"layer{i}.b"]))
+        out = f"layer{i}.acc" if i < last else "logits"
+        nodes.append(
+            helper.make_node("Gemm", [current, f"layer{i}.w", f"layer{i}.b"], [out], name=f"layer{i}/Gemm", transB=1)
+        )
+        if i == last:
+            break
+        if layer.shift >= 1:  # half an accumulator LSB: QuantizeLinear's ties then round up, as the engine's shift
+            half = const(f"layer{i}.round_half_up", np.float32(2.0 ** (e_acc - 1)), np.float32)
+            nodes.append(helper.make_node("Add", [out, half], [f"layer{i}.acc_r"], name=f"layer{i}/RoundHalfUp"))
+            out = f"layer{i}.acc_r"
+        s_out = e_acc + layer.shift
+        if layer.relu:
+            nodes.append(helper.make_node("Relu", [out], [f"layer{i}.act"], name=f"layer{i}/Relu"))
+        else:
+            lo = const(f"layer{i}.clip_min", np.float32(WEIGHT_MIN * 2.0**s_out), np.float32)
+            nodes.append(helper.make_node("Clip", [out, lo], [f"layer{i}.act"], name=f"layer{i}/Clip"))
+        current = qdq(f"layer{i}.act", s_out, f"layer{i}.out")
+        s_in = s_out
+    nodes.append(helper.make_node("ArgMax", ["logits"], ["label"], name="label/ArgMax", axis=1, keepdims=0))
+    graph = helper.make_graph(
+        nodes,
+        net.name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", net.config.inputs])],
+        [
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", net.config.outputs]),
+            helper.make_tensor_value_info("label", TensorProto.INT64, ["batch"]),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pezo")
+    model.ir_version = 8
+    model.doc_string = f"pezo int8 network {net.name} (QDQ); {net.source}".strip("; ")
+    return model
+
+
+def write_onnx(net: NetFile, path) -> None:
+    """``export_qdq(net)`` written to ``path`` whole or not at all."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    data = export_qdq(net).SerializeToString()
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
