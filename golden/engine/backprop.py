@@ -59,7 +59,8 @@ MAX_LAYERS = 8
 BP_BITS_RANGE = (1, 7)
 """``bp_bits``: 1..7 (7: the largest gradient entry moves its weight by up to 128 LSB, the int8 range)."""
 DEFAULT_BP_BITS = 3
-"""Chosen on validation (``benchmarks/results/engine_net/elastic``)."""
+"""``bp_bits`` where nothing else is chosen: the CLI's per-net, per-split defaults (screened on validation) are
+``golden.zo.net_config.SPLIT_DEFAULTS``; 3 is the last value of ElasticZO-INT8's 5 / 4 / 3 schedule."""
 
 
 def split_point(split, layers: int) -> int:
