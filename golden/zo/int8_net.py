@@ -116,7 +116,8 @@ def _train_int8_net(config, progress, data, probe, on_model) -> dict:
     losses, zero_g, saturated_g = [], 0, 0
     checkpoints = []  # the weights at every validation checkpoint (host read-back)
     first_saturated = None  # the first step (1-based) whose g hit the Q8.16 limit
-    bar = progress_bar(progress, config.steps, f"int8 ZO {config.net} {config.loss} {config.stream.strategy}")
+    method = "ZO" if split == len(net.layers) else f"elastic {split_name(split, len(net.layers))}"
+    bar = progress_bar(progress, config.steps, f"int8 {method} {config.net} {config.loss} {config.stream.strategy}")
     seconds = 0.0
     for step, rows in enumerate(schedule):
         x, y = data.x["train"][rows], data.y["train"][rows]
