@@ -69,7 +69,8 @@ def test_refusals(tmp_path):
 def test_command_families_import_only_args_output_and_methods():
     """No import cycle: main imports the families; the families import args / output (training: methods;
     hardware: report, which it registers between build and power; both: the generator options and board, the
-    engine top's build/report/sim; board and report: net, for --net NAME|PATH; the commands that run on the executor: cluster)."""
+    engine top's build/report/sim; board and report: net, for --net NAME|PATH; the commands that run on the
+    executor: cluster)."""
     allowed = {
         "main": None,
         "training": {"args", "output", "methods", "cluster"},
