@@ -367,14 +367,15 @@ SPLIT_DEFAULTS: dict[tuple[str, str], dict] = {
     ("digits-mlp", "cls2"): {"bp_bits": 4, "average_last": 8},
     ("digits-mlp", "cls1"): {"bp_bits": 2, "average_last": 8},
     ("digits-mlp", "full-bp"): {"bp_bits": 1},
-    ("rt-mlp", "cls2"): {**_RT_ZO, "bp_bits": 2, "average_last": 8},
+    ("rt-mlp", "cls2"): {**_RT_ZO, "bp_bits": 1, "average_last": 8, "wd_shift": 6, "wd_every": 2},
     ("rt-mlp", "full-bp"): {**_RT_ZO, "bp_bits": 1},
 }
 """The elastic trainer's defaults per (net, split name), flat ``NetTrainConfig`` fields over the plain defaults,
 chosen on the validation split of seeds 1 and 2 (``experiments/screen_elastic.py``,
 ``benchmarks/results/engine_net/elastic/screen.md``: ``bp_bits`` 1..4 and the reported model, the best-validation
 checkpoint or the mean of the last 8 checkpoints, scored fairly -- the best checkpoint by its plateau's mean
-validation accuracy; ties to the fewer bits); ``pezo train-int8 --net N --split S`` starts from them
+validation accuracy; ties to the fewer bits; for rt-mlp's cls2 also the ZO part's decay of ``TUNED_WD``,
+``screen-rt-wd.md``: 71.4 % against 69.4 % without); ``pezo train-int8 --net N --split S`` starts from them
 (``split_config``). Full ZO keeps the plain defaults; a net or split without an entry uses ``DEFAULT_BP_BITS``."""
 
 
