@@ -3,6 +3,7 @@ a short run that is deterministic per seed and beats its start, both loss modes 
 engine's arithmetic (``NetEngine``), the result keys; the float MeZO reference."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -312,3 +313,20 @@ def test_a_split_run_is_the_engines_hybrid_step_and_reports_the_split(split, c, 
 def test_full_bp_on_chip_trains_the_digits_mlp_within_a_few_hundred_steps():
     r = train_int8_net(FAST.replace(steps=200, split="full-bp"), probe=False)
     assert r["test_accuracy"] >= 0.9 and r["bp_bits"] == 3 and r["split"] == "full-bp"
+
+
+def test_train_int8_split_json_keeps_the_contract(capsys):
+    from pezo.cli.main import main
+
+    assert (
+        main(
+            ["train-int8", "--net", "digits-mlp", "--split", "cls1", "--steps", "40", "--eval-every", "20"]
+            + ["--json", "--quiet"]
+        )
+        == 0
+    )
+    r = json.loads(capsys.readouterr().out)
+    keys = {"test_accuracy", "final_test_accuracy", "split", "split_c", "bp_bits", "forward_passes", "seconds_per_step"}
+    assert keys <= set(r)
+    assert (r["split"], r["split_c"], r["bp_bits"], r["forward_passes"]) == ("cls1", 1, 2, 80)
+    assert r["model"] == "mean of the last 2 checkpoints"  # the split's default average, capped at 2 checkpoints
