@@ -61,13 +61,24 @@ class HostDriver:
         io.set("start", 1)
         await self.tick()
         io.set("start", 0)
-        waited = 0
-        while not io.get("done"):
-            await self.tick()
-            waited += 1
-            if waited > self.max_op_cycles:
-                raise AssertionError(f"engine op {op} never finished (done stayed 0 for {self.max_op_cycles} cycles)")
+        waited = await self.wait_for_done(op)
         cycles = io.get("cycles")
         if cycles != waited:
             raise AssertionError(f"engine counted {cycles} busy cycles, the host saw {waited}")
         return cycles
+
+    async def wait_for_done(self, op: int) -> int:
+        """Advance until ``done`` reads 1 (checked before each cycle); return the cycles it took. Fails
+        after ``max_op_cycles`` (naming ``op``)."""
+        waited = 0
+        while not self.io.get("done"):
+            waited += await self.advance(("done",), self.max_op_cycles + 1 - waited)
+            if waited > self.max_op_cycles:
+                raise AssertionError(f"engine op {op} never finished (done stayed 0 for {self.max_op_cycles} cycles)")
+        return waited
+
+    async def advance(self, until: tuple[str, ...], limit: int) -> int:
+        """Move on by at least one cycle, at most ``limit``, towards one of the outputs ``until`` reading 1;
+        return the cycles moved. Here one ``tick``; a host with nothing to do for a while may skip ahead."""
+        await self.tick()
+        return 1
