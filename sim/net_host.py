@@ -1,14 +1,17 @@
 """The host of the network engine, written once for Amaranth's simulator, cocotb (Icarus, Verilator) and,
 through the same register names, the board.
 
-``NetDriver`` moves one clock at a time over an adapter with ``set(port, int)``, ``get(port) -> int`` and
-``await tick()``. Every cycle it does what a host does alongside the engine: keeps the batch queue
-filled (one input word or label per cycle into ``load_bank`` while ``load_ready``, then ``push``), notes
-each ``step_done`` (the step's losses and g) and reads that step's logits from the logit bank the engine
-just finished with, while the next step runs. ``net_training`` is the co-simulation: S steps of
-``OP_TRAIN`` (on-chip loss and g) or, in host mode, ``OP_FORWARD_ZO`` + the host's g + ``OP_UPDATE``,
-with ``golden.engine.network.NetEngine`` in lockstep: every logit of every pass, every loss and g,
-the final weights and a plain inference must be equal. Mismatches are collected, not raised.
+``NetDriver`` moves one clock at a time over an adapter with ``set(port, int)``, ``get(port) -> int``,
+``await tick()`` and ``await wait_any(ports, limit)``. Every cycle it does what a host does alongside the
+engine: keeps the batch queue filled (one input word or label per cycle into ``load_bank`` while
+``load_ready``, then ``push``), notes each ``step_done`` (the step's losses and g) and reads that step's
+logits from the logit bank the engine just finished with, while the next step runs. While an operation
+runs and none of that is due, it lets the simulator run free until ``step_done``, ``done`` or (a batch
+waiting) ``load_ready`` rises (``wait_any``): the same cycles, without a Python round trip per cycle.
+``net_training`` is the co-simulation: S steps of ``OP_TRAIN`` (on-chip loss and g) or, in host mode,
+``OP_FORWARD_ZO`` + the host's g + ``OP_UPDATE``, with ``golden.engine.network.NetEngine`` in lockstep:
+every logit of every pass, every loss and g, the final weights and a plain inference must be equal.
+Mismatches are collected, not raised.
 """
 
 from __future__ import annotations
