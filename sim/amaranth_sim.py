@@ -53,6 +53,17 @@ class AmaranthIO:
     async def tick(self) -> None:
         await self.ctx.tick()
 
+    async def wait_any(self, names, limit: int) -> int:
+        """Tick until one of the outputs ``names`` reads 1 after an edge, or ``limit`` cycles; return the
+        cycles ticked (at least 1) -- as ``sim.engine_tb.CocotbIO.wait_any``, one tick at a time."""
+        waited = 0
+        while waited < limit:
+            await self.ctx.tick()
+            waited += 1
+            if any(self.get(name) for name in names):
+                break
+        return waited
+
 
 def run_engine_host(config, host):
     """Run ``await host(io)`` against ``hw.engine.zo_engine.ZOEngine(config)`` on Amaranth's simulator (after

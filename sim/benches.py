@@ -33,8 +33,8 @@ def pack(values, width: int) -> int:
     """Pack lane values (two's complement for negatives), lane 0 in the least significant bits."""
     mask = (1 << width) - 1
     word = 0
-    for i, v in enumerate(values):
-        word |= (int(v) & mask) << (i * width)
+    for v in reversed(values.tolist() if isinstance(values, np.ndarray) else list(values)):
+        word = (word << width) | (int(v) & mask)
     return word
 
 

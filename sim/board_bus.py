@@ -1,11 +1,14 @@
 """The simulation transport of ``pezo.driver.engine``: cocotbext-axi's ``AxiLiteMaster`` on ``s_axil`` and
-``AxiMaster`` on ``s_axi`` of the engine top, ``irq`` watched on the clock, and cycle counters for the
-figures (``now()``: clock cycles since the bus was made; ``busy``: cycles spent inside bus calls)."""
+``AxiMaster`` on ``s_axi`` of the engine top, ``irq`` awaited as an edge, and cycle counters for the
+figures (``now()``: clock cycles since the bus was made, from the simulation time -- no per-cycle task;
+``busy``: cycles spent inside bus calls)."""
 
 from __future__ import annotations
 
-import cocotb
+from cocotb.simtime import get_sim_time
 from cocotb.triggers import RisingEdge
+
+from pezo.sim.scoreboard import CLOCK_PERIOD_NS
 
 
 class CocotbBus:
@@ -21,15 +24,14 @@ class CocotbBus:
         self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi_"), dut.clk, dut.rst)
         for channel in (self.lite.write_if, self.lite.read_if, self.axi.write_if, self.axi.read_if):
             channel.log.setLevel("WARNING")
-        self.cycle = 0
         self.busy = 0
         self.transfers = 0
-        cocotb.start_soon(self._count())
+        self._made = get_sim_time("ns")  # the bus is made between rising edges (at a falling edge)
 
-    async def _count(self) -> None:
-        while True:
-            await RisingEdge(self.dut.clk)
-            self.cycle += 1
+    @property
+    def cycle(self) -> int:
+        """Rising clock edges since the bus was made (one at ``_made`` + half a period, then every period)."""
+        return int((get_sim_time("ns") - self._made + CLOCK_PERIOD_NS / 2) // CLOCK_PERIOD_NS)
 
     def now(self) -> int:
         return self.cycle
@@ -58,5 +60,7 @@ class CocotbBus:
         return bytes(got.data), int(got.resp)
 
     async def wait_irq(self) -> None:
-        while not int(self.dut.irq.value):
+        """Return at the first rising clock edge that sees ``irq`` high (at once if it is high now)."""
+        if not int(self.dut.irq.value):
+            await RisingEdge(self.dut.irq)
             await RisingEdge(self.dut.clk)

@@ -32,6 +32,8 @@ async def matches_golden(dut):
     outputs = {name: getattr(dut, name) for name in bench.expected()}
     for handle in ports.values():
         handle.value = 0
+    held = dict.fromkeys(ports, 0)  # what each input holds: a write of the same value is skipped
+    falling = FallingEdge(dut.clk)
     await start_and_reset(dut)
     for cycle in range(cycles):
         for name, expected in bench.expected().items():
@@ -46,9 +48,11 @@ async def matches_golden(dut):
             )
         inputs = bench.drive(cycle)
         for name, value in inputs.items():
-            ports[name].value = value
+            if held[name] != value:
+                ports[name].value = value
+                held[name] = value
         bench.step(inputs)
-        await FallingEdge(dut.clk)
+        await falling
     result = board.report(cycles, bench.summary())
     dut._log.info("%d cycles, %.0f cycles/s, %s", cycles, result["cycles_per_s"], bench.summary())
     bench.check_coverage(cycles)

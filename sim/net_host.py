@@ -1,14 +1,17 @@
 """The host of the network engine, written once for Amaranth's simulator, cocotb (Icarus, Verilator) and,
 through the same register names, the board.
 
-``NetDriver`` moves one clock at a time over an adapter with ``set(port, int)``, ``get(port) -> int`` and
-``await tick()``. Every cycle it does what a host does alongside the engine: keeps the batch queue
-filled (one input word or label per cycle into ``load_bank`` while ``load_ready``, then ``push``), notes
-each ``step_done`` (the step's losses and g) and reads that step's logits from the logit bank the engine
-just finished with, while the next step runs. ``net_training`` is the co-simulation: S steps of
-``OP_TRAIN`` (on-chip loss and g) or, in host mode, ``OP_FORWARD_ZO`` + the host's g + ``OP_UPDATE``,
-with ``golden.engine.network.NetEngine`` in lockstep: every logit of every pass, every loss and g,
-the final weights and a plain inference must be equal. Mismatches are collected, not raised.
+``NetDriver`` moves one clock at a time over an adapter with ``set(port, int)``, ``get(port) -> int``,
+``await tick()`` and ``await wait_any(ports, limit)``. Every cycle it does what a host does alongside the
+engine: keeps the batch queue filled (one input word or label per cycle into ``load_bank`` while
+``load_ready``, then ``push``), notes each ``step_done`` (the step's losses and g) and reads that step's
+logits from the logit bank the engine just finished with, while the next step runs. While an operation
+runs and none of that is due, it lets the simulator run free until ``step_done``, ``done`` or (a batch
+waiting) ``load_ready`` rises (``wait_any``): the same cycles, without a Python round trip per cycle.
+``net_training`` is the co-simulation: S steps of ``OP_TRAIN`` (on-chip loss and g) or, in host mode,
+``OP_FORWARD_ZO`` + the host's g + ``OP_UPDATE``, with ``golden.engine.network.NetEngine`` in lockstep:
+every logit of every pass, every loss and g, the final weights and a plain inference must be equal.
+Mismatches are collected, not raised.
 """
 
 from __future__ import annotations
@@ -73,11 +76,14 @@ class NetDriver(HostDriver):
         items.append(("push",))
         self.load_items = items[::-1]
 
+    def _release_strobes(self) -> None:
+        for name in ("x_we", "y_we", "push"):
+            self.io.set(name, 0)
+
     def _service(self) -> None:
         """Inputs for this cycle (outputs already sampled after the last edge)."""
         io = self.io
-        for name in ("x_we", "y_we", "push"):
-            io.set(name, 0)
+        self._release_strobes()
         if not self.load_items and self.batches:
             self._next_load_items()
         if self.load_items and io.get("load_ready"):
@@ -138,6 +144,30 @@ class NetDriver(HostDriver):
         await self.io.tick()
         self.ticks += 1
         self._observe()
+
+    def _idle(self) -> bool:
+        """Nothing for the host to do this cycle: no logit read pending or on its way, no batch item the
+        queue would take now."""
+        if self.reads or any(read is not None for read in self.inflight):
+            return False
+        if not self.load_items and self.batches:
+            self._next_load_items()
+        return not (self.load_items and self.io.get("load_ready"))
+
+    async def advance(self, until: tuple[str, ...], limit: int) -> int:
+        """One serviced ``tick`` while the host has work; when idle, let the engine run free until
+        ``step_done``, one of ``until`` or (a batch waiting) ``load_ready`` reads 1 -- the cycles in between
+        would only have polled them."""
+        if not self._idle():
+            await self.tick()
+            return 1
+        self._release_strobes()
+        watch = ("step_done", *until) + (("load_ready",) if self.load_items else ())
+        cycles = await self.io.wait_any(watch, limit)
+        self.ticks += cycles
+        if self.io.get("step_done"):
+            self._step_finished()
+        return cycles
 
     async def run(self, op: int, steps: int = 1, g: int = 0, loss: LossConfig | None = None) -> int:
         """Start ``op``; service the host every cycle until ``done``. Returns the engine's busy cycles."""

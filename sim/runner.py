@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -72,18 +73,45 @@ def available_simulators() -> list[str]:
 
 
 def write_verilog(component, name: str, directory: Path, config=None) -> Path:
-    """Convert ``component`` to ``directory/name.v`` (+ ``name.json`` with the config); return the .v path."""
+    """Convert ``component`` to ``directory/name.v`` (+ ``name.json`` with the config); return the .v path.
+
+    With a ``config`` the conversion is skipped when ``name.v`` was written from the same component class,
+    config, circuit sources (``pezo.hw``, ``pezo.golden``) and Amaranth (``name.v.key``): the text would be
+    the same, and elaborating a network engine takes seconds."""
     from amaranth.back import verilog
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(component, name=name, emit_src=False)
-    path = directory / f"{name}.v"
-    if not path.exists() or path.read_text() != text:  # keep mtimes stable for cached simulator builds
-        path.write_text(text)
+    path, stamp = directory / f"{name}.v", directory / f"{name}.v.key"
+    key = _conversion_key(component, name, config) if config is not None else None
+    if key is None or not path.exists() or not stamp.exists() or stamp.read_text() != key:
+        text = verilog.convert(component, name=name, emit_src=False)
+        if not path.exists() or path.read_text() != text:  # keep mtimes stable for cached simulator builds
+            path.write_text(text)
+        if key is not None:
+            stamp.write_text(key)
     if config is not None:
         (directory / f"{name}.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     return path
+
+
+def _conversion_key(component, name: str, config) -> str:
+    """What the Verilog of ``component`` (built from ``config``) is a function of, hashed."""
+    import amaranth
+
+    import pezo.golden
+    import pezo.hw
+
+    digest = hashlib.sha256()
+    kind = type(component)
+    parts = [name, f"{kind.__module__}.{kind.__qualname__}", json.dumps(config.to_dict(), sort_keys=True)]
+    digest.update("\n".join([*parts, amaranth.__version__]).encode())
+    for package in (pezo.hw, pezo.golden):
+        root = Path(package.__file__).parent
+        for file in sorted(root.rglob("*.py")):
+            digest.update(f"{package.__name__}:{file.relative_to(root)}".encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def _forget_foreign_objects(build_dir: Path) -> None:
@@ -233,8 +261,7 @@ def run_engine(
 
     top = "pezo_zo_engine"
     build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(ZOEngine(train.engine), top, build_dir.parent)
-    (build_dir.parent / f"{top}.json").write_text(json.dumps(train.engine.to_dict(), indent=2) + "\n")
+    verilog = write_verilog(ZOEngine(train.engine), top, build_dir.parent, train.engine)
     build_dir.mkdir(parents=True, exist_ok=True)
     result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
     result_file.unlink(missing_ok=True)

@@ -21,9 +21,13 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+CLOCK_PERIOD_NS = 10
+"""The benches' clock period (100 MHz)."""
+
+
 async def start_and_reset(dut, cycles: int = 2) -> None:
     """Start a 100 MHz clock on ``dut.clk`` and hold ``dut.rst`` for ``cycles``; return at a falling edge."""
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
     dut.rst.value = 1
     for _ in range(cycles):
         await RisingEdge(dut.clk)

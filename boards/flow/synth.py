@@ -97,17 +97,30 @@ def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: boo
     """Synthesize ``verilog`` (module ``top``) and return ``summarize(cells)`` plus ``tool``/``cached``.
 
     ``key`` identifies the design for the cache without the Verilog text (so a cached lookup needs
-    no conversion); when None the Verilog text itself is the key.
+    no conversion); when None the Verilog text itself is the key. A result is stored under both: on a
+    ``key`` miss (the sources it hashes changed) the same Verilog text, synthesised before under another
+    key, answers without a Yosys run -- the text, script, Yosys and counting rules fix the result.
     """
     path = _cache_path(key or verilog, top)
     if use_cache and path.exists():
         return {**json.loads(path.read_text()), "cached": True}
+    by_text = _cache_path(verilog, top) if key is not None and verilog else None
+    if use_cache and by_text is not None and by_text.exists():
+        result = json.loads(by_text.read_text())
+        _write_json(path, result)
+        return {**result, "cached": True}
     result = {**summarize(_run_yosys(verilog, top)), "tool": TOOL, "yosys": yosys_version()}
+    for target in (path, by_text) if by_text is not None else (path,):
+        _write_json(target, result)
+    return {**result, "cached": False}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write ``data`` to ``path`` atomically (a concurrent reader sees the old file or the whole new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result, indent=2))
+    tmp.write_text(json.dumps(data, indent=2))
     os.replace(tmp, path)
-    return {**result, "cached": False}
 
 
 def _cache_path(design: str, top: str) -> Path:

@@ -166,3 +166,23 @@ def test_resources_have_not_drifted_from_the_committed_baseline():
                 drift.append(f"{old['design']}: {key} {old[key]} -> {new[key]}")
     assert len(baseline) == len(rows), f"baseline has {len(baseline)} designs, the table {len(rows)}"
     assert not drift, "resources drifted from the baseline:\n" + "\n".join(drift)
+
+
+@pytest.mark.synth
+def test_a_new_key_for_the_same_verilog_reuses_its_synthesis(monkeypatch, tmp_path):
+    """A source edit that leaves a circuit's Verilog unchanged (a new ``design_key``) costs no Yosys run: the
+    result stored under the Verilog text answers, the same as the fresh one; new Verilog runs Yosys again."""
+    from pezo.boards.flow import synth
+    from pezo.boards.flow.report import generator_verilog
+
+    monkeypatch.setenv("PEZO_CACHE_DIR", str(tmp_path / "cache"))
+    verilog, top = generator_verilog(PerturbConfig(n_rngs=3, rng_bits=5), "generator")
+    first = synth.synthesize(verilog, top, key="sources v1")
+    assert first["cached"] is False
+    runs = []
+    monkeypatch.setattr(synth, "_run_yosys", lambda *args: runs.append(args) or {})
+    again = synth.synthesize(verilog, top, key="sources v2")
+    assert again == {**first, "cached": True} and runs == []
+    assert synth.is_cached("sources v2", top)
+    other = synth.synthesize(verilog + "// another circuit\n", top, key="sources v3")
+    assert other["cached"] is False and len(runs) == 1  # new Verilog under a new key: Yosys runs

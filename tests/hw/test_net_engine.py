@@ -231,7 +231,7 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("simulator", ["icarus", "verilator"])
-def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys):
+def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys, decay_digests):
     """``--wd-shift 5 --wd-every 2``: the engine's WD_SHIFT and WD_EVERY registers on Icarus and Verilator,
     one TRAIN(4) command: every logit, loss, g and the final weights against golden, and the final weights
     are the golden trainer's (``pezo train-int8``, same split, start and batches), which differ from the
@@ -260,13 +260,19 @@ def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsy
     result = json.loads(capsys.readouterr().out)
     assert result["match"] is True and result["mismatch_count"] == 0, result["mismatches"]
     assert result["config"]["wd_shift"] == 5 and result["config"]["wd_every"] == 2
+    with_decay, without_decay = decay_digests
+    assert result["final_weights_digest"] == with_decay
+    assert result["final_weights_digest"] != without_decay
+
+
+@pytest.fixture(scope="module")
+def decay_digests():
+    """The golden trainer's final-weights digests of ``test_weight_decay_on_the_rtl_like_golden``'s run, with
+    and without the decay (the same for both simulators: computed once)."""
     from pezo.golden.zo.int8_net import train_int8_net
 
     cfg = NetTrainConfig(net="digits-mlp", steps=4, eval_every=4, wd_shift=5, wd_every=2)
-    assert result["final_weights_digest"] == train_int8_net(cfg, probe=False)["final_weights_digest"]
-    assert (
-        result["final_weights_digest"] != train_int8_net(cfg.replace(wd_shift=0), probe=False)["final_weights_digest"]
-    )
+    return tuple(train_int8_net(c, probe=False)["final_weights_digest"] for c in (cfg, cfg.replace(wd_shift=0)))
 
 
 @pytest.mark.rtl
