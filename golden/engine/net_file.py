@@ -307,14 +307,18 @@ def dumps_net(data: dict) -> str:
     return "{\n" + ",\n".join(f" {json.dumps(k)}: {value(k, v)}" for k, v in data.items()) + "\n}\n"
 
 
-def write_net_file(net: NetFile, path) -> Path:
-    """Write ``net`` as JSON to ``path`` whole or not at all (a temporary file renamed into place)."""
+def write_whole(path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, renamed into place)."""
     path = Path(path)
-    text = dumps_net(net.to_dict())
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_net_file(net: NetFile, path) -> Path:
+    """Write ``net`` as JSON to ``path`` whole or not at all (``write_whole``)."""
+    return write_whole(path, dumps_net(net.to_dict()))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from pezo.golden.engine.int8 import ACT_MAX, WEIGHT_MAX, WEIGHT_MIN
-from pezo.golden.engine.net_file import NetFile
+from pezo.golden.engine.net_file import NetFile, write_whole
 
 OPSET = 17
 FLOAT32_EXACT = 1 << 23
@@ -111,14 +111,4 @@ def export_qdq(net: NetFile):
 
 def write_onnx(net: NetFile, path) -> None:
     """``export_qdq(net)`` written to ``path`` whole or not at all."""
-    import os
-    from pathlib import Path
-
-    path = Path(path)
-    data = export_qdq(net).SerializeToString()
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_whole(path, export_qdq(net).SerializeToString())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -15,7 +16,7 @@ import numpy as np
 
 from pezo.cli.args import CLIError, option_error, raw
 from pezo.cli.output import staged_output
-from pezo.golden.config import cache_dir
+from pezo.golden.config import StreamConfig, cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 
 LOSS_CHOICES = ("on-chip", "host")
@@ -332,16 +333,8 @@ def check_rtl_split(train) -> None:
         )
 
 
-NET_FILE_DEFAULTS = (
-    "rows",
-    "cols",
-    "batch",
-    "eps_shift",
-    "rng_bits",
-    "pool_size",
-    "pool_bits",
-    "lfsr_leap",
-    "lfsr_bit_order",
+NET_FILE_DEFAULTS = ("rows", "cols", "batch") + tuple(
+    f.name for f in dataclasses.fields(StreamConfig) if f.name not in ("strategy", "seed")
 )
 """A network file's settings that a training run takes as its defaults (an option wins; the file's ``seed`` is
 the stream's, ``stream_seed``; its ``strategy`` is build's and report's: training takes ``--strategy``)."""
