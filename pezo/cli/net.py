@@ -367,14 +367,28 @@ def check_hardware_data(args) -> None:
         )
 
 
+def import_onnx_cached(model: str, data: str | None, args=None) -> str:
+    """``--net MODEL.onnx``: the import as a cached network file (``golden.zo.model_import.cached_import``, one
+    per model, data and split seed); its report is left on ``args.onnx_import`` for the run's summary."""
+    from pezo.golden.zo.model_import import cached_import
+
+    seed = getattr(args, "split_seed", None)
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 1
+    try:
+        path, report = cached_import(model, data, seed)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args is not None:
+        args.onnx_import = report
+    return str(path)
+
+
 def resolve_net(args) -> str:
     """``--net`` as ``NetTrainConfig.net``: a name or a network file as given; an ONNX model imported
     (``pezo.golden.engine.onnx_import``, calibrated on ``--data``) into a network file in the cache."""
     net = args.net
     if net is None or not str(net).lower().endswith(".onnx"):
         return net
-    from pezo.cli.netfile import import_onnx_cached
-
     return str(import_onnx_cached(net, getattr(args, "data", None), args))
 
 

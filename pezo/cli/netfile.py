@@ -85,22 +85,6 @@ def import_model(model: str, data: str | None, seed: int = 1, name: str | None =
         raise CLIError(str(exc)) from None
 
 
-def import_onnx_cached(model: str, data: str | None, args=None) -> Path:
-    """``--net MODEL.onnx``: the import as a cached network file (``golden.zo.model_import.cached_import``, one
-    per model, data and split seed); its report is left on ``args.onnx_import`` for the run's summary."""
-    from pezo.golden.zo.model_import import cached_import
-
-    seed = getattr(args, "split_seed", None)
-    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 1
-    try:
-        path, report = cached_import(model, data, seed)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    if args is not None:
-        args.onnx_import = report
-    return path
-
-
 def print_import(net, report: dict) -> None:
     print(
         f"{net.name}: {' | '.join(l.describe() for l in net.config.layers)}; shifts "
