@@ -418,9 +418,10 @@ class NetEngine:
         perturbation of layers C+1..L is 0 (the stream still runs over them) and the -epsilon pass is kept
         for ``backprop``."""
         x = check_batch(self.config, x)
-        p = self.next_perturbation()
         self.zo_end = self.zo_weights(split)
-        p[self.zo_end :] = 0
+        p = self.next_perturbation()
+        if self.zo_end < p.size:  # a masked copy: the stream's own array is never written
+            p = self.perturbation = np.where(np.arange(p.size) < self.zo_end, p, 0)
         plus = self._logits(x, perturbed_weights(self.flat, p))
         minus, self.last_inputs = forward_pass(
             self.config, x, self._split(perturbed_weights(self.flat, -p)), self.biases
