@@ -17,11 +17,11 @@ integer backprop alone: the accuracy ceiling of the same hardware).
 * C = L -- the ZO step, unchanged (no tail). C = 0 -- one forward pass of the stored weights (no
   perturbation, no stream step, no ZO update, the decay counter untouched), then the tail over every layer.
 
-**Error of the logits** e_L (int8 [B, N], ``hinge_error``): the subgradient of the on-chip hinge
-(``golden.engine.loss``): for an example whose hinge term is positive, +1 at the strongest wrong class
-(the first maximum of the other logits: lowest index on ties, as the loss unit's running maximum) and -1 at
-its label; 0 everywhere else. Exact, no exponential and no division: the hinge is the loss the ZO part
-already minimises, so both parts descend the same objective.
+**Error of the logits** e_L (int8 [B, N], ``golden.engine.loss.hinge_error``): the subgradient of the on-chip
+hinge: for an example whose hinge term is positive, +1 at the strongest wrong class (the first maximum of the
+other logits: lowest index on ties, as the loss unit's running maximum) and -1 at its label; 0 everywhere else.
+Exact, no exponential and no division: the hinge is the loss the ZO part already minimises, so both parts descend
+the same objective.
 
 **Layer l backward** (l = L .. C + 1, 1-based), W_l the stored weights (before this step's update),
 a_{l-1} its int8 input in the pass above (the batch x for l = 1), e_l its error:
@@ -94,21 +94,6 @@ def check_bp_bits(bp_bits) -> int:
     """``bp_bits`` in 1..7, or a ValueError naming the range."""
     check_int("bp_bits", bp_bits, *BP_BITS_RANGE)
     return int(bp_bits)
-
-
-def hinge_error(logits, labels, margin: int) -> np.ndarray:
-    """e_L: the on-chip hinge's subgradient in {-1, 0, +1} (int64 [batch, outputs]; module docstring)."""
-    z = np.asarray(logits, dtype=np.int64)
-    y = np.asarray(labels, dtype=np.int64)
-    rows = np.arange(len(y))
-    others = z.copy()
-    others[rows, y] = np.iinfo(np.int64).min
-    rival = others.argmax(axis=1)  # first maximum: lowest index on ties
-    active = int(margin) + others[rows, rival] - z[rows, y] > 0
-    e = np.zeros_like(z)
-    e[rows[active], rival[active]] = 1
-    e[rows[active], y[active]] = -1
-    return e
 
 
 @dataclass

@@ -89,11 +89,31 @@ def hinge_terms(logits, labels, margin: int) -> np.ndarray:
         raise ValueError(f"the hinge loss needs logits [batch, outputs >= 2], got shape {z.shape}")
     if y.shape != (z.shape[0],) or y.min(initial=0) < 0 or y.max(initial=0) >= z.shape[1]:
         raise ValueError(f"labels must be [batch] integers in 0..{z.shape[1] - 1}")
+    rows, rival = _strongest_rival(z, y)
+    return np.maximum(0, int(margin) + z[rows, rival] - z[rows, y])
+
+
+def _strongest_rival(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row indices, the first maximum of each row's logits other than its label): the loss unit's running
+    maximum, lowest index on ties."""
     rows = np.arange(len(y))
-    label_logit = z[rows, y]
     others = z.copy()
     others[rows, y] = np.iinfo(np.int64).min
-    return np.maximum(0, int(margin) + others.max(axis=1) - label_logit)
+    return rows, others.argmax(axis=1)
+
+
+def hinge_error(logits, labels, margin: int) -> np.ndarray:
+    """The hinge's subgradient per logit in {-1, 0, +1} (int64 [batch, outputs]): for an example whose
+    ``hinge_terms`` entry is positive, +1 at its strongest rival and -1 at its label; 0 elsewhere (the logits'
+    error of the backprop tail, ``golden.engine.backprop``)."""
+    z = np.asarray(logits, dtype=np.int64)
+    y = np.asarray(labels, dtype=np.int64)
+    rows, rival = _strongest_rival(z, y)
+    active = int(margin) + z[rows, rival] - z[rows, y] > 0
+    e = np.zeros_like(z)
+    e[rows[active], rival[active]] = 1
+    e[rows[active], y[active]] = -1
+    return e
 
 
 def hinge_loss(logits, labels, margin: int) -> int:

@@ -47,7 +47,7 @@ from typing import ClassVar
 import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
-from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, hinge_error, split_point, tail_backward
+from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, split_point, tail_backward
 from pezo.golden.engine.int8 import (
     ACC_BITS,
     ACT_MIN,
@@ -59,7 +59,7 @@ from pezo.golden.engine.int8 import (
     round_shift,
     saturate,
 )
-from pezo.golden.engine.loss import LossConfig, hinge_loss, onchip_g
+from pezo.golden.engine.loss import LossConfig, hinge_error, hinge_loss, onchip_g
 from pezo.golden.engine.zo_engine import (
     ENGINE_STREAM,
     FORWARD_LATENCY,

@@ -5,9 +5,9 @@ plain integer matrix products, and how a split divides one engine step between Z
 import numpy as np
 import pytest
 
-from pezo.golden.engine.backprop import hinge_error, split_name, split_point, tail_backward
+from pezo.golden.engine.backprop import split_name, split_point, tail_backward
 from pezo.golden.engine.int8 import pseudo_stochastic_round, requantize_tensor
-from pezo.golden.engine.loss import LossConfig, hinge_loss
+from pezo.golden.engine.loss import LossConfig, hinge_error, hinge_loss
 from pezo.golden.engine.network import Layer, NetConfig, NetEngine, forward_pass
 from pezo.golden.engine.zo_engine import updated_weights
 from pezo.golden.methods.niti import fc_backward_int8
