@@ -93,6 +93,10 @@ LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
 buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
+BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 5, "error": NET_FORWARD_LATENCY + 2, "requantise": 3}
+"""Cycles after a backprop pass's last issue until its last result is stored (``hw.engine.bp_tail``): the
+array's latency plus the gradient's rounding pipeline (write-back), the error's ReLU mask (E buffer), or the
+requantisation read and register (error buffer)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class NetConfig(EngineFlatConfig):
     stream: StreamConfig = ENGINE_STREAM
     array: ArrayConfig = ArrayConfig()
     weight_depth: int = 0
+    backprop: bool = False
 
     NESTED: ClassVar[tuple] = ("stream", "array")
     JSON_KEYS: ClassVar[tuple] = (
@@ -155,6 +160,7 @@ class NetConfig(EngineFlatConfig):
         "weight_depth",
         "lfsr_leap",
         "lfsr_bit_order",
+        "backprop",
     )
 
     def __post_init__(self):
@@ -202,6 +208,13 @@ class NetConfig(EngineFlatConfig):
                 f"{self.weight_words} words of {cols} weights ({self.weights} weights)"
             )
         check_engine_stream(self.perturb)
+        if not isinstance(self.backprop, bool):
+            raise ValueError(f"backprop must be True or False, got {self.backprop!r}")
+        if self.backprop and self.array.rows != cols:
+            raise ValueError(
+                f"the backprop tail needs a square array (its gradient and error passes feed transposed "
+                f"R x C blocks): rows={self.array.rows} must equal cols={cols}"
+            )
 
     # -- shapes -------------------------------------------------------------------------------
     @property
@@ -253,6 +266,35 @@ class NetConfig(EngineFlatConfig):
     def cycle_bound(self) -> int:
         """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
         return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
+
+    def bp_cycle_bound(self, split: int) -> int:
+        """Issue cycles of the backprop tail at partition ``split`` (C, 0..L; ``hw.engine.bp_tail``): per tail
+        layer l (0-based, l >= C) two gradient passes of (B / R) * |W_l| / C words (the first finds the
+        gradient's bit width, the second rounds and writes it back) and, below the top of the tail (l > C),
+        the error pass -- per C-wide strip of inputs its O_l weight words into the block cache, then
+        (B / R) * K_l * ceil(O_l / C) issues -- and the requantisation of the error, (B / R) * K_l reads; plus
+        the drains of every pass (``BP_DRAINS``)."""
+        T, C = self.array.tiles, self.array.cols
+        total = 0
+        for l in range(split, len(self.layers)):
+            layer = self.layers[l]
+            total += 2 * (T * self.layer_words(l) + BP_DRAINS["gradient"])
+            if l > split:
+                strips = layer.inputs // C
+                total += strips * layer.outputs + T * layer.inputs * -(-layer.outputs // C) + BP_DRAINS["error"]
+                total += T * layer.inputs + BP_DRAINS["requantise"]
+        return total
+
+    def step_cycle_bound(self, split: int | None = None) -> int:
+        """``cycle_bound`` at partition ``split`` (None: full ZO): the forward passes (one at C = 0), the ZO
+        update (none at C = 0) and ``bp_cycle_bound``."""
+        layers = len(self.layers)
+        c = layers if split is None else split_point(split, layers)
+        if c == layers:
+            return self.cycle_bound()
+        if c == 0:
+            return self.array.tiles * self.weight_words + NET_FORWARD_LATENCY + self.bp_cycle_bound(0)
+        return self.cycle_bound() + self.bp_cycle_bound(c)
 
     def layer_utilisation(self) -> list[dict]:
         """Per layer: words per tile and the share of the array's MACs its words use. Every word fills

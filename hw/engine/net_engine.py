@@ -54,7 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.network import BP_DRAINS, LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
 from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
@@ -67,6 +67,25 @@ from pezo.golden.engine.zo_engine import (
 )
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.bp_tail import (
+    BP_BITS_WIDTH,
+    KIND_ERROR,
+    KIND_FORWARD,
+    KIND_GRAD_MAX,
+    KIND_GRAD_UPDATE,
+    TailLayers,
+    TailMemories,
+    bit_width,
+    error_block,
+    error_column,
+    hidden_depth,
+    hidden_slot,
+    lane_of,
+    magnitude,
+    pack_rows,
+    requantised_rows,
+    round_pipeline,
+)
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
@@ -95,17 +114,18 @@ assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
-    return data.StructLayout(
-        {
-            "hidden": 1,
-            "layer": index_bits(len(cfg.layers)),
-            "o": index_bits(widest),
-            "o_word": index_bits(-(-widest // cfg.array.cols)),
-            "o_lane": index_bits(cfg.array.cols),
-            "pas": 1,
-            "tile": index_bits(cfg.array.tiles),
-        }
-    )
+    fields = {
+        "hidden": 1,
+        "layer": index_bits(len(cfg.layers)),
+        "o": index_bits(widest),
+        "o_word": index_bits(-(-widest // cfg.array.cols)),
+        "o_lane": index_bits(cfg.array.cols),
+        "pas": 1,
+        "tile": index_bits(cfg.array.tiles),
+    }
+    if cfg.backprop:  # the pass kind (bp_tail.KIND_*) and a gradient word's address
+        fields.update({"kind": 2, "word": index_bits(cfg.weight_words)})
+    return data.StructLayout(fields)
 
 
 def _hidden_words(cfg: NetConfig) -> int:
@@ -171,6 +191,44 @@ class _Control:
     loss: list
     clear_loss: Signal
     g_formed: Signal
+    zo_end: object = None
+    bp: object = None
+
+
+@dataclass
+class _TailControl:
+    """The backprop tail's controller state (``hw.engine.bp_tail``): the layer ``l``, the walk counters,
+    the OR-trackers of |G| and |E| and their shifts, and the strobes of the issuing states."""
+
+    l: Signal
+    layers: TailLayers
+    split: Signal
+    bt: Signal
+    bo: Signal
+    bo_word: Signal
+    bo_lane: Signal
+    bj: Signal
+    br: Signal
+    boc: Signal
+    bk: Signal
+    bk_word: Signal
+    bk_lane: Signal
+    bword: Signal
+    laddr: Signal
+    g_or: Signal
+    e_or: Signal
+    g_shift: Signal
+    e_shift: Signal
+    phase: Signal
+    grad: object = None
+    error: object = None
+    issue: object = None
+    kind: object = None
+    first: object = None
+    last: object = None
+    loading: object = None
+    requantising: object = None
+    error_phase: object = None
 
 
 @dataclass
@@ -235,6 +293,14 @@ class NetEngine(ConfigComponent):
                 "logit": Out(signed(ACC_BITS)),
                 "logit_q": Out(signed(8)),
             }
+            if cfg.backprop:
+                members.update(
+                    {
+                        "split": In(unsigned(index_bits(len(cfg.layers) + 1))),
+                        "bp_bits": In(unsigned(BP_BITS_WIDTH)),
+                        "bp_cycles": Out(32),
+                    }
+                )
             if any(l.bias for l in cfg.layers):
                 members.update(
                     {
@@ -250,6 +316,7 @@ class NetEngine(ConfigComponent):
         m = Module()
         cfg = self.config
         stream, pe, mem = self._elaborate_blocks(m, cfg)
+        self.tail_memories = TailMemories(m, cfg) if cfg.backprop else None
         queue = self._elaborate_batch_queue(m)
         ctl = self._elaborate_controller(m, cfg, stream, queue)
         self._elaborate_reads(m, cfg, stream, mem, queue, ctl)
@@ -286,8 +353,9 @@ class NetEngine(ConfigComponent):
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
         h_read = h_write = None
         if L > 1:
+            depth = hidden_depth(cfg) if cfg.backprop else 2 * hidden_words
             m.submodules.hidden_mem = hidden_mem = Memory(
-                shape=data.ArrayLayout(signed(8), R * C), depth=2 * hidden_words, init=[]
+                shape=data.ArrayLayout(signed(8), R * C), depth=depth, init=[]
             )
             h_read, h_write = hidden_mem.read_port(), hidden_mem.write_port(granularity=1)
         return stream, pe, _Ports(w_read, w_write, x_read, x_write, y_read, y_write, l_read, l_write, h_read, h_write)
@@ -337,6 +405,14 @@ class NetEngine(ConfigComponent):
             acts = (decay_count + 1) >= every
             return [decay_on.eq(acts), decay_count.eq(Mux(acts, 0, decay_count + 1))]
 
+        if cfg.backprop:  # the partition C (OP_TRAIN only; other operations run full ZO) and b_BP
+            split, bp_bits = Signal(range(L + 1), name="split_c"), Signal(unsigned(BP_BITS_WIDTH), name="bp_bits_q")
+            zo_end = Signal(range(cfg.weight_words + 1), name="zo_end")
+            m.d.comb += zo_end.eq(_select(split, [sum(x.weights for x in cfg.layers[:i]) // C for i in range(L + 1)]))
+            full_bp, has_tail = split == 0, split != L
+        else:
+            split = bp_bits = None
+            zo_end, full_bp, has_tail = Const(cfg.weight_words), Const(0), Const(0)
         steps_left = Signal(unsigned(STEP_BITS))
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
@@ -349,7 +425,7 @@ class NetEngine(ConfigComponent):
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
-        perturbing = op != OP_INFER
+        perturbing = (op != OP_INFER) & ~full_bp
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
         m.d.comb += [
@@ -391,6 +467,13 @@ class NetEngine(ConfigComponent):
                         tile.eq(0),
                         *reset_walk,
                     ]
+                    if cfg.backprop:  # a C past L runs full ZO
+                        train_split = Mux(self.split > L, L, self.split)
+                        m.d.sync += [
+                            split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
+                            bp_bits.eq(self.bp_bits),
+                            self.bp_cycles.eq(0),
+                        ]
                     with m.If(self.op == OP_UPDATE):
                         m.d.sync += decide_decay(self.wd_every)
                         m.next = "COMMAND"
@@ -402,6 +485,9 @@ class NetEngine(ConfigComponent):
                 with m.If(batch_ready):
                     m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
                     with m.If(op == OP_INFER):
+                        m.next = "RUN"
+                    with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
+                        m.d.sync += sign.eq(1)
                         m.next = "RUN"
                     with m.Else():
                         m.next = "COMMAND"
@@ -452,7 +538,10 @@ class NetEngine(ConfigComponent):
                         self.loss_plus.eq(loss[0]),
                         self.loss_minus.eq(loss[1]),
                     ]
-                    with m.If(op == OP_TRAIN):
+                    with m.If((op == OP_TRAIN) & full_bp):
+                        m.d.sync += g.eq(0)
+                        m.next = "BP_START"
+                    with m.Elif(op == OP_TRAIN):
                         m.d.sync += [
                             g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
                             updating.eq(1),
@@ -464,26 +553,35 @@ class NetEngine(ConfigComponent):
                         m.next = "COMMAND"
                     with m.Else():
                         m.next = "FINISH"
+
+            def finish_step():
+                m.d.sync += [
+                    self.step_done.eq(1),
+                    self.steps_done.eq(self.steps_done + 1),
+                    self.g_used.eq(g),
+                    steps_left.eq(steps_left - 1),
+                ]
+                m.next = "BATCH"
+                with m.If(steps_left == 1):
+                    m.next = "FINISH"
+
             with m.State("UPDATE_DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
-                    with m.If(op == OP_TRAIN):
-                        m.d.sync += [
-                            self.step_done.eq(1),
-                            self.steps_done.eq(self.steps_done + 1),
-                            self.g_used.eq(g),
-                            steps_left.eq(steps_left - 1),
-                        ]
-                        m.next = "BATCH"
-                        with m.If(steps_left == 1):
-                            m.next = "FINISH"
+                    with m.If((op == OP_TRAIN) & has_tail):
+                        m.next = "BP_START"
+                    with m.Elif(op == OP_TRAIN):
+                        finish_step()
                     with m.Else():
                         m.d.sync += self.g_used.eq(g)
                         m.next = "FINISH"
             with m.State("FINISH"):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
                 m.next = "IDLE"
+            bp = self._tail_states(m, cfg, fsm, split, bp_bits, drain, updating, finish_step) if cfg.backprop else None
 
+        if bp is not None:
+            self._tail_strobes(m, fsm, bp)
         # Strobes of the controller as plain expressions of its registers (continuous assignments: 4-state
         # simulators evaluate them from time 0)
         first_pass = ~updating & (sign == 0) & (tile == 0)
@@ -494,7 +592,10 @@ class NetEngine(ConfigComponent):
             stream.sign.eq(sign),
             wanting.eq(running & perturbing),
             issue.eq(running & (~perturbing | stream.valid)),
-            release.eq(fsm.ongoing("FORWARD_DRAIN") & (drain == 0)),
+            release.eq(
+                (fsm.ongoing("FORWARD_DRAIN") & (drain == 0) & ~has_tail)
+                | (fsm.ongoing("BP_END") if cfg.backprop else Const(0))
+            ),
             clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
         ]
         return _Control(
@@ -523,21 +624,162 @@ class NetEngine(ConfigComponent):
             loss,
             clear_loss,
             g_formed,
+            zo_end,
+            bp,
         )
+
+    def _tail_states(self, m, cfg, fsm, split, bp_bits, drain, updating, finish_step):
+        """The backprop tail's states (``hw.engine.bp_tail``), entered after the ZO update (or the plain pass
+        at C = 0); returns ``_TailControl``. The walk: BP_LAYER resets the gradient walk of layer ``l``;
+        BP_GRAD issues its words (first pass, then the update pass); BP_LOAD / BP_ERR the error pass strip
+        by strip; BP_REQ the requantisation; BP_END releases the batch and ends the step."""
+        T, C, L = cfg.array.tiles, cfg.array.cols, len(cfg.layers)
+        widest = max(x.outputs for x in cfg.layers)
+        l = Signal(range(max(L, 2)), name="bp_layer")
+        lay = TailLayers(cfg, l)
+        bt = Signal(range(T), name="bp_tile")
+        bo, bo_word, bo_lane = Signal(range(widest + 1), name="bp_o"), Signal(range(widest + 1)), Signal(range(C))
+        bj = Signal(range(max(x.inputs // C for x in cfg.layers) + 1), name="bp_strip")
+        br, boc = Signal(range(C), name="bp_row"), Signal(range(widest + 1), name="bp_block")
+        bk = Signal(range(max(x.inputs for x in cfg.layers) + 1), name="bp_k")
+        bk_word, bk_lane = Signal(range(max(x.inputs for x in cfg.layers) + 1)), Signal(range(C))
+        bword, laddr = Signal(range(cfg.weight_words + 1), name="bp_word"), Signal(range(cfg.weight_words + 1))
+        g_or, e_or = Signal(unsigned(ACC_BITS + 1), name="grad_or"), Signal(unsigned(ACC_BITS + 1), name="error_or")
+        g_shift, e_shift = (
+            Signal(range(ACC_BITS + 2), name="grad_shift"),
+            Signal(range(ACC_BITS + 2), name="error_shift"),
+        )
+        phase = Signal(name="bp_update_phase")
+        g_width, e_width = bit_width(m, g_or, "grad_width"), bit_width(m, e_or, "error_width")
+        grad_walk = [bt.eq(0), bo.eq(0), bo_word.eq(0), bo_lane.eq(0), bj.eq(0), bword.eq(lay.offset)]
+
+        def next_output():
+            m.d.sync += [bo.eq(bo + 1), bo_lane.eq(Mux(bo_lane == C - 1, 0, bo_lane + 1))]
+            with m.If(bo_lane == C - 1):
+                m.d.sync += bo_word.eq(bo_word + 1)
+
+        with m.State("BP_START"):
+            m.d.sync += [updating.eq(0), l.eq(L - 1)]
+            m.next = "BP_LAYER"
+        with m.State("BP_LAYER"):
+            m.d.sync += [g_or.eq(0), phase.eq(0), *grad_walk]
+            m.next = "BP_GRAD"
+        with m.State("BP_GRAD"):  # per weight word (o, j) of layer l, one issue per tile
+            m.d.sync += bt.eq(bt + 1)
+            with m.If(bt == T - 1):
+                m.d.sync += [bt.eq(0), bword.eq(bword + 1), bj.eq(bj + 1)]
+                with m.If(bj == lay.strips - 1):
+                    m.d.sync += bj.eq(0)
+                    next_output()
+                    with m.If(bo == lay.outputs - 1):
+                        m.d.sync += drain.eq(BP_DRAINS["gradient"] - 1)
+                        m.next = "BP_GRAD_DRAIN"
+        with m.State("BP_GRAD_DRAIN"):
+            m.d.sync += drain.eq(drain - 1)
+            with m.If(drain == 0):
+                with m.If(~phase):
+                    m.d.sync += g_shift.eq(Mux(g_width > bp_bits, g_width - bp_bits, 0))
+                    with m.If(l > split):
+                        m.d.sync += [e_or.eq(0), bj.eq(0), bo.eq(0), bo_word.eq(0), bo_lane.eq(0), laddr.eq(lay.offset)]
+                        m.next = "BP_LOAD"
+                    with m.Else():
+                        m.d.sync += [phase.eq(1), *grad_walk]
+                        m.next = "BP_GRAD"
+                with m.Elif(l > split):
+                    m.d.sync += [bt.eq(0), bk.eq(0), bk_word.eq(0), bk_lane.eq(0)]
+                    m.next = "BP_REQ"
+                with m.Else():
+                    m.next = "BP_END"
+        with m.State("BP_LOAD"):  # strip j's weight words (o, j), o = 0..O_l-1, into the block cache
+            m.d.sync += laddr.eq(laddr + lay.strips)
+            next_output()
+            with m.If(bo == lay.outputs - 1):
+                m.d.sync += [bt.eq(0), br.eq(0), boc.eq(0)]
+                m.next = "BP_ERR"
+        with m.State("BP_ERR"):  # per tile, input k = jC + r and output block: E[tR + r, k]
+            m.d.sync += boc.eq(boc + 1)
+            with m.If(boc == lay.blocks - 1):
+                m.d.sync += [boc.eq(0), br.eq(br + 1)]
+                with m.If(br == C - 1):
+                    m.d.sync += [br.eq(0), bt.eq(bt + 1)]
+                    with m.If(bt == T - 1):
+                        m.d.sync += bt.eq(0)
+                        with m.If(bj == lay.strips - 1):
+                            m.d.sync += drain.eq(BP_DRAINS["error"] - 1)
+                            m.next = "BP_ERR_DRAIN"
+                        with m.Else():
+                            m.d.sync += [
+                                bj.eq(bj + 1),
+                                bo.eq(0),
+                                bo_word.eq(0),
+                                bo_lane.eq(0),
+                                laddr.eq(lay.offset + bj + 1),
+                            ]
+                            m.next = "BP_LOAD"
+        with m.State("BP_ERR_DRAIN"):
+            m.d.sync += drain.eq(drain - 1)
+            with m.If(drain == 0):
+                m.d.sync += [e_shift.eq(Mux(e_width > 7, e_width - 7, 0)), phase.eq(1), *grad_walk]
+                m.next = "BP_GRAD"
+        with m.State("BP_REQ"):  # per tile and input k: E -> int8 error of layer l - 1
+            m.d.sync += [bk.eq(bk + 1), bk_lane.eq(Mux(bk_lane == C - 1, 0, bk_lane + 1))]
+            with m.If(bk_lane == C - 1):
+                m.d.sync += bk_word.eq(bk_word + 1)
+            with m.If(bk == lay.inputs - 1):
+                m.d.sync += [bk.eq(0), bk_word.eq(0), bk_lane.eq(0), bt.eq(bt + 1)]
+                with m.If(bt == T - 1):
+                    m.d.sync += drain.eq(BP_DRAINS["requantise"] - 1)
+                    m.next = "BP_REQ_DRAIN"
+        with m.State("BP_REQ_DRAIN"):
+            m.d.sync += drain.eq(drain - 1)
+            with m.If(drain == 0):
+                m.d.sync += l.eq(l - 1)
+                m.next = "BP_LAYER"
+        with m.State("BP_END"):
+            finish_step()
+
+        return _TailControl(
+            l, lay, split, bt, bo, bo_word, bo_lane, bj, br, boc, bk, bk_word, bk_lane, bword, laddr,
+            g_or, e_or, g_shift, e_shift, phase,
+        )  # fmt: skip
+
+    def _tail_strobes(self, m, fsm, bp: _TailControl) -> None:
+        """The tail's issue strobes as expressions of the FSM (after its block) and ``bp_cycles``."""
+        states = ("BP_START", "BP_LAYER", "BP_GRAD", "BP_GRAD_DRAIN", "BP_LOAD", "BP_ERR", "BP_ERR_DRAIN")
+        states += ("BP_REQ", "BP_REQ_DRAIN", "BP_END")
+        in_tail = Signal(name="in_tail")
+        m.d.comb += in_tail.eq(Cat(*[fsm.ongoing(name) for name in states]).any())
+        with m.If(in_tail):
+            m.d.sync += self.bp_cycles.eq(self.bp_cycles + 1)
+        T = self.config.array.tiles
+        bp.grad, bp.error = fsm.ongoing("BP_GRAD"), fsm.ongoing("BP_ERR")
+        bp.issue = bp.grad | bp.error
+        bp.kind = Mux(bp.error, KIND_ERROR, Mux(bp.phase, KIND_GRAD_UPDATE, KIND_GRAD_MAX))
+        bp.first = Mux(bp.error, bp.boc == 0, bp.bt == 0)
+        bp.last = Mux(bp.error, bp.boc == bp.layers.blocks - 1, bp.bt == T - 1)
+        bp.loading, bp.requantising = fsm.ongoing("BP_LOAD"), fsm.ongoing("BP_REQ")
+        bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
         """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
         ``en``; the activation word one cycle later (address registered: layer 0 from the batch bank at the
         head of the queue, later layers from the hidden buffer), so it meets the registered weights at S2."""
         T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.inputs // cfg.array.cols
-        x_read, h_read = mem.x_read, mem.h_read
-        m.d.comb += [stream.en.eq(ctl.wanting), mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))]
+        x_read, h_read, bp = mem.x_read, mem.h_read, ctl.bp
+        m.d.comb += stream.en.eq(ctl.wanting)
+        if bp is None:
+            m.d.comb += mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))
         x_addr = Signal.like(x_read.addr)
-        m.d.sync += x_addr.eq((queue.rp * T + ctl.tile) * J0 + ctl.j)
+        tile, j = (ctl.tile, ctl.j) if bp is None else (Mux(bp.grad, bp.bt, ctl.tile), Mux(bp.grad, bp.bj, ctl.j))
+        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + j)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
-            m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + ctl.j)
+            if bp is None:
+                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + ctl.j)
+            else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
+                layer = Mux(bp.grad, bp.l, ctl.layer)
+                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + j)
             m.d.comb += h_read.addr.eq(h_addr)
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
@@ -554,6 +796,7 @@ class NetEngine(ConfigComponent):
         valid1, update1, first1, last1, layer0_1 = Signal(), Signal(), Signal(), Signal(), Signal()
         tag0, tag1 = Signal(tag_shape), Signal(tag_shape)
         addr1 = Signal.like(word)
+        bp = ctl.bp
         m.d.comb += [
             tag0.hidden.eq(~ctl.last_layer),
             tag0.layer.eq(layer),
@@ -563,15 +806,31 @@ class NetEngine(ConfigComponent):
             tag0.pas.eq(ctl.sign),
             tag0.tile.eq(ctl.tile),
         ]
+        issue, first, last = ctl.issue, ctl.j == 0, ctl.row_done
+        if bp is not None:  # a tail pass's word: its kind, layer, output (gradient) or input k (error), tile
+            C = cfg.array.cols
+            with m.If(bp.issue):
+                m.d.comb += [
+                    tag0.hidden.eq(0),
+                    tag0.layer.eq(bp.l),
+                    tag0.o.eq(Mux(bp.error, bp.bj * C + bp.br, bp.bo)),
+                    tag0.o_word.eq(bp.bj),
+                    tag0.o_lane.eq(bp.br),
+                    tag0.pas.eq(0),
+                    tag0.tile.eq(bp.bt),
+                    tag0.kind.eq(bp.kind),
+                    tag0.word.eq(bp.bword),
+                ]
+            issue, first, last = issue | bp.issue, Mux(bp.issue, bp.first, first), Mux(bp.issue, bp.last, last)
         m.d.sync += [
-            valid1.eq(ctl.issue),
+            valid1.eq(issue),
             update1.eq(ctl.updating),
-            first1.eq(ctl.j == 0),
-            last1.eq(ctl.row_done),
+            first1.eq(first),
+            last1.eq(last),
             layer0_1.eq(layer == 0),
             tag1.eq(tag0),
             addr1.eq(word),
-            p.eq(Mux(ctl.perturbing, stream.lanes.as_value(), 0)),
+            p.eq(Mux(ctl.perturbing & (word < ctl.zo_end), stream.lanes.as_value(), 0)),
         ]
         m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
@@ -596,11 +855,72 @@ class NetEngine(ConfigComponent):
             pe.tag.eq(tag2.as_value()),
             pe.acts.eq(acts),
         ]
+        weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
+        if bp is not None:
+            weights = self._tail_operands(m, cfg, pe, mem, bp, acts, weights)
         for c in range(C):
-            m.d.comb += pe.weights[c].eq(saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX))
+            m.d.comb += pe.weights[c].eq(weights[c])
         if any(l.bias for l in cfg.layers):
-            self._bias(m, cfg, pe, layer, o)
+            self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
         return _Stage1(p, valid1, update1, addr1, w2)
+
+    def _tail_operands(self, m, cfg, pe, mem, bp, forward_acts, forward_weights):
+        """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
+        registered one cycle after the issue, data and selects at S2. Gradient: weights e[tR + c, o],
+        activations the transposed input block; error: weights column k % C of the cached block, activations
+        e[tR + r, bC + c]. Drives ``pe.acts`` in a tail pass; returns the weights (the forward's otherwise)."""
+        R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
+        tm = self.tail_memories
+        e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
+        m.d.sync += [
+            e_addr.eq(bp.bt * tm.words + Mux(bp.error, bp.boc, bp.bo_word)),
+            b_addr.eq(bp.boc),
+            st_addr.eq(bp.bt),
+        ]
+        m.d.comb += [tm.e_read.addr.eq(e_addr), tm.b_read.addr.eq(b_addr), tm.st_read.addr.eq(st_addr)]
+        kind1, kind2 = Signal(2), Signal(2, name="kind_2")
+        sel1, sel2 = Signal(range(C)), Signal(range(C), name="lane_select_2")
+        o1, o2 = Signal.like(bp.bo), Signal.like(bp.bo, name="bp_o_2")
+        oc1, oc2 = Signal.like(bp.boc), Signal.like(bp.boc, name="bp_block_2")
+        gen1, gen2, first1, first2 = Signal(), Signal(name="generated_2"), Signal(), Signal(name="tail_layer0_2")
+        m.d.sync += [
+            kind1.eq(Mux(bp.issue, bp.kind, KIND_FORWARD)),
+            kind2.eq(kind1),
+            sel1.eq(Mux(bp.error, bp.br, bp.bo_lane)),
+            sel2.eq(sel1),
+            o1.eq(bp.bo),
+            o2.eq(o1),
+            oc1.eq(bp.boc),
+            oc2.eq(oc1),
+            gen1.eq(bp.layers.last),
+            gen2.eq(gen1),
+            first1.eq(bp.layers.first),
+            first2.eq(first1),
+        ]
+        errors, state, blocks = tm.e_read.data, tm.st_read.data, tm.b_read.data
+        row = lambda r: errors.as_value()[r * C * 8 : (r + 1) * C * 8]  # noqa: E731
+        generated_column = error_column(m, cfg, state, o2)
+        column = [Mux(gen2, generated_column[c], lane_of(row(c), sel2, C)) for c in range(C)]
+        cached = [lane_of(blocks[c], sel2, C) for c in range(C)]
+        generated_block = error_block(m, cfg, state, oc2)
+        x_block, h_block = mem.x_read.data, mem.h_read.data
+        transposed = [[Signal(signed(8), name=f"input_t_{r}_{c}") for c in range(C)] for r in range(R)]
+        error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
+        for r in range(R):
+            for c in range(C):
+                h = x_block[c][r] if L == 1 else Mux(first2, x_block[c][r], h_block[c * C + r])
+                m.d.comb += [
+                    transposed[r][c].eq(h),
+                    error_rows[r][c].eq(Mux(gen2, generated_block[r][c], errors[r * C + c])),
+                ]
+        with m.If(kind2 == KIND_ERROR):
+            m.d.comb += pe.acts.eq(pack_rows(error_rows))
+        with m.Elif(kind2 != KIND_FORWARD):
+            m.d.comb += pe.acts.eq(pack_rows(transposed))
+        return [
+            Mux(kind2 == KIND_FORWARD, forward_weights[c], Mux(kind2 == KIND_ERROR, cached[c], column[c]))
+            for c in range(C)
+        ]
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1):
         """The update of an update pass: S1 ``g * p``, S2 round and the decay of the old word in ``w2``, S3
@@ -634,7 +954,10 @@ class NetEngine(ConfigComponent):
         new = Signal(int8_lanes(C))
         for c in range(C):
             m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
-        weight_write(m, w_write, self, valid3, addr3, new)
+        if ctl.bp is None:
+            weight_write(m, w_write, self, valid3, addr3, new)
+        else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write
+            self.zo_write = (valid3 & (addr3 < ctl.zo_end), addr3, new)
 
     def _elaborate_results(self, m, cfg, pe, mem, queue, ctl):
         """The array's results, ``NET_FORWARD_LATENCY`` cycles after a row's last word: a hidden layer's sums
@@ -647,10 +970,11 @@ class NetEngine(ConfigComponent):
         h_write, l_write = mem.h_write, mem.l_write
         out_tag = Signal(tag_shape)
         m.d.comb += out_tag.eq(pe.out_tag)
+        forward_valid = pe.out_valid if ctl.bp is None else pe.out_valid & (out_tag.kind == KIND_FORWARD)
         if L > 1:
             h_valid, h_tag = Signal(), Signal(tag_shape)
             h_values = Signal(data.ArrayLayout(signed(8), R))
-            m.d.sync += [h_valid.eq(pe.out_valid & out_tag.hidden), h_tag.eq(out_tag)]
+            m.d.sync += [h_valid.eq(forward_valid & out_tag.hidden), h_tag.eq(out_tag)]
             requantised = []  # per hidden layer: its shift and ReLU on the R sums
             for i, lay in enumerate(cfg.layers[:-1]):
                 qs = [requantize(m, pe.sums[r], Const(lay.shift, SHIFT_BITS), f"hidden_{i}_{r}") for r in range(R)]
@@ -659,8 +983,9 @@ class NetEngine(ConfigComponent):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
+            slot = h_tag.layer[0] * hidden_words if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
             m.d.comb += [
-                h_write.addr.eq(h_tag.layer[0] * hidden_words + h_tag.o_word),
+                h_write.addr.eq(slot + h_tag.o_word),
                 h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)])),
             ]
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
@@ -670,9 +995,92 @@ class NetEngine(ConfigComponent):
         m.d.comb += [
             l_write.addr.eq(logit_base),
             l_write.data.eq(pe.sums),
-            l_write.en.eq(pe.out_valid & ~out_tag.hidden),
+            l_write.en.eq(forward_valid & ~out_tag.hidden),
         ]
-        self._loss_unit(m, cfg, pe, out_tag, mem.y_read, queue.rp, ctl.margin, ctl.loss, ctl.clear_loss)
+        self._loss_unit(m, cfg, pe, out_tag, forward_valid, mem.y_read, queue.rp, ctl)
+        if ctl.bp is not None:
+            self._tail_results(m, cfg, pe, mem, ctl, out_tag)
+
+    def _tail_results(self, m, cfg, pe, mem, ctl, out_tag):
+        """What the tail's passes do with the array's sums (``hw.engine.bp_tail``): the first gradient pass
+        ORs |G| into ``g_or``; the error pass masks E with layer l-1's ReLU (its activations read as the
+        sums arrive), writes it to the E buffer and ORs |E| into ``e_or``; the second gradient pass rounds
+        G into the weight words (the old word read as the sums arrive); the requantisation turns the E buffer
+        into the int8 error buffer. Drives the weight memory's ports while busy."""
+        R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
+        bp, tm = ctl.bp, self.tail_memories
+        kind, sums = out_tag.kind, pe.sums
+        # first gradient pass: the bit width of max |G| is the bit width of the OR of every |G|
+        with m.If(pe.out_valid & (kind == KIND_GRAD_MAX)):
+            m.d.sync += bp.g_or.eq(bp.g_or | _or_all([magnitude(sums[r]) for r in range(R)]))
+        # second gradient pass: the old weight word is read as the word's G leaves the array
+        grad_out = pe.out_valid & (kind == KIND_GRAD_UPDATE)
+        m.d.comb += mem.w_read.addr.eq(
+            Mux(self.busy, Mux(grad_out, out_tag.word, Mux(bp.loading, bp.laddr, ctl.word)), self.w_addr)
+        )
+        bp_valid, bp_addr, bp_word = round_pipeline(
+            m, [sums[r] for r in range(R)], bp.g_shift, mem.w_read.data, grad_out, out_tag.word
+        )
+        zo_valid, zo_addr, zo_word = self.zo_write
+        weight_write(
+            m, mem.w_write, self, zo_valid | bp_valid, Mux(zo_valid, zo_addr, bp_addr), Mux(zo_valid, zo_word, bp_word)
+        )
+        # the block cache: strip j's words, written the cycle after their read
+        load1, lane1, word1 = Signal(), Signal.like(bp.bo_lane), Signal.like(bp.bo_word)
+        m.d.sync += [load1.eq(bp.loading), lane1.eq(bp.bo_lane), word1.eq(bp.bo_word)]
+        m.d.comb += [
+            tm.b_write.addr.eq(word1),
+            tm.b_write.data.eq(mem.w_read.data.as_value().replicate(C)),
+            tm.b_write.en.eq(Mux(load1, 1 << lane1, 0)),
+        ]
+        # error pass: E masked by layer l-1's ReLU (its activations read as the sums arrive)
+        e1, sums1, tile1, k1, lane1e = (
+            Signal(),
+            Signal.like(sums),
+            Signal.like(out_tag.tile),
+            Signal.like(out_tag.o),
+            Signal.like(out_tag.o_lane),
+        )
+        m.d.sync += [
+            e1.eq(pe.out_valid & (kind == KIND_ERROR)),
+            sums1.eq(sums),
+            tile1.eq(out_tag.tile),
+            k1.eq(out_tag.o),
+            lane1e.eq(out_tag.o_lane),
+        ]  # fmt: skip
+        if L > 1:
+            with m.If(bp.error_phase):
+                m.d.comb += mem.h_read.addr.eq(hidden_slot(cfg, out_tag.tile, (bp.l - 1)[: len(bp.l)]) + out_tag.o_word)
+            h = mem.h_read.data.as_value()
+            masked = [
+                Mux(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane1e, C) <= 0), 0, sums1[r])
+                for r in range(R)
+            ]
+        else:
+            masked = [sums1[r] for r in range(R)]
+        masked_sums = Signal(data.ArrayLayout(signed(ACC_BITS), R))
+        m.d.comb += [masked_sums[r].eq(masked[r]) for r in range(R)]
+        m.d.comb += [
+            tm.s_write.addr.eq(tile1 * max(1, cfg.hidden_width) + k1),
+            tm.s_write.data.eq(masked_sums),
+            tm.s_write.en.eq(e1),
+        ]
+        with m.If(e1):
+            m.d.sync += bp.e_or.eq(bp.e_or | _or_all([magnitude(masked_sums[r]) for r in range(R)]))
+        # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row
+        m.d.comb += tm.s_read.addr.eq(bp.bt * max(1, cfg.hidden_width) + bp.bk)
+        q1, qt1, qw1, ql1 = Signal(), Signal.like(bp.bt), Signal.like(bp.bk_word), Signal.like(bp.bk_lane)
+        m.d.sync += [q1.eq(bp.requantising), qt1.eq(bp.bt), qw1.eq(bp.bk_word), ql1.eq(bp.bk_lane)]
+        values = requantised_rows(m, tm.s_read.data, bp.e_shift)
+        q2, qt2, qw2, ql2 = Signal(), Signal.like(qt1), Signal.like(qw1), Signal.like(ql1)
+        q_values = Signal(data.ArrayLayout(signed(8), R))
+        m.d.sync += [q2.eq(q1), qt2.eq(qt1), qw2.eq(qw1), ql2.eq(ql1), *[q_values[r].eq(values[r]) for r in range(R)]]
+        lane_mask = Cat(*[(Const(1, C) << ql2)[:C] for _ in range(R)])
+        m.d.comb += [
+            tm.e_write.addr.eq(qt2 * tm.words + qw2),
+            tm.e_write.data.eq(Cat(*[q_values[r].replicate(C) for r in range(R)])),
+            tm.e_write.en.eq(Mux(q2, lane_mask, 0)),
+        ]
 
     def _elaborate_g(self, m, ctl):
         """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
@@ -709,7 +1117,7 @@ class NetEngine(ConfigComponent):
         )
         logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
-    def _bias(self, m, cfg, pe, layer, o):
+    def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
         idle), read with a row's first word (address one cycle behind the issue, like the activations);
         a layer without ``bias`` adds 0."""
@@ -723,22 +1131,27 @@ class NetEngine(ConfigComponent):
             uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers])),
         ]
         index1, uses1, uses2 = Signal.like(index), Signal(), Signal()
+        if tail_issue is not None:  # a tail pass starts its sums from 0
+            uses = uses & ~tail_issue
         m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
         m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(Mux(uses2, b_read.data, 0))]
 
-    def _loss_unit(self, m, cfg, pe, out_tag, y_read, rp, margin, loss, clear_loss):
+    def _loss_unit(self, m, cfg, pe, out_tag, forward_valid, y_read, rp, ctl):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
         the array in output order), the hinge term after the last output, the sum over rows, a loss per
-        pass (``golden.engine.loss``)."""
+        pass (``golden.engine.loss``). With the tail: the running maximum's index (the strongest rival),
+        and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``)."""
         R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
+        margin, loss, clear_loss = ctl.margin, ctl.loss, ctl.clear_loss
         m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
         v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
-        m.d.sync += [v1.eq(pe.out_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
+        m.d.sync += [v1.eq(forward_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
         first, last = t1.o == 0, t1.o == O - 1
         # stage 1: the label's logit and the best other logit so far (registers per row)
         v2, pas2 = Signal(), Signal()
         m.d.sync += [v2.eq(v1 & last), pas2.eq(t1.pas)]
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
+        labels, rivals = [], []
         for r in range(R):
             z, is_label = z1[r], t1.o == y_read.data[r]
             label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
@@ -747,14 +1160,36 @@ class NetEngine(ConfigComponent):
                 m.d.sync += label_logit.eq(z)
             with m.If(v1 & ~is_label & (first | (z > best))):
                 m.d.sync += best.eq(z)
+                if ctl.bp is not None:
+                    rival = Signal(range(O), name=f"rival_{r}")
+                    m.d.sync += rival.eq(t1.o)
             with m.Elif(v1 & is_label & first):
                 m.d.sync += best.eq(-(1 << (ACC_BITS - 1)))
+            if ctl.bp is not None:  # the state of the tile: label (at its last output), rival (one later)
+                label_q, rival_q = Signal(range(O), name=f"label_q_{r}"), Signal(range(O), name=f"rival_q_{r}")
+                with m.If(v1 & last):
+                    m.d.sync += label_q.eq(y_read.data[r])
+                with m.If(v2):
+                    m.d.sync += rival_q.eq(rival)
+                labels.append(label_q)
+                rivals.append(rival_q)
             # stage 2 (after a tile's last output): the hinge term from the two registers
             term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
             m.d.comb += term.eq(margin + best - label_logit)
             m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
         v3, pas3 = Signal(), Signal()
         m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
+        if ctl.bp is not None:
+            tm = self.tail_memories
+            tile2, tile3 = Signal.like(t1.tile), Signal.like(t1.tile)
+            m.d.sync += [tile2.eq(t1.tile), tile3.eq(tile2)]
+            m.d.comb += [tm.st_write.addr.eq(tile3), tm.st_write.en.eq(v3 & pas3)]
+            for r in range(R):
+                m.d.comb += [
+                    tm.st_write.data[r].label.eq(labels[r]),
+                    tm.st_write.data[r].rival.eq(rivals[r]),
+                    tm.st_write.data[r].active.eq(terms[r] != 0),
+                ]
         # stage 3: the sum over the rows; stage 4: the loss of the pass
         total, v4, pas4 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
         m.d.sync += [total.eq(tree_sum(terms)), v4.eq(v3), pas4.eq(pas3)]
@@ -763,6 +1198,14 @@ class NetEngine(ConfigComponent):
                 m.d.sync += loss[s].eq(0)
             with m.Elif(v4 & (pas4 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
+
+
+def _or_all(values):
+    """The bitwise OR of unsigned values."""
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
 
 
 def _select(index, values):
