@@ -7,7 +7,7 @@ windows on an AXI4 (burst) slave with 64-bit data, generated from a ``NetConfig`
 =====  ==============  ====  ===========================================================================
 0x00   ID              r     0x50455A4F ("PEZO")
 0x04   VERSION         r     ``ENGINE_MAP_VERSION`` (2: the engine map; 1 is the stream host's)
-0x08   SHAPE           r     rows | cols << 8 | layers << 16 | strategy << 24 (0 otf, 1 pregen)
+0x08   SHAPE           r     rows | cols << 8 | layers << 16 | strategy << 24 (0 otf, 1 pregen) | tail << 25
 0x0C   BATCH           r     batch | outputs << 16
 0x10   CONTROL         cmd   bit 0 START (op OP with STEPS, G, G_MODE, MARGIN, G_LR, G_SHIFT, WD_SHIFT, WD_EVERY),
                              bit 1 PUSH (the free bank holds a batch), bit 2 ACK_DONE, bit 3 ACK_STEP
@@ -35,6 +35,15 @@ windows on an AXI4 (burst) slave with 64-bit data, generated from a ``NetConfig`
 0x5C   WD_SHIFT        rw    the update's weight decay ``w -= round_shift(w, WD_SHIFT)``, 3 bit (0 = off)
 0x60   WD_EVERY        rw    the decay acts on every WD_EVERY-th update since reset (the engine's decay
                              counter, ``golden.engine.network``), 8 bit; 0 and 1 = every update
+=====  ==============  ====  ===========================================================================
+
+With the backprop tail (``NetConfig.backprop``; SHAPE bit 25 reads 1) three more (``golden.engine.backprop``):
+
+=====  ==============  ====  ===========================================================================
+0x64   SPLIT           rw    TRAIN's partition C: layers 1..C by ZO, C+1..L by backprop; L = full ZO, 0 = full
+                             backprop (a value above L runs full ZO), 4 bit
+0x68   BP_BITS         rw    the tail's update bits b_BP (1..7; its learning rate), 3 bit
+0x6C   BP_CYCLES       r     cycles the current/last TRAIN spent in the tail
 =====  ==============  ====  ===========================================================================
 
 **Windows** (AXI4, 64-bit data, INCR or FIXED bursts of any size <= 8 bytes; one slot of ``slot`` bytes
@@ -95,8 +104,16 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def engine_registers() -> tuple[Register, ...]:
-    """The AXI4-Lite registers (module docstring); the same for every ``NetConfig``."""
+TAIL_REGISTERS = (
+    Register("SPLIT", 0x64, "rw", 4),
+    Register("BP_BITS", 0x68, "rw", 3),
+    Register("BP_CYCLES", 0x6C, "r"),
+)
+"""The backprop tail's registers (an engine generated with ``NetConfig.backprop``)."""
+
+
+def engine_registers(backprop: bool = False) -> tuple[Register, ...]:
+    """The AXI4-Lite registers (module docstring); the same for every ``NetConfig`` but the tail's three."""
     return (
         Register("ID", 0x00, "r"),
         Register("VERSION", 0x04, "r"),
@@ -123,7 +140,7 @@ def engine_registers() -> tuple[Register, ...]:
         Register("WAIT_CYCLES", 0x58, "r"),
         Register("WD_SHIFT", 0x5C, "rw", 3),
         Register("WD_EVERY", 0x60, "rw", 8),
-    )
+    ) + (TAIL_REGISTERS if backprop else ())
 
 
 @dataclass(frozen=True)
@@ -164,7 +181,7 @@ class BoardMap:
     # -- shapes ------------------------------------------------------------------------------------
     @property
     def registers(self) -> tuple[Register, ...]:
-        return engine_registers()
+        return engine_registers(self.config.backprop)
 
     def register(self, name: str) -> int:
         for r in self.registers:
@@ -257,7 +274,8 @@ class BoardMap:
     # -- identification ------------------------------------------------------------------------------
     def shape_word(self) -> int:
         cfg = self.config
-        return cfg.array.rows | cfg.array.cols << 8 | len(cfg.layers) << 16 | STRATEGY_CODES[cfg.stream.strategy] << 24
+        shape = cfg.array.rows | cfg.array.cols << 8 | len(cfg.layers) << 16
+        return shape | STRATEGY_CODES[cfg.stream.strategy] << 24 | int(cfg.backprop) << 25
 
     def batch_word(self) -> int:
         return self.config.array.batch | self.config.outputs << 16

@@ -105,6 +105,8 @@ class EngineTop(ConfigComponent):
             eng.wd_every.eq(regs.WD_EVERY),
             eng.requant_shift.eq(regs.REQUANT_SHIFT),
         ]
+        if cfg.backprop:
+            m.d.comb += [eng.split.eq(regs.SPLIT), eng.bp_bits.eq(regs.BP_BITS), regs.BP_CYCLES.eq(eng.bp_cycles)]
 
         # -- write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports ----
         addr = axi.wr_addr

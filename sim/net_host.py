@@ -232,7 +232,7 @@ async def net_training(
     if biases is not None:
         await driver.load_biases(model.biases)
     mismatches, records = [], []
-    steps, train_wait = len(xs), None
+    steps, train_wait, bp_cycles = len(xs), None, None
     started = driver.ticks
     busy = 0
     if loss.on_chip and overlap:
@@ -242,12 +242,16 @@ async def net_training(
             await driver.tick()
         busy = await driver.run(OP_TRAIN, steps=steps, loss=loss)
         train_wait = io.get("wait_cycles")
+        if config.backprop:
+            bp_cycles = io.get("bp_cycles")
     elif loss.on_chip:
         for x, y in zip(xs, labels):
             driver.queue_batch(x, y)
             while driver.batches or driver.load_items:
                 await driver.tick()
             busy += await driver.run(OP_TRAIN, steps=1, loss=loss)
+            if config.backprop:
+                bp_cycles = (bp_cycles or 0) + io.get("bp_cycles")
     else:
         for x, y in zip(xs, labels):
             driver.queue_batch(x, y)
@@ -305,4 +309,5 @@ async def net_training(
         "overlap": overlap,
         "wait_cycles": train_wait,
         "load_hidden": train_wait == 0,
+        "bp_cycles_per_step": None if bp_cycles is None else bp_cycles / steps,
     }

@@ -903,7 +903,7 @@ class NetEngine(ConfigComponent):
         column = [Mux(gen2, generated_column[c], lane_of(row(c), sel2, C)) for c in range(C)]
         cached = [lane_of(blocks[c], sel2, C) for c in range(C)]
         generated_block = error_block(m, cfg, state, oc2)
-        x_block, h_block = mem.x_read.data, mem.h_read.data
+        x_block, h_block = mem.x_read.data, (mem.h_read.data if L > 1 else None)
         transposed = [[Signal(signed(8), name=f"input_t_{r}_{c}") for c in range(C)] for r in range(R)]
         error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
         for r in range(R):

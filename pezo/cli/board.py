@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from pezo.cli.args import CLIError, option_error, raw
-from pezo.cli.net import add_net_path_args, add_split_seed_arg, check_rtl_split
+from pezo.cli.net import add_net_path_args, add_split_seed_arg, rtl_net_config
 from pezo.golden.config import cache_dir
+from pezo.golden.engine.backprop import split_name
 
 MAX_BOARD_STEPS = 1000
 DEFAULT_BATCH = 16
@@ -83,13 +84,13 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
         weights, _ = init_weights(train, data.x["train"])
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    net, loss = train.net_config, train.loss_config
+    net, loss = rtl_net_config(train), train.loss_config
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
     build = cache_dir() / "sim-board" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
     xs, ys = data.x["train"][schedule], data.y["train"][schedule]
     flat = np.concatenate([w.ravel() for w in weights])
     r = run_board(net, loss, xs, ys, flat, simulator, build, biases=start_biases(train))
-    bound = net.cycle_bound()
+    bound = net.step_cycle_bound(train.split_c)
     return {
         "match": r["match"],
         "steps": r["steps"],
@@ -120,6 +121,9 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
         "build_s": r.get("build_s"),
         "test_s": r.get("test_s"),
         "split_seed": train.seed,
+        "split": split_name(train.split_c, len(train.layers)),
+        "split_c": train.split_c,
+        "bp_bits": loss.bp_bits if train.split_c < len(train.layers) else None,
     }
 
 
@@ -130,7 +134,7 @@ def cmd_sim_board(args) -> int:
     if not isinstance(steps, int) or not 1 <= steps <= MAX_BOARD_STEPS:
         raise CLIError(f"--steps must be an integer in 1..{MAX_BOARD_STEPS}, got {steps!r}")
     train = board_train_config(args)
-    check_rtl_split(train)
+    rtl_net_config(train)  # one error for a split the RTL cannot run
     sims = available_simulators()
     simulator = args.simulator or (sims[0] if sims else None)
     if simulator not in sims:

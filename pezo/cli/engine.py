@@ -13,7 +13,6 @@ from pezo.cli.net import (
     add_net_args,
     add_split_seed_arg,
     check_mode,
-    check_rtl_split,
     check_saturation,
     check_seed_option,
     cmd_train_int8_net,
@@ -21,6 +20,7 @@ from pezo.cli.net import (
     net_sim_result,
     net_train_config,
     print_sim,
+    rtl_net_config,
 )
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
@@ -230,7 +230,7 @@ def cmd_sim_engine(args) -> int:
             "install verilator"
         )
     if args.net:
-        check_rtl_split(train)
+        rtl_net_config(train)  # one error for a split the RTL cannot run, before the simulator
         print(
             f"co-simulating {steps} ZO steps of {train.net_name} on the {train.array.rows}x{train.array.cols} network "
             "engine "

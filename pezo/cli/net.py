@@ -17,6 +17,7 @@ import numpy as np
 from pezo.cli.args import CLIError, option_error, raw
 from pezo.cli.output import staged_output
 from pezo.golden.config import StreamConfig, cache_dir
+from pezo.golden.engine.backprop import split_name
 from pezo.golden.engine.nets import NET_NAMES
 
 LOSS_CHOICES = ("on-chip", "host")
@@ -324,13 +325,22 @@ def net_train_config(args, steps: int | None = None):
         ) from None
 
 
-def check_rtl_split(train) -> None:
-    """One error for a split the RTL cannot run yet: the engine's backprop tail exists in golden only."""
-    if train.split_c < len(train.layers):
+def rtl_net_config(train):
+    """The ``NetConfig`` the RTL runs for ``train``: with a split C < L the engine is generated with its
+    backprop tail (``NetConfig.backprop``). One error for what the tail cannot run: the host-g loss (the tail
+    runs inside the engine's TRAIN steps) or a non-square array."""
+    net = train.net_config
+    if train.split_c == len(train.layers):
+        return net
+    if train.loss != "on-chip":
         raise CLIError(
-            f"--split {train.split}: the engine's RTL has no backprop tail yet (full-zo only); the golden elastic "
-            f"trainer runs it: pezo train-int8 --net {train.net} --split {train.split}"
+            f"--split {train.split} needs --loss on-chip: the engine's backprop tail runs inside its TRAIN steps "
+            "(the host-g mode has no tail)"
         )
+    try:
+        return net.replace(backprop=True)
+    except ValueError as exc:
+        raise CLIError(f"--split {train.split}: {exc}") from None
 
 
 NET_FILE_DEFAULTS = ("rows", "cols", "batch") + tuple(
@@ -403,7 +413,7 @@ def start_biases(train):
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
-    check_rtl_split(train)
+    net = rtl_net_config(train)
     from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_init import init_weights
     from pezo.golden.zo.user_data import load_run_data
@@ -415,7 +425,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         weights, _ = init_weights(train, data.x["train"], data)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    net, loss = train.net_config, train.loss_config
+    loss = train.loss_config
     biases = start_biases(train)
     name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
     build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
@@ -433,7 +443,7 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         overlap=overlap,
         host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent},
     )
-    bound = net.cycle_bound()
+    bound = net.step_cycle_bound(train.split_c)
     records = r["records"]
     return {
         "match": r["match"],
@@ -467,6 +477,11 @@ def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> d
         "test_s": r.get("test_s"),
         "seed": train.seed,
         "split_seed": train.seed,
+        "split": split_name(train.split_c, len(train.layers)),
+        "split_c": train.split_c,
+        "bp_bits": loss.bp_bits if train.split_c < len(train.layers) else None,
+        "bp_cycles": r.get("bp_cycles_per_step"),
+        "bp_cycle_bound": net.bp_cycle_bound(train.split_c) if train.split_c < len(train.layers) else 0,
         "config": train.to_dict(),
     }
 

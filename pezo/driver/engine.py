@@ -202,6 +202,12 @@ class EngineDriver:
         await self.write("G_SHIFT", loss.g_shift)
         await self.write("WD_SHIFT", loss.wd_shift)
         await self.write("WD_EVERY", loss.wd_every)
+        layers = len(self.map.config.layers)
+        if self.map.config.backprop:  # the partition (full ZO unless the loss names one) and b_BP
+            await self.write("SPLIT", layers if loss.split is None else loss.split)
+            await self.write("BP_BITS", loss.bp_bits)
+        elif loss.split is not None and loss.split != layers:
+            raise ValueError(f"split {loss.split} needs an engine with the backprop tail (SHAPE bit 25 is 0)")
         await self.control("START", "ACK_DONE", "ACK_STEP")
 
     async def wait_done(self) -> None:

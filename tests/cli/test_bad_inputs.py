@@ -86,10 +86,14 @@ BAD_INPUTS = [
     ),
     (["train-int8", "--split", "cls2"], "--split applies to --net runs only"),
     (
-        ["sim", "engine", "--net", "digits-mlp", "--split", "cls2"],
-        "--split cls2: the engine's RTL has no backprop tail yet",
+        ["sim", "engine", "--net", "digits-mlp", "--split", "cls2", "--loss", "host"],
+        "--split cls2 needs --loss on-chip: the engine's backprop tail runs inside its TRAIN steps",
     ),
-    (["sim", "board", "--split", "full-bp"], "--split full-bp: the engine's RTL has no backprop tail yet"),
+    (
+        ["sim", "engine", "--net", "digits-mlp", "--split", "full-bp", "--rows", "4", "--batch", "16"],
+        "--split full-bp: the backprop tail needs a square array",
+    ),
+    (["sim", "board", "--split", "full-bp", "--loss", "host"], "--split full-bp needs --loss on-chip"),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [

@@ -339,3 +339,97 @@ def test_network_commands_reject_bad_input_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("pezo: error:") and message in err, err
+
+
+# -- the backprop tail (hw.engine.bp_tail): a square array, every split of a three-layer net ---------------
+SQUARE = NetConfig().replace(
+    layers=(Layer(8, 8, shift=6, relu=True), Layer(8, 4, shift=5, relu=True), Layer(4, 3)),
+    rows=4,
+    cols=4,
+    batch=8,
+    name="square",
+    backprop=True,
+)
+
+
+def _golden_final(cfg, loss, steps=3, seed=0):
+    from pezo.golden.engine.network import NetEngine as GoldenNet
+
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
+    model = GoldenNet(cfg, rng.integers(-40, 41, cfg.weights))
+    records = [model.train_step(x, y, loss) for x, y in zip(xs, ys)]
+    return model.flat, records
+
+
+@pytest.mark.parametrize(
+    "cfg, loss",
+    [
+        (SQUARE, LossConfig(mode="sign", margin=100, split=2, bp_bits=3)),
+        (SQUARE, LossConfig(mode="sign", margin=100, split=1, bp_bits=1)),
+        (SQUARE, LossConfig(mode="scaled", margin=60, g_shift=4, split=0, bp_bits=7)),
+        (SQUARE, LossConfig(mode="sign", margin=100, split=3)),
+        (SQUARE.replace(strategy="pregen"), LossConfig(mode="sign", margin=100, split=1, bp_bits=4, wd_shift=3)),
+        (SQUARE.replace(batch=4), LossConfig(mode="sign", margin=100, split=0, bp_bits=2)),
+        (
+            NetConfig().replace(
+                layers=(Layer(4, 4, shift=3, bias=True), Layer(4, 8, shift=5, relu=True), Layer(8, 2, bias=True)),
+                rows=4,
+                cols=4,
+                batch=8,
+                backprop=True,
+            ),
+            LossConfig(mode="sign", margin=100, split=0, bp_bits=5),
+        ),
+        (NetConfig().replace(layers=(Layer(8, 3),), rows=4, cols=4, batch=8, backprop=True), LossConfig(split=0)),
+    ],
+    ids=[
+        "cls2",
+        "cls1-bits1",
+        "full-bp-scaled-bits7",
+        "full-zo-on-tail-design",
+        "pregen-wd",
+        "one-tile",
+        "bias",
+        "one-layer",
+    ],
+)
+def test_the_backprop_tail_matches_golden_at_every_split(cfg, loss):
+    """Every logit, loss, g and the final weights equal golden's ElasticZO-INT8 step (ZO on layers 1..C, the
+    integer tail on the rest); and the tail really trained (golden's final weights differ from full ZO's)."""
+    result = random_run(cfg, loss, steps=3)
+    assert result["match"], result["mismatches"]
+    assert result["bp_cycles_per_step"] == (
+        0 if loss.split in (None, len(cfg.layers)) else result["bp_cycles_per_step"]
+    )
+    if loss.split is not None and loss.split < len(cfg.layers):
+        assert result["bp_cycles_per_step"] > 0
+        full_zo = LossConfig(mode=loss.mode, margin=loss.margin, g_shift=loss.g_shift, wd_shift=loss.wd_shift)
+        tail, records = _golden_final(cfg, loss)
+        assert not np.array_equal(tail, _golden_final(cfg, full_zo)[0])
+        assert any(np.any(u) for r in records for u in r.tail.updates if u is not None)
+
+
+def test_the_tail_saturates_weights_like_golden():
+    """Weights at +-127 and the largest b_BP: the tail's saturating write-back equals golden's."""
+    cfg, loss = SQUARE, LossConfig(mode="sign", margin=1 << 20, split=0, bp_bits=7)
+    rng = np.random.default_rng(5)
+    xs = rng.integers(-128, 128, (2, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (2, cfg.array.batch))
+    w = rng.choice([-127, 127, -126, 126, 0], cfg.weights)
+    result = run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w))
+    assert result["match"], result["mismatches"]
+
+
+def test_the_tail_cycles_stay_near_the_bound():
+    """The tail's cycles against ``NetConfig.bp_cycle_bound`` (issues + drains) on a two-tile net."""
+    for split in (0, 1, 2):
+        result = random_run(SQUARE, LossConfig(mode="sign", margin=100, split=split), steps=2)
+        bound = SQUARE.bp_cycle_bound(split)
+        assert bound <= result["bp_cycles_per_step"] <= 1.10 * bound + 16, (split, result["bp_cycles_per_step"], bound)
+
+
+def test_a_tail_needs_a_square_array():
+    with pytest.raises(ValueError, match="the backprop tail needs a square array"):
+        SQUARE.replace(rows=2)
