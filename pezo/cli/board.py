@@ -169,7 +169,7 @@ def cmd_sim_board(args) -> int:
 DESIGNS = ("stream", "engine")
 ENGINE_BUILD_OPTIONS = ("n_rngs", "pool_bits", "lanes", "banks", "perturb_dim", "saif", "rewind")
 """Options of the stream design that an engine build does not take."""
-STREAM_BUILD_OPTIONS = ("net", "data", "batch", "rows", "cols")
+STREAM_BUILD_OPTIONS = ("net", "data", "batch", "rows", "cols", "backprop")
 
 
 def add_build_args(p: argparse.ArgumentParser) -> None:
@@ -188,6 +188,12 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=raw, help="with --design engine: examples per step (default: the trainer's 128)")
     p.add_argument("--rows", type=raw, help="with --design engine: R (default 8)")
     p.add_argument("--cols", type=raw, help="with --design engine: C, a power of two >= 8 (default 8)")
+    p.add_argument(
+        "--backprop",
+        action="store_true",
+        help="with --design engine: generate the backprop tail (the elastic trainer: SPLIT and BP_BITS "
+        "registers, python -m pezo.driver --split; rows must equal cols)",
+    )
 
 
 def check_build_design(args) -> None:
@@ -225,6 +231,8 @@ def engine_build_config(args):
     )
     net = net_train_config(fields).net_config
     try:
+        if getattr(args, "backprop", False):
+            net = net.replace(backprop=True)
         check_board_config(net)
     except ValueError as exc:
         raise CLIError(f"--{exc}") from None

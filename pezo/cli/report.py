@@ -46,6 +46,8 @@ def cmd_report(args) -> int:
             "--brief shortens the comparison table (pezo report without generator options); one "
             "design's report is printed in full as text or --json"
         )
+    if args.backprop and not (args.net and args.strategy in ENGINE_STRATEGIES):
+        raise CLIError("--backprop applies to --strategy engine-otf|engine-pregen with --net (the network engine)")
     if args.strategy in ENGINE_STRATEGIES:
         return _report_engine(args)
     args.unit = args.unit or "generator"
@@ -134,6 +136,8 @@ def _report_engine(args) -> int:
     ):
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
+    if args.backprop:
+        fields["backprop"] = True
     try:
         config = (
             net_file_config(resolve_net(args), strategy=strategy, **fields)
@@ -141,7 +145,7 @@ def _report_engine(args) -> int:
             else EngineConfig().replace(strategy=strategy, **fields)
         )
     except ValueError as exc:
-        raise option_error(exc, tuple(ENGINE_REPORT_FIELDS), fields) from None
+        raise option_error(exc, (*ENGINE_REPORT_FIELDS, "backprop"), fields) from None
     print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)  # stderr: --json too
     if args.net:
         return _report_net_engine(config, args)
@@ -325,6 +329,12 @@ def add_report_parser(sub) -> None:
         p,
         "with --strategy engine-otf|engine-pregen: the network engine generated for this network, a built-in "
         "name, a network file or an ONNX model (default: the head engine)",
+    )
+    p.add_argument(
+        "--backprop",
+        action="store_true",
+        help="with --strategy engine-otf|engine-pregen --net: the engine with its backprop tail (the elastic "
+        "trainer: SPLIT and BP_BITS registers; a square array)",
     )
     p.add_argument("--csv", type=Path, metavar="FILE", help="table: also write it as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE", help="table: also write a PNG bar chart")

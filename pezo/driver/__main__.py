@@ -29,10 +29,11 @@ from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig, NetEngine
 
 
-def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None):
+def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
     """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net, or the network
-    file / ONNX model ``net`` with the data file ``data``); ``job.last`` keeps the run's biases, input exponent
-    and network file path for ``--save``."""
+    file / ONNX model ``net`` with the data file ``data``); ``split`` / ``bp_bits``: the elastic trainer's
+    partition and the tail's update bits (``pezo train-int8 --split``'s, its default ``bp_bits``; a design built
+    with ``--backprop``); ``job.last`` keeps the run's biases, input exponent and network file path for ``--save``."""
     from pezo.golden.engine.net_file import load_net
     from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_config import NetTrainConfig
@@ -59,7 +60,18 @@ def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None
         seed=seed,
         g_mode=g_mode,
     )
-    if train.net_config != config:
+    if split is not None:
+        from pezo.golden.zo.net_config import split_config
+
+        chosen = split_config(train.net, split, **({} if bp_bits is None else {"bp_bits": bp_bits}))
+        train = train.replace(split=split, bp_bits=chosen.bp_bits)
+        if train.split_c < len(train.layers) and not config.backprop:
+            raise ValueError(
+                f"--split {split} needs a design with the backprop tail (pezo build --design engine --backprop)"
+            )
+    elif bp_bits is not None:
+        raise ValueError("--bp-bits is a setting of the backprop tail: give --split too")
+    if train.net_config.replace(backprop=config.backprop) != config:
         raise ValueError(
             "the design's engine is not this network (pezo build --design engine --net N|PATH built it; give the "
             "same --net here)"
@@ -96,7 +108,8 @@ async def run(driver: EngineDriver, xs, ys, flat, loss, biases=None) -> dict:
                 f"{want.loss_plus, want.loss_minus, want.g}"
             )
         elif got.logits_intact and not (
-            np.array_equal(got.logits[0], want.logits_plus) and np.array_equal(got.logits[1], want.logits_minus)
+            (want.logits_plus is None or np.array_equal(got.logits[0], want.logits_plus))
+            and np.array_equal(got.logits[1], want.logits_minus)
         ):
             bad.append(f"step {k}: logits differ from golden")
     if not np.array_equal(final, model.flat):
@@ -107,7 +120,7 @@ async def run(driver: EngineDriver, xs, ys, flat, loss, biases=None) -> dict:
         "steps": len(xs),
         "seconds_per_step": seconds / len(xs),
         "engine_cycles_per_step": result.engine_cycles / len(xs),
-        "cycle_bound": driver.config.cycle_bound(),
+        "cycle_bound": driver.config.step_cycle_bound(loss.split),
         "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
         "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus],
         "design": "engine",
@@ -144,6 +157,12 @@ def main(argv=None) -> int:
     p.add_argument("--net", help="the network file or ONNX model the design was built from (default: its preset)")
     p.add_argument("--data", help="a labelled data set (.npz or .csv) for --net")
     p.add_argument("--save", type=Path, help="write the trained weights as DIR/<name>.json and DIR/<name>.onnx")
+    p.add_argument(
+        "--split",
+        help="the elastic trainer's partition: full-zo (default), cls2, cls1, full-bp or a layer index (a design "
+        "built with --backprop)",
+    )
+    p.add_argument("--bp-bits", type=int, help="the backprop tail's update bits, 1..7 (default: the split's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     try:
@@ -155,7 +174,9 @@ def main(argv=None) -> int:
             raise ValueError(f"--steps must be in 1..65535, got {args.steps}")
         if args.save is not None and args.save.exists() and any(args.save.iterdir()):
             raise ValueError(f"--save {args.save} is not empty: name a new directory")
-        xs, ys, flat, loss = job(config, args.steps, args.seed, net=args.net, data=args.data)
+        xs, ys, flat, loss = job(
+            config, args.steps, args.seed, net=args.net, data=args.data, split=args.split, bp_bits=args.bp_bits
+        )
         bus = MmapBus(
             args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
         )
