@@ -394,7 +394,7 @@ class NetEngine(ConfigComponent):
         T, L, C = cfg.array.tiles, len(cfg.layers), cfg.array.cols
         hidden_words = _hidden_words(cfg)
         batch_ready, release = queue.batch_ready, queue.release
-        op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2)
+        op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2, name="mode")
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
         wd_shift, wd_every = Signal.like(self.wd_shift), Signal.like(self.wd_every)
         # the decay counter (golden.engine.network): kept across operations, 0 after reset; at the start of
@@ -425,7 +425,7 @@ class NetEngine(ConfigComponent):
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
-        perturbing = (op != OP_INFER) & ~full_bp
+        perturbing = ((op != OP_INFER) & ~full_bp) if cfg.backprop else op != OP_INFER
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
         m.d.comb += [
@@ -486,9 +486,10 @@ class NetEngine(ConfigComponent):
                     m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
                     with m.If(op == OP_INFER):
                         m.next = "RUN"
-                    with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
-                        m.d.sync += sign.eq(1)
-                        m.next = "RUN"
+                    if cfg.backprop:
+                        with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
+                            m.d.sync += sign.eq(1)
+                            m.next = "RUN"
                     with m.Else():
                         m.next = "COMMAND"
                 with m.Else():
@@ -538,10 +539,11 @@ class NetEngine(ConfigComponent):
                         self.loss_plus.eq(loss[0]),
                         self.loss_minus.eq(loss[1]),
                     ]
-                    with m.If((op == OP_TRAIN) & full_bp):
-                        m.d.sync += g.eq(0)
-                        m.next = "BP_START"
-                    with m.Elif(op == OP_TRAIN):
+                    if cfg.backprop:
+                        with m.If((op == OP_TRAIN) & full_bp):
+                            m.d.sync += g.eq(0)
+                            m.next = "BP_START"
+                    with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
                         m.d.sync += [
                             g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
                             updating.eq(1),
@@ -568,9 +570,10 @@ class NetEngine(ConfigComponent):
             with m.State("UPDATE_DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
-                    with m.If((op == OP_TRAIN) & has_tail):
-                        m.next = "BP_START"
-                    with m.Elif(op == OP_TRAIN):
+                    if cfg.backprop:
+                        with m.If((op == OP_TRAIN) & has_tail):
+                            m.next = "BP_START"
+                    with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
                         finish_step()
                     with m.Else():
                         m.d.sync += self.g_used.eq(g)
@@ -593,8 +596,9 @@ class NetEngine(ConfigComponent):
             wanting.eq(running & perturbing),
             issue.eq(running & (~perturbing | stream.valid)),
             release.eq(
-                (fsm.ongoing("FORWARD_DRAIN") & (drain == 0) & ~has_tail)
-                | (fsm.ongoing("BP_END") if cfg.backprop else Const(0))
+                (fsm.ongoing("FORWARD_DRAIN") & (drain == 0) & ~has_tail) | fsm.ongoing("BP_END")
+                if cfg.backprop
+                else fsm.ongoing("FORWARD_DRAIN") & (drain == 0)
             ),
             clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
         ]
@@ -830,7 +834,9 @@ class NetEngine(ConfigComponent):
             layer0_1.eq(layer == 0),
             tag1.eq(tag0),
             addr1.eq(word),
-            p.eq(Mux(ctl.perturbing & (word < ctl.zo_end), stream.lanes.as_value(), 0)),
+            p.eq(
+                Mux(ctl.perturbing if bp is None else ctl.perturbing & (word < ctl.zo_end), stream.lanes.as_value(), 0)
+            ),
         ]
         m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
