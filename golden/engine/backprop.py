@@ -36,8 +36,7 @@ a_{l-1} its int8 input in the pass above (the batch x for l = 1), e_l its error:
 
 Biases are constants (as in ZO); the weight decay is the ZO update's only.
 
-Status: this is the arithmetic the engine's tail will implement; the RTL (``hw.engine.net_engine``) runs full ZO
-only so far, and ``pezo sim engine`` / ``pezo sim board`` refuse a split with a tail in one line.
+The engine's RTL runs it bit for bit when generated with ``NetConfig.backprop`` (``hw.engine.bp_tail``).
 """
 
 from __future__ import annotations
