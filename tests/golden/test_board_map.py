@@ -57,3 +57,18 @@ def test_bad_configs_name_the_field():
         BoardMap("digits-mlp")
     with pytest.raises(ValueError, match="window must be one of"):
         BoardMap(net_config("digits-mlp", batch=16)).window("nope")
+
+
+def test_the_backprop_tail_adds_its_three_registers_and_a_shape_bit():
+    """An engine with the tail: SPLIT, BP_BITS, BP_CYCLES after the shared registers, in the header and the
+    JSON; SHAPE bit 25 says so. Without it the map is the one every board has."""
+    plain, tail = (
+        BoardMap(net_config("digits-mlp", batch=16)),
+        BoardMap(net_config("digits-mlp", batch=16, backprop=True)),
+    )
+    assert [r.name for r in tail.registers[len(plain.registers) :]] == ["SPLIT", "BP_BITS", "BP_CYCLES"]
+    assert (tail.register("SPLIT"), tail.register("BP_BITS"), tail.register("BP_CYCLES")) == (0x64, 0x68, 0x6C)
+    assert "PEZO_REG_SPLIT" in tail.c_header() and "PEZO_REG_SPLIT" not in plain.c_header()
+    assert tail.shape_word() == plain.shape_word() | 1 << 25
+    with pytest.raises(ValueError, match="register must be one of"):
+        plain.register("SPLIT")

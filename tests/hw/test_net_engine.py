@@ -231,6 +231,25 @@ def test_pezo_sim_engine_net_trains_digits_on_the_rtl_like_golden(simulator, req
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_the_elastic_trainer_runs_on_the_rtl_like_golden(simulator, require_simulator, capsys):
+    """The engine with its backprop tail (one build serves every split: C is a register): the hybrid (cls2, the
+    tail on the last layer, after the ZO update) and full backprop (two error passes through ReLUs, layer 1's
+    gradient from the batch) equal golden's ElasticZO-INT8 steps bit for bit, with the tail's cycles near its
+    bound."""
+    require_simulator(simulator)
+    for split, c in (("cls2", 2), ("full-bp", 0)):
+        argv = ["sim", "engine", "--net", "digits-mlp", "--split", split, "--steps", "3", "--simulator", simulator]
+        assert main([*argv, "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert SIM_KEYS <= result.keys() and result["match"] is True, result["mismatches"]
+        assert (result["split"], result["split_c"], result["steps"]) == (split, c, 3)
+        bound = NetTrainConfig(net="digits-mlp").net_config.replace(backprop=True).bp_cycle_bound(c)
+        assert result["bp_cycle_bound"] == bound and bound <= result["bp_cycles"] <= 1.10 * bound
+        assert result["cycle_ratio"] <= 1.10
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
 def test_weight_decay_on_the_rtl_like_golden(simulator, require_simulator, capsys, decay_digests):
     """``--wd-shift 5 --wd-every 2``: the engine's WD_SHIFT and WD_EVERY registers on Icarus and Verilator,
     one TRAIN(4) command: every logit, loss, g and the final weights against golden, and the final weights

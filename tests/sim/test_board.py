@@ -84,3 +84,16 @@ def test_rt_mlp_through_axi(require_simulator, sim_build):
     assert r["steps"] == 2 and r["logit_steps_checked"] == 2
     assert all(r["protocol"].values()) and all(r["queue"].values()), (r["protocol"], r["queue"])
     assert r["cycles_per_step"] <= 1.2 * cfg.cycle_bound(), r["cycles_per_step"]
+
+
+@pytest.mark.rtl
+def test_the_elastic_trainer_through_axi(require_simulator, sim_build):
+    """The engine top with the backprop tail: the driver writes SPLIT and BP_BITS, TRAIN(S) runs the hybrid
+    (cls2) through AXI, and every loss, logit and the final weights equal golden's ElasticZO-INT8 steps."""
+    require_simulator("verilator")
+    cfg, xs, ys, weights = _job(4, seed=4)
+    cfg = cfg.replace(backprop=True)
+    loss = LossConfig(mode="sign", margin=4096, g_lr=1 << 16, split=2, bp_bits=4)
+    r = run_board(cfg, loss, xs, ys, weights, "verilator", sim_build / "board-tail" / "verilator")
+    assert r["match"], r["mismatches"]
+    assert r["logit_steps_checked"] > 0 and all(r["queue"].values()), r["queue"]
