@@ -43,7 +43,11 @@ def add_parsers(sub) -> None:
     b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
     b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
     b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
-    b.add_argument("--split", type=raw, help="the elastic trainer's partition (full-zo only in RTL so far)")
+    b.add_argument(
+        "--split",
+        type=raw,
+        help="the elastic trainer's partition: full-zo (default), cls2, cls1, full-bp or C (the engine top is generated with its backprop tail)",
+    )
     b.add_argument("--bp-bits", type=raw, help="the backprop tail's update bits (with --split)")
     add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
     b.add_argument(

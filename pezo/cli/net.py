@@ -169,7 +169,8 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         "--bp-bits",
         type=raw,
         help=f"with --net --split other than full-zo: the backprop tail's update bits (its learning rate), "
-        f"{BP_BITS_RANGE[0]}..{BP_BITS_RANGE[1]} (default {DEFAULT_BP_BITS})",
+        f"{BP_BITS_RANGE[0]}..{BP_BITS_RANGE[1]} (default: the net's and split's, chosen on validation; else "
+        f"{DEFAULT_BP_BITS})",
     )
     if not sim:
         p.add_argument(
