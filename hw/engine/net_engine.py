@@ -54,7 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import BP_DRAINS, LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
 from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
@@ -69,22 +69,14 @@ from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
 from pezo.hw.engine.bp_tail import (
     BP_BITS_WIDTH,
-    KIND_ERROR,
     KIND_FORWARD,
-    KIND_GRAD_MAX,
-    KIND_GRAD_UPDATE,
-    TailLayers,
     TailMemories,
-    bit_width,
-    error_block,
-    error_column,
     hidden_depth,
     hidden_slot,
-    lane_of,
-    magnitude,
-    pack_rows,
-    requantised_rows,
-    round_pipeline,
+    tail_operands,
+    tail_results,
+    tail_states,
+    tail_strobes,
 )
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
@@ -96,6 +88,7 @@ from pezo.hw.engine.pe_array import (
     logit_read,
     requantize,
     saturate,
+    select,
     tree_sum,
     weight_write,
 )
@@ -193,42 +186,6 @@ class _Control:
     g_formed: Signal
     zo_end: object = None
     bp: object = None
-
-
-@dataclass
-class _TailControl:
-    """The backprop tail's controller state (``hw.engine.bp_tail``): the layer ``l``, the walk counters,
-    the OR-trackers of |G| and |E| and their shifts, and the strobes of the issuing states."""
-
-    l: Signal
-    layers: TailLayers
-    split: Signal
-    bt: Signal
-    bo: Signal
-    bo_word: Signal
-    bo_lane: Signal
-    bj: Signal
-    br: Signal
-    boc: Signal
-    bk: Signal
-    bk_word: Signal
-    bk_lane: Signal
-    bword: Signal
-    laddr: Signal
-    g_or: Signal
-    e_or: Signal
-    g_shift: Signal
-    e_shift: Signal
-    phase: Signal
-    grad: object = None
-    error: object = None
-    issue: object = None
-    kind: object = None
-    first: object = None
-    last: object = None
-    loading: object = None
-    requantising: object = None
-    error_phase: object = None
 
 
 @dataclass
@@ -408,7 +365,7 @@ class NetEngine(ConfigComponent):
         if cfg.backprop:  # the partition C (OP_TRAIN only; other operations run full ZO) and b_BP
             split, bp_bits = Signal(range(L + 1), name="split_c"), Signal(unsigned(BP_BITS_WIDTH), name="bp_bits_q")
             zo_end = Signal(range(cfg.weight_words + 1), name="zo_end")
-            m.d.comb += zo_end.eq(_select(split, [sum(x.weights for x in cfg.layers[:i]) // C for i in range(L + 1)]))
+            m.d.comb += zo_end.eq(select(split, [sum(x.weights for x in cfg.layers[:i]) // C for i in range(L + 1)]))
             full_bp, has_tail = split == 0, split != L
         else:
             split = bp_bits = None
@@ -429,8 +386,8 @@ class NetEngine(ConfigComponent):
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
         m.d.comb += [
-            j_last.eq(_select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
-            o_last.eq(_select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
+            j_last.eq(select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
+            o_last.eq(select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
             last_layer.eq(layer == L - 1),
         ]
         row_done = j_last
@@ -581,10 +538,10 @@ class NetEngine(ConfigComponent):
             with m.State("FINISH"):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
                 m.next = "IDLE"
-            bp = self._tail_states(m, cfg, fsm, split, bp_bits, drain, updating, finish_step) if cfg.backprop else None
+            bp = tail_states(self, m, cfg, fsm, split, bp_bits, drain, updating, finish_step) if cfg.backprop else None
 
         if bp is not None:
-            self._tail_strobes(m, fsm, bp)
+            tail_strobes(self, m, fsm, bp)
         # Strobes of the controller as plain expressions of its registers (continuous assignments: 4-state
         # simulators evaluate them from time 0)
         first_pass = ~updating & (sign == 0) & (tile == 0)
@@ -631,138 +588,6 @@ class NetEngine(ConfigComponent):
             zo_end,
             bp,
         )
-
-    def _tail_states(self, m, cfg, fsm, split, bp_bits, drain, updating, finish_step):
-        """The backprop tail's states (``hw.engine.bp_tail``), entered after the ZO update (or the plain pass
-        at C = 0); returns ``_TailControl``. The walk: BP_LAYER resets the gradient walk of layer ``l``;
-        BP_GRAD issues its words (first pass, then the update pass); BP_LOAD / BP_ERR the error pass strip
-        by strip; BP_REQ the requantisation; BP_END releases the batch and ends the step."""
-        T, C, L = cfg.array.tiles, cfg.array.cols, len(cfg.layers)
-        widest = max(x.outputs for x in cfg.layers)
-        l = Signal(range(max(L, 2)), name="bp_layer")
-        lay = TailLayers(cfg, l)
-        bt = Signal(range(T), name="bp_tile")
-        bo, bo_word, bo_lane = Signal(range(widest + 1), name="bp_o"), Signal(range(widest + 1)), Signal(range(C))
-        bj = Signal(range(max(x.inputs // C for x in cfg.layers) + 1), name="bp_strip")
-        br, boc = Signal(range(C), name="bp_row"), Signal(range(widest + 1), name="bp_block")
-        bk = Signal(range(max(x.inputs for x in cfg.layers) + 1), name="bp_k")
-        bk_word, bk_lane = Signal(range(max(x.inputs for x in cfg.layers) + 1)), Signal(range(C))
-        bword, laddr = Signal(range(cfg.weight_words + 1), name="bp_word"), Signal(range(cfg.weight_words + 1))
-        g_or, e_or = Signal(unsigned(ACC_BITS + 1), name="grad_or"), Signal(unsigned(ACC_BITS + 1), name="error_or")
-        g_shift, e_shift = (
-            Signal(range(ACC_BITS + 2), name="grad_shift"),
-            Signal(range(ACC_BITS + 2), name="error_shift"),
-        )
-        phase = Signal(name="bp_update_phase")
-        g_width, e_width = bit_width(m, g_or, "grad_width"), bit_width(m, e_or, "error_width")
-        grad_walk = [bt.eq(0), bo.eq(0), bo_word.eq(0), bo_lane.eq(0), bj.eq(0), bword.eq(lay.offset)]
-
-        def next_output():
-            m.d.sync += [bo.eq(bo + 1), bo_lane.eq(Mux(bo_lane == C - 1, 0, bo_lane + 1))]
-            with m.If(bo_lane == C - 1):
-                m.d.sync += bo_word.eq(bo_word + 1)
-
-        with m.State("BP_START"):
-            m.d.sync += [updating.eq(0), l.eq(L - 1)]
-            m.next = "BP_LAYER"
-        with m.State("BP_LAYER"):
-            m.d.sync += [g_or.eq(0), phase.eq(0), *grad_walk]
-            m.next = "BP_GRAD"
-        with m.State("BP_GRAD"):  # per weight word (o, j) of layer l, one issue per tile
-            m.d.sync += bt.eq(bt + 1)
-            with m.If(bt == T - 1):
-                m.d.sync += [bt.eq(0), bword.eq(bword + 1), bj.eq(bj + 1)]
-                with m.If(bj == lay.strips - 1):
-                    m.d.sync += bj.eq(0)
-                    next_output()
-                    with m.If(bo == lay.outputs - 1):
-                        m.d.sync += drain.eq(BP_DRAINS["gradient"] - 1)
-                        m.next = "BP_GRAD_DRAIN"
-        with m.State("BP_GRAD_DRAIN"):
-            m.d.sync += drain.eq(drain - 1)
-            with m.If(drain == 0):
-                with m.If(~phase):
-                    m.d.sync += g_shift.eq(Mux(g_width > bp_bits, g_width - bp_bits, 0))
-                    with m.If(l > split):
-                        m.d.sync += [e_or.eq(0), bj.eq(0), bo.eq(0), bo_word.eq(0), bo_lane.eq(0), laddr.eq(lay.offset)]
-                        m.next = "BP_LOAD"
-                    with m.Else():
-                        m.d.sync += [phase.eq(1), *grad_walk]
-                        m.next = "BP_GRAD"
-                with m.Elif(l > split):
-                    m.d.sync += [bt.eq(0), bk.eq(0), bk_word.eq(0), bk_lane.eq(0)]
-                    m.next = "BP_REQ"
-                with m.Else():
-                    m.next = "BP_END"
-        with m.State("BP_LOAD"):  # strip j's weight words (o, j), o = 0..O_l-1, into the block cache
-            m.d.sync += laddr.eq(laddr + lay.strips)
-            next_output()
-            with m.If(bo == lay.outputs - 1):
-                m.d.sync += [bt.eq(0), br.eq(0), boc.eq(0)]
-                m.next = "BP_ERR"
-        with m.State("BP_ERR"):  # per tile, input k = jC + r and output block: E[tR + r, k]
-            m.d.sync += boc.eq(boc + 1)
-            with m.If(boc == lay.blocks - 1):
-                m.d.sync += [boc.eq(0), br.eq(br + 1)]
-                with m.If(br == C - 1):
-                    m.d.sync += [br.eq(0), bt.eq(bt + 1)]
-                    with m.If(bt == T - 1):
-                        m.d.sync += bt.eq(0)
-                        with m.If(bj == lay.strips - 1):
-                            m.d.sync += drain.eq(BP_DRAINS["error"] - 1)
-                            m.next = "BP_ERR_DRAIN"
-                        with m.Else():
-                            m.d.sync += [
-                                bj.eq(bj + 1),
-                                bo.eq(0),
-                                bo_word.eq(0),
-                                bo_lane.eq(0),
-                                laddr.eq(lay.offset + bj + 1),
-                            ]
-                            m.next = "BP_LOAD"
-        with m.State("BP_ERR_DRAIN"):
-            m.d.sync += drain.eq(drain - 1)
-            with m.If(drain == 0):
-                m.d.sync += [e_shift.eq(Mux(e_width > 7, e_width - 7, 0)), phase.eq(1), *grad_walk]
-                m.next = "BP_GRAD"
-        with m.State("BP_REQ"):  # per tile and input k: E -> int8 error of layer l - 1
-            m.d.sync += [bk.eq(bk + 1), bk_lane.eq(Mux(bk_lane == C - 1, 0, bk_lane + 1))]
-            with m.If(bk_lane == C - 1):
-                m.d.sync += bk_word.eq(bk_word + 1)
-            with m.If(bk == lay.inputs - 1):
-                m.d.sync += [bk.eq(0), bk_word.eq(0), bk_lane.eq(0), bt.eq(bt + 1)]
-                with m.If(bt == T - 1):
-                    m.d.sync += drain.eq(BP_DRAINS["requantise"] - 1)
-                    m.next = "BP_REQ_DRAIN"
-        with m.State("BP_REQ_DRAIN"):
-            m.d.sync += drain.eq(drain - 1)
-            with m.If(drain == 0):
-                m.d.sync += l.eq(l - 1)
-                m.next = "BP_LAYER"
-        with m.State("BP_END"):
-            finish_step()
-
-        return _TailControl(
-            l, lay, split, bt, bo, bo_word, bo_lane, bj, br, boc, bk, bk_word, bk_lane, bword, laddr,
-            g_or, e_or, g_shift, e_shift, phase,
-        )  # fmt: skip
-
-    def _tail_strobes(self, m, fsm, bp: _TailControl) -> None:
-        """The tail's issue strobes as expressions of the FSM (after its block) and ``bp_cycles``."""
-        states = ("BP_START", "BP_LAYER", "BP_GRAD", "BP_GRAD_DRAIN", "BP_LOAD", "BP_ERR", "BP_ERR_DRAIN")
-        states += ("BP_REQ", "BP_REQ_DRAIN", "BP_END")
-        in_tail = Signal(name="in_tail")
-        m.d.comb += in_tail.eq(Cat(*[fsm.ongoing(name) for name in states]).any())
-        with m.If(in_tail):
-            m.d.sync += self.bp_cycles.eq(self.bp_cycles + 1)
-        T = self.config.array.tiles
-        bp.grad, bp.error = fsm.ongoing("BP_GRAD"), fsm.ongoing("BP_ERR")
-        bp.issue = bp.grad | bp.error
-        bp.kind = Mux(bp.error, KIND_ERROR, Mux(bp.phase, KIND_GRAD_UPDATE, KIND_GRAD_MAX))
-        bp.first = Mux(bp.error, bp.boc == 0, bp.bt == 0)
-        bp.last = Mux(bp.error, bp.boc == bp.layers.blocks - 1, bp.bt == T - 1)
-        bp.loading, bp.requantising = fsm.ongoing("BP_LOAD"), fsm.ongoing("BP_REQ")
-        bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
         """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
@@ -863,70 +688,12 @@ class NetEngine(ConfigComponent):
         ]
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
         if bp is not None:
-            weights = self._tail_operands(m, cfg, pe, mem, bp, acts, weights)
+            weights = tail_operands(self, m, cfg, pe, mem, bp, acts, weights)
         for c in range(C):
             m.d.comb += pe.weights[c].eq(weights[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
         return _Stage1(p, valid1, update1, addr1, w2)
-
-    def _tail_operands(self, m, cfg, pe, mem, bp, forward_acts, forward_weights):
-        """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
-        registered one cycle after the issue, data and selects at S2. Gradient: weights e[tR + c, o],
-        activations the transposed input block; error: weights column k % C of the cached block, activations
-        e[tR + r, bC + c]. Drives ``pe.acts`` in a tail pass; returns the weights (the forward's otherwise)."""
-        R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
-        tm = self.tail_memories
-        e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
-        m.d.sync += [
-            e_addr.eq(bp.bt * tm.words + Mux(bp.error, bp.boc, bp.bo_word)),
-            b_addr.eq(bp.boc),
-            st_addr.eq(bp.bt),
-        ]
-        m.d.comb += [tm.e_read.addr.eq(e_addr), tm.b_read.addr.eq(b_addr), tm.st_read.addr.eq(st_addr)]
-        kind1, kind2 = Signal(2), Signal(2, name="kind_2")
-        sel1, sel2 = Signal(range(C)), Signal(range(C), name="lane_select_2")
-        o1, o2 = Signal.like(bp.bo), Signal.like(bp.bo, name="bp_o_2")
-        oc1, oc2 = Signal.like(bp.boc), Signal.like(bp.boc, name="bp_block_2")
-        gen1, gen2, first1, first2 = Signal(), Signal(name="generated_2"), Signal(), Signal(name="tail_layer0_2")
-        m.d.sync += [
-            kind1.eq(Mux(bp.issue, bp.kind, KIND_FORWARD)),
-            kind2.eq(kind1),
-            sel1.eq(Mux(bp.error, bp.br, bp.bo_lane)),
-            sel2.eq(sel1),
-            o1.eq(bp.bo),
-            o2.eq(o1),
-            oc1.eq(bp.boc),
-            oc2.eq(oc1),
-            gen1.eq(bp.layers.last),
-            gen2.eq(gen1),
-            first1.eq(bp.layers.first),
-            first2.eq(first1),
-        ]
-        errors, state, blocks = tm.e_read.data, tm.st_read.data, tm.b_read.data
-        row = lambda r: errors.as_value()[r * C * 8 : (r + 1) * C * 8]  # noqa: E731
-        generated_column = error_column(m, cfg, state, o2)
-        column = [Mux(gen2, generated_column[c], lane_of(row(c), sel2, C)) for c in range(C)]
-        cached = [lane_of(blocks[c], sel2, C) for c in range(C)]
-        generated_block = error_block(m, cfg, state, oc2)
-        x_block, h_block = mem.x_read.data, (mem.h_read.data if L > 1 else None)
-        transposed = [[Signal(signed(8), name=f"input_t_{r}_{c}") for c in range(C)] for r in range(R)]
-        error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
-        for r in range(R):
-            for c in range(C):
-                h = x_block[c][r] if L == 1 else Mux(first2, x_block[c][r], h_block[c * C + r])
-                m.d.comb += [
-                    transposed[r][c].eq(h),
-                    error_rows[r][c].eq(Mux(gen2, generated_block[r][c], errors[r * C + c])),
-                ]
-        with m.If(kind2 == KIND_ERROR):
-            m.d.comb += pe.acts.eq(pack_rows(error_rows))
-        with m.Elif(kind2 != KIND_FORWARD):
-            m.d.comb += pe.acts.eq(pack_rows(transposed))
-        return [
-            Mux(kind2 == KIND_FORWARD, forward_weights[c], Mux(kind2 == KIND_ERROR, cached[c], column[c]))
-            for c in range(C)
-        ]
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1):
         """The update of an update pass: S1 ``g * p``, S2 round and the decay of the old word in ``w2``, S3
@@ -1005,88 +772,7 @@ class NetEngine(ConfigComponent):
         ]
         self._loss_unit(m, cfg, pe, out_tag, forward_valid, mem.y_read, queue.rp, ctl)
         if ctl.bp is not None:
-            self._tail_results(m, cfg, pe, mem, ctl, out_tag)
-
-    def _tail_results(self, m, cfg, pe, mem, ctl, out_tag):
-        """What the tail's passes do with the array's sums (``hw.engine.bp_tail``): the first gradient pass
-        ORs |G| into ``g_or``; the error pass masks E with layer l-1's ReLU (its activations read as the
-        sums arrive), writes it to the E buffer and ORs |E| into ``e_or``; the second gradient pass rounds
-        G into the weight words (the old word read as the sums arrive); the requantisation turns the E buffer
-        into the int8 error buffer. Drives the weight memory's ports while busy."""
-        R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
-        bp, tm = ctl.bp, self.tail_memories
-        kind, sums = out_tag.kind, pe.sums
-        # first gradient pass: the bit width of max |G| is the bit width of the OR of every |G|
-        with m.If(pe.out_valid & (kind == KIND_GRAD_MAX)):
-            m.d.sync += bp.g_or.eq(bp.g_or | _or_all([magnitude(sums[r]) for r in range(R)]))
-        # second gradient pass: the old weight word is read as the word's G leaves the array
-        grad_out = pe.out_valid & (kind == KIND_GRAD_UPDATE)
-        m.d.comb += mem.w_read.addr.eq(
-            Mux(self.busy, Mux(grad_out, out_tag.word, Mux(bp.loading, bp.laddr, ctl.word)), self.w_addr)
-        )
-        bp_valid, bp_addr, bp_word = round_pipeline(
-            m, [sums[r] for r in range(R)], bp.g_shift, mem.w_read.data, grad_out, out_tag.word
-        )
-        zo_valid, zo_addr, zo_word = self.zo_write
-        weight_write(
-            m, mem.w_write, self, zo_valid | bp_valid, Mux(zo_valid, zo_addr, bp_addr), Mux(zo_valid, zo_word, bp_word)
-        )
-        # the block cache: strip j's words, written the cycle after their read
-        load1, lane1, word1 = Signal(), Signal.like(bp.bo_lane), Signal.like(bp.bo_word)
-        m.d.sync += [load1.eq(bp.loading), lane1.eq(bp.bo_lane), word1.eq(bp.bo_word)]
-        m.d.comb += [
-            tm.b_write.addr.eq(word1),
-            tm.b_write.data.eq(mem.w_read.data.as_value().replicate(C)),
-            tm.b_write.en.eq(Mux(load1, 1 << lane1, 0)),
-        ]
-        # error pass: E masked by layer l-1's ReLU (its activations read as the sums arrive)
-        e1, sums1, tile1, k1, lane1e = (
-            Signal(),
-            Signal.like(sums),
-            Signal.like(out_tag.tile),
-            Signal.like(out_tag.o),
-            Signal.like(out_tag.o_lane),
-        )
-        m.d.sync += [
-            e1.eq(pe.out_valid & (kind == KIND_ERROR)),
-            sums1.eq(sums),
-            tile1.eq(out_tag.tile),
-            k1.eq(out_tag.o),
-            lane1e.eq(out_tag.o_lane),
-        ]  # fmt: skip
-        if L > 1:
-            with m.If(bp.error_phase):
-                m.d.comb += mem.h_read.addr.eq(hidden_slot(cfg, out_tag.tile, (bp.l - 1)[: len(bp.l)]) + out_tag.o_word)
-            h = mem.h_read.data.as_value()
-            masked = [
-                Mux(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane1e, C) <= 0), 0, sums1[r])
-                for r in range(R)
-            ]
-        else:
-            masked = [sums1[r] for r in range(R)]
-        masked_sums = Signal(data.ArrayLayout(signed(ACC_BITS), R))
-        m.d.comb += [masked_sums[r].eq(masked[r]) for r in range(R)]
-        m.d.comb += [
-            tm.s_write.addr.eq(tile1 * max(1, cfg.hidden_width) + k1),
-            tm.s_write.data.eq(masked_sums),
-            tm.s_write.en.eq(e1),
-        ]
-        with m.If(e1):
-            m.d.sync += bp.e_or.eq(bp.e_or | _or_all([magnitude(masked_sums[r]) for r in range(R)]))
-        # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row
-        m.d.comb += tm.s_read.addr.eq(bp.bt * max(1, cfg.hidden_width) + bp.bk)
-        q1, qt1, qw1, ql1 = Signal(), Signal.like(bp.bt), Signal.like(bp.bk_word), Signal.like(bp.bk_lane)
-        m.d.sync += [q1.eq(bp.requantising), qt1.eq(bp.bt), qw1.eq(bp.bk_word), ql1.eq(bp.bk_lane)]
-        values = requantised_rows(m, tm.s_read.data, bp.e_shift)
-        q2, qt2, qw2, ql2 = Signal(), Signal.like(qt1), Signal.like(qw1), Signal.like(ql1)
-        q_values = Signal(data.ArrayLayout(signed(8), R))
-        m.d.sync += [q2.eq(q1), qt2.eq(qt1), qw2.eq(qw1), ql2.eq(ql1), *[q_values[r].eq(values[r]) for r in range(R)]]
-        lane_mask = Cat(*[(Const(1, C) << ql2)[:C] for _ in range(R)])
-        m.d.comb += [
-            tm.e_write.addr.eq(qt2 * tm.words + qw2),
-            tm.e_write.data.eq(Cat(*[q_values[r].replicate(C) for r in range(R)])),
-            tm.e_write.en.eq(Mux(q2, lane_mask, 0)),
-        ]
+            tail_results(self, m, cfg, pe, mem, ctl, out_tag)
 
     def _elaborate_g(self, m, ctl):
         """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
@@ -1133,8 +819,8 @@ class NetEngine(ConfigComponent):
         m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata), b_write.en.eq(self.b_we & ~self.busy)]
         index, uses = Signal(range(cfg.total_outputs + 1)), Signal()
         m.d.comb += [
-            index.eq(_select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
-            uses.eq(_select(layer, [int(lay.bias) for lay in cfg.layers])),
+            index.eq(select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
+            uses.eq(select(layer, [int(lay.bias) for lay in cfg.layers])),
         ]
         index1, uses1, uses2 = Signal.like(index), Signal(), Signal()
         if tail_issue is not None:  # a tail pass starts its sums from 0
@@ -1204,20 +890,3 @@ class NetEngine(ConfigComponent):
                 m.d.sync += loss[s].eq(0)
             with m.Elif(v4 & (pas4 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
-
-
-def _or_all(values):
-    """The bitwise OR of unsigned values."""
-    out = values[0]
-    for v in values[1:]:
-        out = out | v
-    return out
-
-
-def _select(index, values):
-    """``values[index]`` as one expression (a mux chain; no process, so 4-state simulators evaluate it
-    from time 0); the last value for indices past the end."""
-    out = values[-1]
-    for i in reversed(range(len(values) - 1)):
-        out = Mux(index == i, values[i], out)
-    return out

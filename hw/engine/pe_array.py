@@ -49,6 +49,15 @@ def tree_sum(values):
     return values[0]
 
 
+def select(index, values):
+    """``values[index]`` as one expression (a mux chain; no process, so 4-state simulators evaluate it
+    from time 0); the last value for indices past the end."""
+    out = values[-1]
+    for i in reversed(range(len(values) - 1)):
+        out = Mux(index == i, values[i], out)
+    return out
+
+
 def saturate(value, lo: int, hi: int):
     """Clamp a signed value to [lo, hi] (comparators and a mux)."""
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
