@@ -84,6 +84,21 @@ def split_point(split, layers: int) -> int:
     return int(split)
 
 
+def check_tail(layers, c: int, split=None) -> int:
+    """C if the tail (layers C+1..L of the ``Layer`` / ``Conv2D`` program ``layers``) is dense-only, else one
+    ValueError naming the first conv layer in it and the splits that keep it in the ZO part."""
+    convs = [i for i, layer in enumerate(layers) if getattr(layer, "kind", "dense") == "conv"]
+    inside = [i for i in convs if i >= c]
+    if inside:
+        i = inside[0]
+        raise ValueError(
+            f"split {split if split is not None else c!r} puts layer {i} ({layers[i].describe()}) in the backprop "
+            f"tail, which trains dense layers only: choose C >= {convs[-1] + 1} (a split whose tail starts after "
+            "the last conv layer)"
+        )
+    return c
+
+
 def split_name(c: int, layers: int) -> str:
     """The name of partition C on a net of ``layers`` layers (``SPLIT_NAMES``), or ``C=<c>``."""
     names = {layers - 2: "cls1", layers - 1: "cls2", 0: "full-bp", layers: "full-zo"}

@@ -99,11 +99,13 @@ def _non_default(layer: Layer, key: str) -> bool:
 
 @functools.cache
 def builtin_net(name: str) -> NetFile:
-    """The built-in network ``name`` (``pezo.golden.engine.nets``) as a ``NetFile`` (digits-mlp with its
+    """The built-in network ``name`` (``pezo.golden.engine.nets``) as a ``NetFile`` (the digits nets with their
     input exponent, ``pezo.golden.zo.net_data``'s s_x = -7; the Rotten Tomatoes nets' depends on the data)."""
     if name not in NETS:
         raise ValueError(f"net must be one of {', '.join(NET_NAMES)}, got {name!r}")
-    return NetFile(NetConfig(layers=NETS[name], name=name), input_exponent=-7 if name == "digits-mlp" else None)
+    return NetFile(
+        NetConfig(layers=NETS[name], name=name), input_exponent=-7 if name in ("digits-mlp", "digits-cnn") else None
+    )
 
 
 def net_file_config(net, **fields) -> NetConfig:

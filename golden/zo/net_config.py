@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pezo.golden.config import StreamConfig, check_int
-from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, split_name, split_point
+from pezo.golden.engine.backprop import DEFAULT_BP_BITS, check_bp_bits, check_tail, split_name, split_point
 from pezo.golden.engine.loss import G_SHIFT_RANGE, MAX_MARGIN, LossConfig
 from pezo.golden.engine.net_file import load_net
 from pezo.golden.engine.network import NetConfig
@@ -169,6 +169,11 @@ class NetTrainConfig(EngineFlatConfig):
         check_choice("hidden_init", self.hidden_init, HIDDEN_INITS)
         if self.hidden_init == "pca":
             for i, layer in enumerate(self.base_layers[:-1]):
+                if layer.kind == "conv":
+                    raise ValueError(
+                        f"hidden_init='pca' applies to dense layers only; layer {i} of {self.net} is a convolution "
+                        f"({layer.describe()}): use hidden_init='normal'"
+                    )
                 if layer.outputs % 2 or layer.outputs // 2 > layer.inputs:
                     raise ValueError(
                         f"hidden_init='pca' needs every hidden layer's width to be even and at most "
@@ -195,7 +200,7 @@ class NetTrainConfig(EngineFlatConfig):
             object.__setattr__(self, "shifts", tuple(self.shifts))
             for i, s in enumerate(self.shifts):
                 check_int(f"shifts[{i}]", s, 0, 31)
-        c = split_point(self.split, len(self.layers))
+        c = check_tail(self.layers, split_point(self.split, len(self.layers)), self.split)
         if self.bp_bits is not None:
             if c == len(self.layers):
                 raise ValueError(
