@@ -324,8 +324,22 @@ def net_train_config(args, steps: int | None = None):
         ) from None
 
 
+def check_rtl_layers(net) -> None:
+    """One error for a network (``NetConfig``) with convolution layers: the engine's RTL runs dense layers only
+    so far (the conv arithmetic exists in golden only, ``pezo.golden.engine.conv``)."""
+    convs = [i for i, layer in enumerate(net.layers) if layer.kind == "conv"]
+    if convs:
+        i = convs[0]
+        raise CLIError(
+            f"--net {net.name}: layer {i} ({net.layers[i].describe()}) is a convolution; the engine's RTL runs dense "
+            f"layers only (no conv address generator yet); the golden trainer runs it: pezo train-int8 --net {net.name}"
+        )
+
+
 def check_rtl_split(train) -> None:
-    """One error for a split the RTL cannot run yet: the engine's backprop tail exists in golden only."""
+    """One error for a net or split the RTL cannot run yet: conv layers (``check_rtl_layers``) or a backprop tail
+    (the engine's tail exists in golden only)."""
+    check_rtl_layers(train.net_config)
     if train.split_c < len(train.layers):
         raise CLIError(
             f"--split {train.split}: the engine's RTL has no backprop tail yet (full-zo only); the golden elastic "
