@@ -262,6 +262,18 @@ class NetConfig(EngineFlatConfig):
         """|W|: every layer's weights (a conv layer's pad lanes counted)."""
         return sum(self.layer_weights(i) for i in range(len(self.layers)))
 
+    def fit_weights(self, weights) -> list[np.ndarray]:
+        """Per-layer weights in this config's shapes (int64): a conv layer's rows cut to its ``patch`` lanes (a
+        file's kernels [out_channels, patch], or an engine's rows at another C) and padded with zero pad lanes to
+        its row length; dense layers as given."""
+        out = []
+        for i, (layer, w) in enumerate(zip(self.layers, weights)):
+            w = np.asarray(w, dtype=np.int64)
+            if layer.kind == "conv" and w.ndim == 2 and w.shape[1] >= layer.patch:
+                w = np.pad(w[:, : layer.patch], ((0, 0), (0, self.weight_shape(i)[1] - layer.patch)))
+            out.append(w)
+        return out
+
     @property
     def has_conv(self) -> bool:
         return any(l.kind == "conv" for l in self.layers)

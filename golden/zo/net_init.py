@@ -103,7 +103,7 @@ def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tu
     net = config.net_config
     start = load_net(config.net)
     if start.weights is not None:  # a network file with weights (e.g. an imported ONNX model) starts from them
-        return [np.array(w, dtype=np.int64) for w in start.weights], {"start": f"file {start.name}"}
+        return net.fit_weights(start.weights), {"start": f"file {start.name}"}
     if config.net_name == "rt-head":
         return [np.zeros(net.weight_shape(i), dtype=np.int64) for i in range(len(net.layers))], {"start": "zero"}
     if config.last_init == "probe" and data is None:
