@@ -181,6 +181,34 @@ class Conv2D:
         return f"conv{self.kernel}x{self.kernel}/{self.stride} pad {self.padding} {self.inputs} -> {c}x{h}x{w}{extra}"
 
 
+def patch_index(layer) -> np.ndarray:
+    """[pixels, patch] indices into the zero-padded input [C, H + 2p, W + 2p] flattened: the im2col order of
+    ``golden.engine.conv`` (lane j = (ci * k + ky) * k + kx, pixels row-major)."""
+    k, s, p = layer.kernel, layer.stride, layer.padding
+    hp, wp = layer.height + 2 * p, layer.width + 2 * p
+    ci, ky, kx = np.meshgrid(np.arange(layer.in_channels), np.arange(k), np.arange(k), indexing="ij")
+    oy, ox = np.meshgrid(np.arange(layer.conv_height), np.arange(layer.conv_width), indexing="ij")
+    rows = (oy.reshape(-1, 1) * s + ky.reshape(1, -1)) * wp + ox.reshape(-1, 1) * s + kx.reshape(1, -1)
+    return ci.reshape(1, -1) * hp * wp + rows
+
+
+def float_conv(h, layer: Conv2D, w, bias=None) -> np.ndarray:
+    """The float twin of ``conv_forward`` (no requantisation): patches x ``w``.T [out_channels, patch] + ``bias``
+    (per output channel, optional), ReLU, the pool (``max``; ``avg`` the mean), flattened [B, outputs]."""
+    h = np.asarray(h, dtype=np.float64)
+    b, p = h.shape[0], layer.padding
+    x = np.pad(h.reshape(b, layer.in_channels, layer.height, layer.width), ((0, 0), (0, 0), (p, p), (p, p)))
+    z = (x.reshape(b, -1)[:, patch_index(layer)] @ np.asarray(w, dtype=np.float64).T).transpose(0, 2, 1)
+    z = z.reshape(b, layer.out_channels, layer.conv_height, layer.conv_width)
+    if bias is not None:
+        z = z + np.asarray(bias, dtype=np.float64).reshape(1, -1, 1, 1)
+    z = np.maximum(z, 0.0) if layer.relu else z
+    if layer.pool != "none":
+        win = z.reshape(b, layer.out_channels, layer.conv_height // 2, 2, layer.conv_width // 2, 2)
+        z = win.max(axis=(3, 5)) if layer.pool == "max" else win.mean(axis=(3, 5))
+    return z.reshape(b, -1)
+
+
 def im2col(h, layer: Conv2D, cols: int) -> np.ndarray:
     """The patches [B, pixels, row_length(cols)] of ``h`` [B, inputs] (int64): module docstring's order, the pad
     lanes 0. This is the order the address generator reads the activation buffer in (no copy on chip)."""

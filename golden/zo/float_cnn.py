@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pezo.golden.engine.conv import patch_index
 from pezo.golden.engine.net_file import load_net
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.int8_head import batch_schedule
@@ -22,17 +23,6 @@ from pezo.golden.zo.net_data import NetData
 
 LR_GRID = (1e-3, 3e-3, 1e-2)
 """Adam learning rates ``float_cnn_reference`` screens on validation (``lr=None``)."""
-
-
-def patch_index(layer) -> np.ndarray:
-    """[pixels, patch] indices into the zero-padded input [C, H + 2p, W + 2p] flattened: the im2col order of
-    ``golden.engine.conv`` (lane j = (ci * k + ky) * k + kx, pixels row-major)."""
-    k, s, p = layer.kernel, layer.stride, layer.padding
-    hp, wp = layer.height + 2 * p, layer.width + 2 * p
-    ci, ky, kx = np.meshgrid(np.arange(layer.in_channels), np.arange(k), np.arange(k), indexing="ij")
-    oy, ox = np.meshgrid(np.arange(layer.conv_height), np.arange(layer.conv_width), indexing="ij")
-    rows = (oy.reshape(-1, 1) * s + ky.reshape(1, -1)) * wp + ox.reshape(-1, 1) * s + kx.reshape(1, -1)
-    return ci.reshape(1, -1) * hp * wp + rows
 
 
 class FloatNet:
