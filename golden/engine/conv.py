@@ -85,7 +85,11 @@ class Conv2D:
         check_int("height", self.height, 1, MAX_SIDE)
         check_int("width", self.width, 1, MAX_SIDE)
         side = min(self.height, self.width)
-        check_int("kernel", self.kernel, 1, MAX_KERNEL)
+        if isinstance(self.kernel, bool) or not isinstance(self.kernel, int) or not 1 <= self.kernel <= MAX_KERNEL:
+            raise ValueError(
+                f"conv {self.shape_text()}: kernel must be in 1..{MAX_KERNEL} (the address generator's patch rows), "
+                f"got {self.kernel!r}"
+            )
         if self.stride not in STRIDES or isinstance(self.stride, bool):
             raise ValueError(f"conv {self.shape_text()}: stride must be one of 1, 2, got {self.stride!r}")
         if (
@@ -229,7 +233,7 @@ def conv_acc(h, layer: Conv2D, w, bias, cols: int) -> np.ndarray:
     patches = im2col(h, layer, cols)
     b = patches.shape[0]
     acc = exact_matmul(patches.reshape(b * layer.pixels, -1), w).reshape(b, layer.pixels, layer.out_channels)
-    return acc.transpose(0, 2, 1) + np.asarray(bias, dtype=np.int64)[None, :, None]
+    return acc.transpose(0, 2, 1) + np.reshape(np.asarray(bias, dtype=np.int64), (1, -1, 1))
 
 
 def pool2x2(q, kind: str) -> np.ndarray:
