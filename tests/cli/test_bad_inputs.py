@@ -93,7 +93,7 @@ BAD_INPUTS = [
     # issue 33: conv layers exist in golden only; the RTL commands refuse them, and the tail is dense-only
     (["sim", "engine", "--net", "digits-cnn"], "--net digits-cnn: layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool)"),
     (["sim", "board", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense layers only"),
-    (["build", "--design", "engine", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense layers only"),
+    (["build", "--design", "engine", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense"),
     (["report", "--strategy", "engine-otf", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense"),
     (
         ["report", "--strategy", "engine-otf", "--unit", "board", "--net", "digits-cnn"],
