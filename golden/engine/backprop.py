@@ -34,7 +34,9 @@ a_{l-1} its int8 input in the pass above (the batch x for l = 1), e_l its error:
   ``golden.engine.int8``: the largest |G| maps to 2^(bp_bits-1)..2^bp_bits LSB -- ``bp_bits`` is the
   learning rate, and no exponent needs tracking: every magnitude above is normalised away).
 
-Biases are constants (as in ZO); the weight decay is the ZO update's only.
+Biases are constants (as in ZO); the weight decay is the ZO update's only. The tail is dense-only: a split that
+puts a convolution (``golden.engine.conv``) in it is refused naming the layer (``check_tail``); ElasticZO's cls1 /
+cls2 keep the convolutions in the ZO part, and so does digits-cnn's (two dense layers after two conv layers).
 
 Status: this is the arithmetic the engine's tail will implement; the RTL (``hw.engine.net_engine``) runs full ZO
 only so far, and ``pezo sim engine`` / ``pezo sim board`` refuse a split with a tail in one line.

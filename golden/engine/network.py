@@ -11,12 +11,17 @@ bias)``, executed on the R x C array one layer at a time, one batch tile of R ex
   and -127 without, to the on-chip activation buffer (ping-pong between two buffers); the next layer
   reads it as its input. The network's input is the batch: int8 in [-128, 127].
 * the last layer's int32 accumulators are the logits (no shift, no ReLU): the loss reads them.
+* a **convolution** (``golden.engine.conv.Conv2D``: k x k kernels, stride 1 or 2, zero padding, optional 2 x 2
+  max / avg pool) is the same matmul over im2col patches: its weight matrix is [out_channels, in_channels * k^2
+  padded to a multiple of C] (``NetConfig.weight_shape``), its output the requantised, ReLU'd, pooled maps
+  flattened channel-major (Flatten is free). A conv layer is never the last one nor in the backprop tail; the RTL
+  has no conv address generator yet (the CLI's RTL commands refuse such a net).
 
 **Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
 order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``
-holds global weights ``i*C .. i*C + C-1`` (every ``K_l`` is a multiple of C, so a word never straddles
-two rows), and element ``i`` of the perturbation stream perturbs global weight ``i`` (MeZO's fixed
-parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
+holds global weights ``i*C .. i*C + C-1`` (every dense ``K_l`` is a multiple of C and a conv row is padded to
+one, so a word never straddles two rows), and element ``i`` of the perturbation stream perturbs global weight
+``i`` (MeZO's fixed parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
 weights exist only between the weight memory and the array. The update replays the stream once over
 every layer: ``w <- sat(w - round_shift(g * p, 16) - d, -127, 127)`` (``golden.engine.zo_engine``), with
 the optional integer weight decay d = round_shift(w, wd_shift) (``LossConfig.wd_shift`` 1..7, a run-time
