@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     runs: dict = {}
-    for split in args.splits.split(","):
+    for split in filter(None, args.splits.split(",")):
         for seed in seeds:
             r = run_int8(split, seed, args.out, args.force, args.cached_only)
             if r is not None:
