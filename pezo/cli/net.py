@@ -162,7 +162,7 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         type=raw,
         help=f"with --net: the elastic trainer's partition: {', '.join(SPLIT_NAMES)} or a layer index C "
         "(ZO on layers 1..C, the engine's integer backprop on the rest; full-zo, the default, is ZO on "
-        "every layer, full-bp is backprop alone)",
+        "every layer, full-bp is backprop alone; digits-cnn's default is cls1, chosen on validation)",
     )
     p.add_argument(
         "--bp-bits",
@@ -288,7 +288,7 @@ def check_net_options(args, net: str, loss: str) -> None:
 
 def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options (with ``--split``: ``split_config``); one error line per bad field."""
-    from pezo.golden.zo.net_config import NetTrainConfig, split_config
+    from pezo.golden.zo.net_config import NET_SPLITS, NetTrainConfig, split_config
 
     check_seed_option(args)
     net = resolve_net(args)
@@ -312,6 +312,8 @@ def net_train_config(args, steps: int | None = None):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
+        if "split" not in fields and net in NET_SPLITS:  # the net's own default split (chosen on validation)
+            fields["split"] = NET_SPLITS[net]
         if "split" in fields:  # the split's defaults (chosen on validation) under the options given
             return split_config(**fields)
         return NetTrainConfig.from_dict(fields)
