@@ -166,12 +166,13 @@ def test_net_file_round_trip_of_a_cnn_and_old_files_unchanged():
         net_from_dict({**data, "layers": [data["layers"][0], {**data["layers"][1], "kernel": 3}, data["layers"][2]]})
 
 
-@pytest.mark.parametrize("split", [None, "cls1"])
-def test_train_int8_runs_the_digits_cnn(split, capsys):
+@pytest.mark.parametrize("split, bits", [(None, 3), ("full-zo", None)])
+def test_train_int8_runs_the_digits_cnn(split, bits, capsys):
     from pezo.cli.main import main
 
     argv = ["train-int8", "--net", "digits-cnn", "--steps", "30", "--eval-every", "10", "--json", "--quiet"]
     assert main(argv + (["--split", split] if split else [])) == 0
     r = json.loads(capsys.readouterr().out)
-    assert r["net"] == "digits-cnn" and r["weights"] == 3648 and r["split"] == (split or "full-zo")
+    assert r["net"] == "digits-cnn" and r["weights"] == 3648 and r["split"] == (split or "cls1")  # NET_SPLITS
+    assert r["bp_bits"] == bits and r["model"] == "mean of the last 3 checkpoints"  # SPLIT_DEFAULTS, capped
     assert r["test_accuracy"] > r["start_accuracy"]
