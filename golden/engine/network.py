@@ -323,19 +323,22 @@ class NetConfig(EngineFlatConfig):
         return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
 
     def layer_utilisation(self) -> list[dict]:
-        """Per layer: words per tile and the share of the array's MACs its words use. Every word fills
-        all R x C MACs (C inputs of one output for R examples), so a layer is 100 % busy while it runs;
-        what a narrow layer costs is the fixed ``LAYER_GAP`` between layers, not idle lanes."""
+        """Per layer: words per tile, array cycles per tile (a conv layer's words once per output pixel) and the
+        share of the array's MACs its cycles use. Every dense word fills all R x C MACs (C inputs of one output for R
+        examples), so a dense layer is 100 % busy while it runs; what a narrow layer costs is the fixed
+        ``LAYER_GAP`` between layers, not idle lanes. A conv layer's pad lanes (``patch`` of ``row_length``) idle."""
         out = []
         for i, layer in enumerate(self.layers):
-            words = self.layer_words(i)
+            words, cycles = self.layer_words(i), self.layer_cycles(i)
             gap = LAYER_GAP if i < len(self.layers) - 1 else 0
+            lanes = layer.patch / self.weight_shape(i)[1] if layer.kind == "conv" else 1.0  # a conv's pad lanes idle
             out.append(
                 {
                     "layer": i,
                     "shape": layer.describe(),
                     "words_per_tile": words,
-                    "mac_utilisation": round(words / (words + gap), 4),
+                    "cycles_per_tile": cycles,
+                    "mac_utilisation": round(cycles / (cycles + gap) * lanes, 4),
                 }
             )
         return out

@@ -99,6 +99,8 @@ def test_global_order_offsets_and_cycles_of_a_cnn():
     # a conv layer's words run once per output pixel: 64 pixels x 16 words, 16 x 144 words, then the dense ones
     assert [config.layer_cycles(i) for i in range(4)] == [1024, 2304, 256, 40]
     assert config.useful_mac_cycles() == 2 * config.array.tiles * (1024 + 2304 + 256 + 40)
+    util = config.layer_utilisation()  # the first conv's patch is 9 of 16 lanes
+    assert [u["cycles_per_tile"] for u in util] == [1024, 2304, 256, 40] and util[0]["mac_utilisation"] < 9 / 16
 
 
 def test_zo_step_on_a_tiny_cnn_walks_the_global_order():
