@@ -168,7 +168,7 @@ def test_net_file_round_trip_of_a_cnn_and_old_files_unchanged():
         net_from_dict({**data, "layers": [data["layers"][0], {**data["layers"][1], "kernel": 3}, data["layers"][2]]})
 
 
-@pytest.mark.parametrize("split, bits", [(None, 3), ("full-zo", None)])
+@pytest.mark.parametrize("split, bits", [(None, 1), ("full-zo", None)])
 def test_train_int8_runs_the_digits_cnn(split, bits, capsys):
     from pezo.cli.main import main
 
