@@ -34,7 +34,9 @@ a_{l-1} its int8 input in the pass above (the batch x for l = 1), e_l its error:
   ``golden.engine.int8``: the largest |G| maps to 2^(bp_bits-1)..2^bp_bits LSB -- ``bp_bits`` is the
   learning rate, and no exponent needs tracking: every magnitude above is normalised away).
 
-Biases are constants (as in ZO); the weight decay is the ZO update's only.
+Biases are constants (as in ZO); the weight decay is the ZO update's only. The tail is dense-only: a split that
+puts a convolution (``golden.engine.conv``) in it is refused naming the layer (``check_tail``); ElasticZO's cls1 /
+cls2 keep the convolutions in the ZO part, and so does digits-cnn's (two dense layers after two conv layers).
 
 The engine's RTL runs it bit for bit when generated with ``NetConfig.backprop`` (``hw.engine.bp_tail``).
 """
@@ -81,6 +83,21 @@ def split_point(split, layers: int) -> int:
     if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 0 <= split <= layers:
         raise ValueError(f"split must be {allowed}, got {split!r}")
     return int(split)
+
+
+def check_tail(layers, c: int, split=None) -> int:
+    """C if the tail (layers C+1..L of the ``Layer`` / ``Conv2D`` program ``layers``) is dense-only, else one
+    ValueError naming the first conv layer in it and the splits that keep it in the ZO part."""
+    convs = [i for i, layer in enumerate(layers) if getattr(layer, "kind", "dense") == "conv"]
+    inside = [i for i in convs if i >= c]
+    if inside:
+        i = inside[0]
+        raise ValueError(
+            f"split {split if split is not None else c!r} puts layer {i} ({layers[i].describe()}) in the backprop "
+            f"tail, which trains dense layers only: choose C >= {convs[-1] + 1} (a split whose tail starts after "
+            "the last conv layer)"
+        )
+    return c
 
 
 def split_name(c: int, layers: int) -> str:

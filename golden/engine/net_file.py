@@ -11,14 +11,22 @@ JSON (or TOML, read only), versioned and strictly checked.
 
 * ``format``, ``version``, ``name``, ``layers``: required. A layer's keys are ``Layer``'s: ``inputs``,
   ``outputs`` (required), ``shift`` (hidden layers' requantisation, 0..31), ``relu``, ``bias``,
-  ``weight_exponent`` (one weight LSB is worth 2^weight_exponent; default -7).
+  ``weight_exponent`` (one weight LSB is worth 2^weight_exponent; default -7), and ``kind`` (``"dense"``, the
+  default). A convolution (``golden.engine.conv.Conv2D``, added compatibly in version 1: a file without one reads
+  as before) has ``"kind": "conv"`` and the keys ``in_channels``, ``height``, ``width``, ``out_channels``
+  (required), ``kernel`` (3), ``stride`` (1; 1 or 2), ``padding`` (0; up to kernel // 2), ``pool`` (``none``,
+  ``max``, ``avg``: 2 x 2), ``shift``, ``relu``, ``bias``, ``weight_exponent``; its ``inputs`` are
+  in_channels x height x width and its outputs the pooled maps, both flattened channel-major (so a dense layer
+  after it needs no Flatten entry).
 * ``input_exponent`` (optional): one input LSB is worth 2^input_exponent; user data (``--data``) is quantised
   at it (``pezo.golden.zo.user_data``). Without it the data's own range picks it.
 * the array and stream settings (optional; ``NetConfig``'s flat keys ``strategy``, ``rows``, ``cols``,
   ``batch``, ``rng_bits``, ``seed``, ``pool_size``, ``pool_bits``, ``eps_shift``, ``weight_depth``,
   ``lfsr_leap``, ``lfsr_bit_order``): they replace the command's defaults; a command-line option wins.
-* ``weights`` (optional): one int8 matrix [outputs][inputs] (entries -127..127) per layer; ``biases``
-  (optional): one list of int32 per layer, ``null`` for a layer without ``bias``. Or ``weights_file``: an
+* ``weights`` (optional): one int8 matrix [outputs][inputs] (entries -127..127) per layer, a conv layer's
+  [out_channels][in_channels * kernel^2] (ONNX's [out, in, kh, kw] flattened; the array's pad lanes are not
+  stored: they load as 0 and multiply zero inputs); ``biases`` (optional): one list of int32 per layer (a conv
+  layer: one per output channel), ``null`` for a layer without ``bias``. Or ``weights_file``: an
   ``.npz`` beside the file holding ``w0, w1, ...`` and ``b0, b1, ...`` (the same shapes). A file with weights
   starts training from them; without, the trainer's seeded start is used.
 * ``source`` (optional, free text): where the network came from (e.g. the ONNX file it was imported from).
@@ -39,14 +47,17 @@ import numpy as np
 
 from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.nets import NET_NAMES, NETS
-from pezo.golden.engine.network import Layer, NetConfig, NetEngine
+from pezo.golden.engine.network import NetConfig, NetEngine, layer_from_dict
 
 FORMAT = "pezo-net"
 VERSION = 1
 SUFFIXES = (".json", ".toml")
 SETTING_KEYS = tuple(k for k in NetConfig.JSON_KEYS if k not in ("layers", "name"))
 """The array and stream keys a network file may set (``NetConfig``'s flat keys)."""
-LAYER_KEYS = ("inputs", "outputs", "shift", "relu", "bias", "weight_exponent")
+LAYER_KEYS = ("inputs", "outputs", "shift", "relu", "bias", "weight_exponent", "kind")
+CONV_KEYS = ("kind", "in_channels", "height", "width", "out_channels", "kernel", "stride", "padding", "pool", "shift")
+CONV_KEYS += ("relu", "bias", "weight_exponent")
+CONV_REQUIRED = ("kind", "in_channels", "height", "width", "out_channels")
 REQUIRED_KEYS = ("format", "version", "name", "layers")
 OPTIONAL_KEYS = ("input_exponent", "weights", "biases", "weights_file", "source")
 FILE_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS + SETTING_KEYS
@@ -73,37 +84,51 @@ class NetFile:
     def to_dict(self) -> dict:
         """The file's JSON object (weights inline)."""
         out = {"format": FORMAT, "version": VERSION, "name": self.name}
-        out["layers"] = [
-            {k: getattr(layer, k) for k in LAYER_KEYS if k in ("inputs", "outputs") or _non_default(layer, k)}
-            for layer in self.config.layers
-        ]
+        out["layers"] = [_layer_dict(layer) for layer in self.config.layers]
         if self.input_exponent is not None:
             out["input_exponent"] = self.input_exponent
         out.update(self.settings)
         if self.source:
             out["source"] = self.source
         if self.weights is not None:
-            out["weights"] = [np.asarray(w).astype(int).tolist() for w in self.weights]
+            out["weights"] = [np.asarray(w).astype(int).tolist() for w in _kernels(self.config, self.weights)]
         if self.biases is not None:
             out["biases"] = [None if b is None else np.asarray(b).astype(int).tolist() for b in self.biases]
         return out
 
     def engine(self, config: NetConfig | None = None) -> NetEngine:
         """A ``NetEngine`` of ``config`` (default: the file's) loaded with the file's weights and biases."""
-        return NetEngine(config or self.config, weights=list(self.weights or ()) or None, biases=self.biases)
+        config = config or self.config
+        weights = config.fit_weights(self.weights) if self.weights is not None else None
+        return NetEngine(config, weights=weights, biases=self.biases)
 
 
-def _non_default(layer: Layer, key: str) -> bool:
-    return getattr(layer, key) != Layer.__dataclass_fields__[key].default
+def _non_default(layer, key: str) -> bool:
+    return getattr(layer, key) != type(layer).__dataclass_fields__[key].default
+
+
+def _layer_dict(layer) -> dict:
+    """A layer's file object: the required keys and the others where they differ from the default (a dense layer's
+    ``kind`` is left out, so files without conv layers are as before)."""
+    if layer.kind == "conv":
+        return {k: getattr(layer, k) for k in CONV_KEYS if k in CONV_REQUIRED or _non_default(layer, k)}
+    return {k: getattr(layer, k) for k in LAYER_KEYS[:-1] if k in ("inputs", "outputs") or _non_default(layer, k)}
+
+
+def _kernels(config: NetConfig, weights) -> list:
+    """The file's weight matrices: a conv layer's rows without the pad lanes ([out_channels, patch])."""
+    return [np.asarray(w)[:, : l.patch] if l.kind == "conv" else np.asarray(w) for l, w in zip(config.layers, weights)]
 
 
 @functools.cache
 def builtin_net(name: str) -> NetFile:
-    """The built-in network ``name`` (``pezo.golden.engine.nets``) as a ``NetFile`` (digits-mlp with its
+    """The built-in network ``name`` (``pezo.golden.engine.nets``) as a ``NetFile`` (the digits nets with their
     input exponent, ``pezo.golden.zo.net_data``'s s_x = -7; the Rotten Tomatoes nets' depends on the data)."""
     if name not in NETS:
         raise ValueError(f"net must be one of {', '.join(NET_NAMES)}, got {name!r}")
-    return NetFile(NetConfig(layers=NETS[name], name=name), input_exponent=-7 if name == "digits-mlp" else None)
+    return NetFile(
+        NetConfig(layers=NETS[name], name=name), input_exponent=-7 if name in ("digits-mlp", "digits-cnn") else None
+    )
 
 
 def net_file_config(net, **fields) -> NetConfig:
@@ -222,14 +247,18 @@ def _layers(layers) -> tuple:
     for i, layer in enumerate(layers):
         if not isinstance(layer, dict):
             raise ValueError(f"key 'layers[{i}]' must be an object with keys {', '.join(LAYER_KEYS)}")
-        unknown = sorted(set(layer) - set(LAYER_KEYS))
+        kind = layer.get("kind", "dense")
+        if kind not in ("dense", "conv"):
+            raise ValueError(f"key 'layers[{i}].kind' must be 'dense' or 'conv', got {kind!r}")
+        keys, required = (CONV_KEYS, CONV_REQUIRED) if kind == "conv" else (LAYER_KEYS, ("inputs", "outputs"))
+        unknown = sorted(set(layer) - set(keys))
         if unknown:
-            raise ValueError(f"unknown key 'layers[{i}].{unknown[0]}' (allowed: {', '.join(LAYER_KEYS)})")
-        for key in ("inputs", "outputs"):
+            raise ValueError(f"unknown key 'layers[{i}].{unknown[0]}' (allowed for {kind}: {', '.join(keys)})")
+        for key in required:
             if key not in layer:
                 raise ValueError(f"key 'layers[{i}].{key}' is missing")
         try:
-            out.append(Layer(**layer))
+            out.append(layer_from_dict(layer))
         except ValueError as exc:
             raise ValueError(f"key 'layers[{i}]': {exc}") from None
     return tuple(out)
@@ -258,15 +287,15 @@ def _weights(weights, config: NetConfig) -> tuple:
             a = np.asarray(w)
         except ValueError:
             a = np.asarray(0.5)
-        shape = (layer.outputs, layer.inputs)
+        shape, what = (layer.outputs, layer.inputs), "outputs x inputs"
+        if layer.kind == "conv":
+            shape, what = (layer.out_channels, layer.patch), "out_channels x in_channels * kernel^2"
         if a.shape != shape:
-            raise ValueError(
-                f"key 'weights[{i}]' must have shape {list(shape)} (outputs x inputs), got {list(a.shape)}"
-            )
+            raise ValueError(f"key 'weights[{i}]' must have shape {list(shape)} ({what}), got {list(a.shape)}")
         if a.dtype.kind not in "iu" or a.min() < WEIGHT_MIN or a.max() > WEIGHT_MAX:
             raise ValueError(f"key 'weights[{i}]' must hold integers in {WEIGHT_MIN}..{WEIGHT_MAX}")
         out.append(a.astype(np.int64))
-    return tuple(out)
+    return tuple(config.fit_weights(out))
 
 
 def _biases(biases, config: NetConfig) -> tuple:
@@ -280,8 +309,8 @@ def _biases(biases, config: NetConfig) -> tuple:
         a = np.asarray(b)
         if not layer.bias:
             raise ValueError(f"key 'biases[{i}]' must be null: layer {i} has \"bias\": false")
-        if a.shape != (layer.outputs,) or a.dtype.kind not in "iu":
-            raise ValueError(f"key 'biases[{i}]' must be {layer.outputs} integers")
+        if a.shape != (layer.bias_size,) or a.dtype.kind not in "iu":
+            raise ValueError(f"key 'biases[{i}]' must be {layer.bias_size} integers")
         out.append(a.astype(np.int64))
     try:
         NetEngine(config).load_biases(out)

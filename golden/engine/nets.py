@@ -14,10 +14,18 @@ accuracy against 80 % at 10/9 after 4 000 steps of batch 64).
 
 from __future__ import annotations
 
+from pezo.golden.engine.conv import Conv2D
 from pezo.golden.engine.network import Layer, NetConfig
 
+DIGITS_CNN = (
+    Conv2D(1, 8, 8, 8, kernel=3, padding=1, pool="max", shift=9, relu=True),
+    Conv2D(8, 4, 4, 16, kernel=3, padding=1, pool="max", shift=8, relu=True),
+    Layer(64, 32, shift=8, relu=True),
+    Layer(32, 10),
+)
 NETS = {
     "digits-mlp": (Layer(64, 32, shift=10, relu=True), Layer(32, 32, shift=9, relu=True), Layer(32, 10)),
+    "digits-cnn": DIGITS_CNN,
     "rt-mlp": (Layer(384, 64, shift=9, relu=True), Layer(64, 2)),
     "rt-head": (Layer(384, 2),),
 }

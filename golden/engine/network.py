@@ -11,12 +11,17 @@ bias)``, executed on the R x C array one layer at a time, one batch tile of R ex
   and -127 without, to the on-chip activation buffer (ping-pong between two buffers); the next layer
   reads it as its input. The network's input is the batch: int8 in [-128, 127].
 * the last layer's int32 accumulators are the logits (no shift, no ReLU): the loss reads them.
+* a **convolution** (``golden.engine.conv.Conv2D``: k x k kernels, stride 1 or 2, zero padding, optional 2 x 2
+  max / avg pool) is the same matmul over im2col patches: its weight matrix is [out_channels, in_channels * k^2
+  padded to a multiple of C] (``NetConfig.weight_shape``), its output the requantised, ReLU'd, pooled maps
+  flattened channel-major (Flatten is free). A conv layer is never the last one nor in the backprop tail; the RTL
+  has no conv address generator yet (the CLI's RTL commands refuse such a net).
 
 **Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
 order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``
-holds global weights ``i*C .. i*C + C-1`` (every ``K_l`` is a multiple of C, so a word never straddles
-two rows), and element ``i`` of the perturbation stream perturbs global weight ``i`` (MeZO's fixed
-parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
+holds global weights ``i*C .. i*C + C-1`` (every dense ``K_l`` is a multiple of C and a conv row is padded to
+one, so a word never straddles two rows), and element ``i`` of the perturbation stream perturbs global weight
+``i`` (MeZO's fixed parameter order). The +/-epsilon passes multiply ``w' = sat(w +- p, -127, 127)``: the perturbed
 weights exist only between the weight memory and the array. The update replays the stream once over
 every layer: ``w <- sat(w - round_shift(g * p, 16) - d, -127, 127)`` (``golden.engine.zo_engine``), with
 the optional integer weight decay d = round_shift(w, wd_shift) (``LossConfig.wd_shift`` 1..7, a run-time
@@ -47,7 +52,8 @@ from typing import ClassVar
 import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
-from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, split_point, tail_backward
+from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, check_tail, split_point, tail_backward
+from pezo.golden.engine.conv import Conv2D, conv_acc, conv_output
 from pezo.golden.engine.int8 import (
     ACC_BITS,
     ACT_MIN,
@@ -120,13 +126,42 @@ class Layer:
             raise ValueError("relu and bias must be True or False")
         check_int("weight_exponent", self.weight_exponent, -64, 64)
 
+    kind: ClassVar[str] = "dense"
+
     @property
     def weights(self) -> int:
         return self.inputs * self.outputs
 
+    @property
+    def bias_size(self) -> int:
+        return self.outputs
+
+    @property
+    def acc_length(self) -> int:
+        """Products one accumulator sums (the int32 overflow check): ``inputs``."""
+        return self.inputs
+
+    def weight_shape(self, cols: int) -> tuple[int, int]:
+        """[outputs, inputs] (``cols`` divides inputs: no padding)."""
+        return self.outputs, self.inputs
+
     def describe(self) -> str:
         extra = (" + bias" if self.bias else "") + (" relu" if self.relu else "")
         return f"{self.inputs} -> {self.outputs}{extra}"
+
+
+LAYER_TYPES = (Layer, Conv2D)
+
+
+def layer_from_dict(fields: dict):
+    """A ``Layer`` or, for ``kind="conv"``, a ``Conv2D`` from its keys (``kind`` "dense" or absent: dense)."""
+    fields = dict(fields)
+    kind = fields.pop("kind", "dense")
+    if kind == "conv":
+        return Conv2D(**fields)
+    if kind != "dense":
+        raise ValueError(f"layer kind must be 'dense' or 'conv', got {kind!r}")
+    return Layer(**fields)
 
 
 @dataclass(frozen=True)
@@ -164,31 +199,33 @@ class NetConfig(EngineFlatConfig):
     )
 
     def __post_init__(self):
-        layers = tuple(Layer(**l) if isinstance(l, dict) else l for l in self.layers)
+        layers = tuple(layer_from_dict(l) if isinstance(l, dict) else l for l in self.layers)
         object.__setattr__(self, "layers", layers)
         check_nested(self, stream=StreamConfig, array=ArrayConfig)
         check_engine_strategy(self.stream.strategy)
         cols = self.array.cols
         check_int("layers", len(layers), 1, MAX_LAYERS)
         for i, layer in enumerate(layers):
-            if not isinstance(layer, Layer):
-                raise ValueError(f"layer {i} must be a Layer, got {type(layer).__name__}")
+            if not isinstance(layer, LAYER_TYPES):
+                raise ValueError(f"layer {i} must be a Layer or a Conv2D, got {type(layer).__name__}")
             if i and layer.inputs != layers[i - 1].outputs:
                 raise ValueError(
                     f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
                     f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs"
                 )
-            if layer.inputs % cols:
+            if layer.kind == "dense" and layer.inputs % cols:
                 raise ValueError(
                     f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
                     f"multiple of cols={cols} (the engine does not pad)"
                 )
-            peak = layer.inputs * WEIGHT_MAX * -ACT_MIN
+            peak = layer.acc_length * WEIGHT_MAX * -ACT_MIN
             if peak > ACC_MAX:
                 raise ValueError(
-                    f"layer {i} ({layer.describe()}): {layer.inputs} inputs can overflow the int32 "
+                    f"layer {i} ({layer.describe()}): {layer.acc_length} inputs can overflow the int32 "
                     f"accumulator (at most {ACC_MAX // (WEIGHT_MAX * -ACT_MIN)})"
                 )
+        if layers[-1].kind != "dense":
+            raise ValueError(f"the last layer ({layers[-1].describe()}) gives the logits: it must be a dense layer")
         if layers[-1].relu:
             raise ValueError(f"the last layer ({layers[-1].describe()}) gives the logits: it has no ReLU")
         if layers[-1].outputs < 2:
@@ -229,10 +266,35 @@ class NetConfig(EngineFlatConfig):
     def outputs(self) -> int:
         return self.layers[-1].outputs
 
+    def weight_shape(self, i: int) -> tuple[int, int]:
+        """Layer i's weight matrix [rows, row length]: a dense layer's [outputs, inputs], a conv layer's
+        [out_channels, patch padded to C lanes] (``golden.engine.conv``)."""
+        return self.layers[i].weight_shape(self.array.cols)
+
+    def layer_weights(self, i: int) -> int:
+        rows, length = self.weight_shape(i)
+        return rows * length
+
     @property
     def weights(self) -> int:
-        """|W|: every layer's weights."""
-        return sum(l.weights for l in self.layers)
+        """|W|: every layer's weights (a conv layer's pad lanes counted)."""
+        return sum(self.layer_weights(i) for i in range(len(self.layers)))
+
+    def fit_weights(self, weights) -> list[np.ndarray]:
+        """Per-layer weights in this config's shapes (int64): a conv layer's rows cut to its ``patch`` lanes (a
+        file's kernels [out_channels, patch], or an engine's rows at another C) and padded with zero pad lanes to
+        its row length; dense layers as given."""
+        out = []
+        for i, (layer, w) in enumerate(zip(self.layers, weights)):
+            w = np.asarray(w, dtype=np.int64)
+            if layer.kind == "conv" and w.ndim == 2 and w.shape[1] >= layer.patch:
+                w = np.pad(w[:, : layer.patch], ((0, 0), (0, self.weight_shape(i)[1] - layer.patch)))
+            out.append(w)
+        return out
+
+    @property
+    def has_conv(self) -> bool:
+        return any(l.kind == "conv" for l in self.layers)
 
     @property
     def weight_words(self) -> int:
@@ -243,11 +305,16 @@ class NetConfig(EngineFlatConfig):
         return self.weight_depth or self.weight_words
 
     def layer_words(self, i: int) -> int:
-        return self.layers[i].weights // self.array.cols
+        return self.layer_weights(i) // self.array.cols
+
+    def layer_cycles(self, i: int) -> int:
+        """Array cycles of layer i per batch tile: its words, once per output pixel for a conv layer."""
+        layer = self.layers[i]
+        return self.layer_words(i) * (layer.pixels if layer.kind == "conv" else 1)
 
     def layer_offsets(self) -> list[int]:
         """First global weight of each layer."""
-        return [sum(l.weights for l in self.layers[:i]) for i in range(len(self.layers))]
+        return [sum(self.layer_weights(j) for j in range(i)) for i in range(len(self.layers))]
 
     @property
     def hidden_width(self) -> int:
@@ -260,8 +327,9 @@ class NetConfig(EngineFlatConfig):
 
     # -- cycles -------------------------------------------------------------------------------
     def useful_mac_cycles(self) -> int:
-        """Cycles a step keeps the array busy: 2 * (B / R) * |W| / C."""
-        return 2 * self.array.tiles * self.weight_words
+        """Cycles a step keeps the array busy: 2 * (B / R) * |W| / C (a conv layer's words once per output
+        pixel: ``layer_cycles``)."""
+        return 2 * self.array.tiles * sum(self.layer_cycles(i) for i in range(len(self.layers)))
 
     def cycle_bound(self) -> int:
         """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
@@ -297,19 +365,22 @@ class NetConfig(EngineFlatConfig):
         return self.cycle_bound() + self.bp_cycle_bound(c)
 
     def layer_utilisation(self) -> list[dict]:
-        """Per layer: words per tile and the share of the array's MACs its words use. Every word fills
-        all R x C MACs (C inputs of one output for R examples), so a layer is 100 % busy while it runs;
-        what a narrow layer costs is the fixed ``LAYER_GAP`` between layers, not idle lanes."""
+        """Per layer: words per tile, array cycles per tile (a conv layer's words once per output pixel) and the
+        share of the array's MACs its cycles use. Every dense word fills all R x C MACs (C inputs of one output for R
+        examples), so a dense layer is 100 % busy while it runs; what a narrow layer costs is the fixed
+        ``LAYER_GAP`` between layers, not idle lanes. A conv layer's pad lanes (``patch`` of ``row_length``) idle."""
         out = []
         for i, layer in enumerate(self.layers):
-            words = self.layer_words(i)
+            words, cycles = self.layer_words(i), self.layer_cycles(i)
             gap = LAYER_GAP if i < len(self.layers) - 1 else 0
+            lanes = layer.patch / self.weight_shape(i)[1] if layer.kind == "conv" else 1.0  # a conv's pad lanes idle
             out.append(
                 {
                     "layer": i,
                     "shape": layer.describe(),
                     "words_per_tile": words,
-                    "mac_utilisation": round(words / (words + gap), 4),
+                    "cycles_per_tile": cycles,
+                    "mac_utilisation": round(cycles / (cycles + gap) * lanes, 4),
                 }
             )
         return out
@@ -344,6 +415,9 @@ def forward_pass(config: NetConfig, x, weights: list[np.ndarray], biases: list[n
     last = len(config.layers) - 1
     for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
         inputs.append(h)
+        if layer.kind == "conv":  # im2col matmul, requantise, ReLU, pool (golden.engine.conv)
+            h = conv_output(conv_acc(h, layer, w, b, config.array.cols), layer)
+            continue
         acc = exact_matmul(h, w) + b
         if i == last:
             return acc, inputs
@@ -372,7 +446,7 @@ class NetEngine:
         self.config = config
         self.stream = PerturbationStream(config.perturb)
         self.flat = np.zeros(config.weights, dtype=np.int64)
-        self.biases = [np.zeros(l.outputs, dtype=np.int64) for l in config.layers]
+        self.biases = [np.zeros(l.bias_size, dtype=np.int64) for l in config.layers]
         if weights is not None:
             self.load_weights(weights)
         if biases is not None:
@@ -386,27 +460,26 @@ class NetEngine:
     # -- state --------------------------------------------------------------------------------
     def _split(self, flat) -> list[np.ndarray]:
         out, offsets = [], self.config.layer_offsets()
-        for layer, start in zip(self.config.layers, offsets):
-            out.append(flat[start : start + layer.weights].reshape(layer.outputs, layer.inputs))
+        for i, start in enumerate(offsets):
+            out.append(flat[start : start + self.config.layer_weights(i)].reshape(self.config.weight_shape(i)))
         return out
 
     @property
     def weights(self) -> list[np.ndarray]:
-        """Per-layer views [outputs, inputs] of the global weight vector."""
+        """Per-layer views [rows, row length] (``NetConfig.weight_shape``) of the global weight vector."""
         return self._split(self.flat)
 
     def load_weights(self, weights) -> None:
-        """Per-layer int8 arrays [outputs, inputs] in [-127, 127], or one flat vector in global order."""
+        """Per-layer int8 arrays [rows, row length] (``NetConfig.weight_shape``; a dense layer's [outputs,
+        inputs]) in [-127, 127], or one flat vector in global order."""
         if isinstance(weights, (list, tuple)):
             if len(weights) != len(self.config.layers):
                 raise ValueError(f"weights must hold {len(self.config.layers)} layers, got {len(weights)}")
             parts = []
-            for i, (layer, w) in enumerate(zip(self.config.layers, weights)):
+            for i, w in enumerate(weights):
                 w = check_int8(f"layer {i} weights", w, WEIGHT_MIN, WEIGHT_MAX)
-                if w.shape != (layer.outputs, layer.inputs):
-                    raise ValueError(
-                        f"layer {i} weights must have shape {(layer.outputs, layer.inputs)}, got {w.shape}"
-                    )
+                if w.shape != self.config.weight_shape(i):
+                    raise ValueError(f"layer {i} weights must have shape {self.config.weight_shape(i)}, got {w.shape}")
                 parts.append(w.ravel())
             flat = np.concatenate(parts)
         else:
@@ -416,7 +489,8 @@ class NetEngine:
         self.flat = flat.astype(np.int64).copy()
 
     def load_biases(self, biases) -> None:
-        """Per-layer int32 vectors (None or a layer without ``bias``: zeros)."""
+        """Per-layer int32 vectors, one per output (a conv layer: per output channel); None or a layer without
+        ``bias``: zeros."""
         if len(biases) != len(self.config.layers):
             raise ValueError(f"biases must hold {len(self.config.layers)} layers, got {len(biases)}")
         out = []
@@ -424,12 +498,12 @@ class NetEngine:
             if b is None or not layer.bias:
                 if b is not None and np.any(np.asarray(b)):
                     raise ValueError(f"layer {i} ({layer.describe()}) has no bias, got a non-zero one")
-                out.append(np.zeros(layer.outputs, dtype=np.int64))
+                out.append(np.zeros(layer.bias_size, dtype=np.int64))
                 continue
             b = np.asarray(b)
-            if b.dtype.kind not in "iu" or b.shape != (layer.outputs,):
-                raise ValueError(f"layer {i} bias must be {layer.outputs} integers")
-            limit = ACC_MAX - layer.inputs * WEIGHT_MAX * -ACT_MIN
+            if b.dtype.kind not in "iu" or b.shape != (layer.bias_size,):
+                raise ValueError(f"layer {i} bias must be {layer.bias_size} integers")
+            limit = ACC_MAX - layer.acc_length * WEIGHT_MAX * -ACT_MIN
             if np.abs(b.astype(np.int64)).max(initial=0) > limit:
                 raise ValueError(f"layer {i} bias entries must be in -{limit}..{limit} (int32 accumulation)")
             out.append(b.astype(np.int64))
@@ -439,12 +513,12 @@ class NetEngine:
     def split_point(self, split: int | None) -> int:
         """C of a run-time ``split`` (None = full ZO) on this net, or a ValueError naming 0..L."""
         layers = len(self.config.layers)
-        return layers if split is None else split_point(split, layers)
+        return layers if split is None else check_tail(self.config.layers, split_point(split, layers), split)
 
     def zo_weights(self, split: int | None) -> int:
         """How many leading weights (global order) ZO trains at ``split``: those of layers 1..C."""
         c = self.split_point(split)
-        return sum(l.weights for l in self.config.layers[:c])
+        return sum(self.config.layer_weights(i) for i in range(c))
 
     def next_perturbation(self) -> np.ndarray:
         self.stream.step(next=True, sign=False)

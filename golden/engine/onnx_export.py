@@ -31,7 +31,7 @@ FLOAT32_EXACT = 1 << 23
 def exact_in_float32(net: NetFile) -> bool:
     """Whether every accumulator (plus the half-LSB of the rounding) stays below 2^23: float32 is then exact."""
     for layer, b in zip(net.config.layers, net.biases or (None,) * len(net.config.layers)):
-        peak = layer.inputs * WEIGHT_MAX * -(-ACT_MAX - 1) + (int(np.abs(b).max()) if b is not None else 0)
+        peak = layer.acc_length * WEIGHT_MAX * -(-ACT_MAX - 1) + (int(np.abs(b).max()) if b is not None else 0)
         if 2 * peak + 1 >= 2 * FLOAT32_EXACT:
             return False
     return True
@@ -63,21 +63,48 @@ def export_qdq(net: NetFile):
     s_in = net.input_exponent
     last = len(net.config.layers) - 1
     biases = net.biases or (None,) * (last + 1)
+    image = False  # whether ``current`` is [batch, C, H, W]
     for i, (layer, w, b) in enumerate(zip(net.config.layers, net.weights, biases)):
         e_acc = s_in + layer.weight_exponent
-        w_name = const(f"layer{i}.weight", np.asarray(w, dtype=np.int64).clip(WEIGHT_MIN, WEIGHT_MAX), np.int8)
+        w = np.asarray(w, dtype=np.int64).clip(WEIGHT_MIN, WEIGHT_MAX)
+        conv = layer.kind == "conv"
+        if conv:
+            w = w[:, : layer.patch].reshape(layer.out_channels, layer.in_channels, layer.kernel, layer.kernel)
+            if not image:
+                shape = const(f"layer{i}.image_shape", [-1, layer.in_channels, layer.height, layer.width], np.int64)
+                nodes.append(helper.make_node("Reshape", [current, shape], [f"layer{i}.in"], name=f"layer{i}/Reshape"))
+                current, image = f"layer{i}.in", True
+        elif image:
+            nodes.append(helper.make_node("Flatten", [current], [f"layer{i}.in"], name=f"layer{i}/Flatten", axis=1))
+            current, image = f"layer{i}.in", False
+        w_name = const(f"layer{i}.weight", w, np.int8)
         w_scale = const(f"layer{i}.weight.scale", np.float32(2.0**layer.weight_exponent), np.float32)
         w_zero = const(f"layer{i}.weight.zero_point", 0, np.int8)
         nodes.append(helper.make_node("DequantizeLinear", [w_name, w_scale, w_zero], [f"layer{i}.w"]))
-        bias = np.zeros(layer.outputs, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
+        bias = np.zeros(layer.bias_size, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
         b_name = const(f"layer{i}.bias", bias, np.int32)
         b_scale = const(f"layer{i}.bias.scale", np.float32(2.0**e_acc), np.float32)
         b_zero = const(f"layer{i}.bias.zero_point", 0, np.int32)
         nodes.append(helper.make_node("DequantizeLinear", [b_name, b_scale, b_zero], [f"layer{i}.b"]))
         out = f"layer{i}.acc" if i < last else "logits"
-        nodes.append(
-            helper.make_node("Gemm", [current, f"layer{i}.w", f"layer{i}.b"], [out], name=f"layer{i}/Gemm", transB=1)
-        )
+        if conv:
+            nodes.append(
+                helper.make_node(
+                    "Conv",
+                    [current, f"layer{i}.w", f"layer{i}.b"],
+                    [out],
+                    name=f"layer{i}/Conv",
+                    kernel_shape=[layer.kernel] * 2,
+                    strides=[layer.stride] * 2,
+                    pads=[layer.padding] * 4,
+                )
+            )
+        else:
+            nodes.append(
+                helper.make_node(
+                    "Gemm", [current, f"layer{i}.w", f"layer{i}.b"], [out], name=f"layer{i}/Gemm", transB=1
+                )
+            )
         if i == last:
             break
         if layer.shift >= 1:  # half an accumulator LSB: QuantizeLinear's ties then round up, as the engine's shift
@@ -91,6 +118,8 @@ def export_qdq(net: NetFile):
             lo = const(f"layer{i}.clip_min", np.float32(WEIGHT_MIN * 2.0**s_out), np.float32)
             nodes.append(helper.make_node("Clip", [out, lo], [f"layer{i}.act"], name=f"layer{i}/Clip"))
         current = qdq(f"layer{i}.act", s_out, f"layer{i}.out")
+        if conv and layer.pool != "none":
+            current = _pool(nodes, const, layer.pool, current, s_out, f"layer{i}", qdq)
         s_in = s_out
     nodes.append(helper.make_node("ArgMax", ["logits"], ["label"], name="label/ArgMax", axis=1, keepdims=0))
     graph = helper.make_graph(
@@ -107,6 +136,23 @@ def export_qdq(net: NetFile):
     model.ir_version = 8
     model.doc_string = f"pezo int8 network {net.name} (QDQ); {net.source}".strip("; ")
     return model
+
+
+def _pool(nodes, const, kind: str, current: str, exponent: int, tag: str, qdq) -> str:
+    """The 2 x 2 pool of a conv layer's quantised output: ``MaxPool`` (exact on the grid), or ``AveragePool`` plus
+    an eighth of an LSB before a QDQ at the same exponent (the quarters 0, 1/4, 1/2, 3/4 then round as
+    ``round_shift(sum, 2)``, half up, under QuantizeLinear's half-to-even)."""
+    from onnx import helper
+
+    op = "MaxPool" if kind == "max" else "AveragePool"
+    nodes.append(
+        helper.make_node(op, [current], [f"{tag}.pool"], name=f"{tag}/{op}", kernel_shape=[2, 2], strides=[2, 2])
+    )
+    if kind == "max":
+        return f"{tag}.pool"
+    eighth = const(f"{tag}.pool_round", np.float32(2.0 ** (exponent - 3)), np.float32)
+    nodes.append(helper.make_node("Add", [f"{tag}.pool", eighth], [f"{tag}.pool_r"], name=f"{tag}/PoolRoundHalfUp"))
+    return qdq(f"{tag}.pool_r", exponent, f"{tag}.pooled")
 
 
 def write_onnx(net: NetFile, path) -> None:

@@ -31,6 +31,7 @@ inputs (written to the network file when it is not the default 8).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from pezo.golden.engine.calibration import pow2_exponent, quantize_rint
+from pezo.golden.engine.conv import Conv2D, float_conv
 from pezo.golden.engine.int8 import SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.net_file import NetFile
 from pezo.golden.engine.network import Layer, NetConfig, forward_network
@@ -47,19 +49,22 @@ OUTPUT_OPS = ("Softmax", "LogSoftmax", "ArgMax", "ZipMap", "Cast", "Identity", "
 OUTPUT_OPS += ("Reshape", "Flatten", "QuantizeLinear", "DequantizeLinear")
 QOPERATOR_OPS = ("QLinearMatMul", "QGemm", "MatMulInteger", "QLinearConv", "ConvInteger", "DynamicQuantizeLinear")
 DENSE_OPS = ("Gemm", "MatMul")
-SUPPORTED_OPS = tuple(dict.fromkeys(DENSE_OPS + ("Add", "Relu") + PASS_THROUGH + OUTPUT_OPS))
+POOL_OPS = {"MaxPool": "max", "AveragePool": "avg"}
+SUPPORTED_OPS = tuple(dict.fromkeys(DENSE_OPS + ("Conv", "Add", "Relu") + tuple(POOL_OPS) + PASS_THROUGH + OUTPUT_OPS))
 FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
 @dataclass
 class FloatLayer:
-    """One dense layer of the float model: ``weight`` [outputs, inputs], ``bias`` [outputs] or None, ``relu``,
-    and the node that made it."""
+    """One layer of the float model: ``weight`` [outputs, inputs] (a convolution's [out_channels, in_channels *
+    k^2], ONNX's kernel flattened), ``bias`` [outputs] (per output channel) or None, ``relu``, the node that made it,
+    and for a convolution its geometry ``conv`` (a ``Conv2D`` whose ``relu`` and ``pool`` follow the graph)."""
 
     weight: np.ndarray
     bias: np.ndarray | None
     relu: bool
     node: str
+    conv: Conv2D | None = None
 
 
 def _refuse(node, why: str) -> ValueError:
@@ -184,10 +189,20 @@ def float_layers(model) -> list[FloatLayer]:
                 layers[-1].bias = _bias(add, bias[0], layers[-1].weight.shape[0])
                 current = add.output[0]
             continue
+        if op == "Conv":
+            layers.append(_conv(node, consts, _image_shape(inputs[0], layers, node)))
+            current = node.output[0]
+            continue
+        if op in POOL_OPS:
+            _pool(node, layers)
+            current = node.output[0]
+            continue
         if op == "Relu":
             if not layers or layers[-1].relu:
-                raise _refuse(node, "a ReLU must follow a dense layer (Gemm, or MatMul + Add)")
-            layers[-1].relu = True
+                raise _refuse(node, "a ReLU must follow a dense or conv layer (Gemm, MatMul + Add, Conv)")
+            if layers[-1].conv is not None and layers[-1].conv.pool == "avg":
+                raise _refuse(node, "a ReLU after an AveragePool: the engine applies the ReLU before the pool")
+            _set_relu(layers[-1])
             current = node.output[0]
             continue
         if op == "Add":
@@ -195,7 +210,7 @@ def float_layers(model) -> list[FloatLayer]:
         if op == "QuantizeLinear" and not _ends_chain(node, consumers):
             current, clamps = _qdq_pair(node, consumers, consts)
             if clamps and layers and not layers[-1].relu and layers[-1].node == _producer(nodes, node.input[0]):
-                layers[-1].relu = True  # the quantiser folded the ReLU into the range (zero point at the minimum)
+                _set_relu(layers[-1])  # the quantiser folded the ReLU into the range (zero point at the minimum)
             continue
         if op in PASS_THROUGH and not _ends_chain(node, consumers):
             _check_pass_through(node, consts)
@@ -206,16 +221,88 @@ def float_layers(model) -> list[FloatLayer]:
             break
         raise _refuse(
             node,
-            f"not supported: the engine runs {', '.join(DENSE_OPS)} (+ Add), Relu, Flatten/Reshape; after the last "
+            f"not supported: the engine runs {', '.join(DENSE_OPS)} (+ Add), Conv, MaxPool/AveragePool 2x2, Relu, "
+            "Flatten/Reshape; after the last "
             f"layer {', '.join(dict.fromkeys(OUTPUT_OPS))} are recognised as the output",
         )
     if not layers:
         raise ValueError("the model has no dense layer (Gemm or MatMul) on its input")
+    if layers[-1].conv is not None:
+        raise ValueError(
+            f"node {layers[-1].node!r}: the last layer gives the logits and must be dense (Gemm or MatMul)"
+        )
     if layers[-1].relu:
         raise ValueError(
             f"node {layers[-1].node!r}: the last dense layer gives the logits and must not be followed by a Relu"
         )
     return layers
+
+
+def _set_relu(layer: FloatLayer) -> None:
+    layer.relu = True
+    if layer.conv is not None:
+        layer.conv = dataclasses.replace(layer.conv, relu=True)
+
+
+def _image_shape(graph_input, layers: list[FloatLayer], node) -> tuple[int, int, int]:
+    """[channels, height, width] a Conv reads: the previous conv layer's output, or the model input's static
+    [N, C, H, W] shape."""
+    if layers:
+        if layers[-1].conv is None:
+            raise _refuse(node, "a Conv after a dense layer: the engine's convolutions come before its dense layers")
+        return layers[-1].conv.out_shape
+    dims = [d.dim_value if d.HasField("dim_value") else 0 for d in graph_input.type.tensor_type.shape.dim]
+    if len(dims) != 4 or 0 in dims[1:]:
+        raise _refuse(node, f"a Conv on the input needs a static [N, C, H, W] input shape, got {dims}")
+    return tuple(dims[1:])
+
+
+def _conv(node, consts, shape) -> FloatLayer:
+    """A Conv node (square kernel, stride 1 or 2, symmetric zero padding, no dilation or groups) as a layer."""
+    attrs = _attrs(node)
+    name = node.input[1]
+    if name not in consts:
+        raise _refuse(node, f"its weight {name!r} is not a constant (an initializer): the engine stores weights")
+    w = np.asarray(consts[name], dtype=np.float64)
+    if w.ndim != 4 or w.shape[2] != w.shape[3] or w.shape[1] != shape[0]:
+        raise _refuse(node, f"its weight must be [out, {shape[0]}, k, k] (a square kernel), got {list(w.shape)}")
+    k = w.shape[2]
+    pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    strides = list(attrs.get("strides", [1, 1]))
+    if attrs.get("group", 1) != 1 or any(d != 1 for d in attrs.get("dilations", [1, 1])):
+        raise _refuse(node, "grouped or dilated convolution: the address generator reads dense k x k patches")
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise _refuse(node, "auto_pad: give explicit pads")
+    if len(set(pads)) != 1 or len(set(strides)) != 1:
+        raise _refuse(node, f"pads {pads} and strides {strides} must be the same on every side and axis")
+    if not np.all(np.isfinite(w)):
+        raise _refuse(node, f"its weight {name!r} holds NaN or inf")
+    try:
+        geometry = Conv2D(*shape, w.shape[0], kernel=k, stride=strides[0], padding=pads[0])
+    except ValueError as exc:
+        raise _refuse(node, str(exc)) from None
+    bias = None
+    if len(node.input) > 2 and node.input[2]:
+        if node.input[2] not in consts:
+            raise _refuse(node, "its bias B is not a constant")
+        bias = _bias(node, consts[node.input[2]], w.shape[0])
+    return FloatLayer(w.reshape(w.shape[0], -1), bias, False, node.name, geometry)
+
+
+def _pool(node, layers: list[FloatLayer]) -> None:
+    """A 2 x 2 MaxPool / AveragePool (stride 2, no padding) folded into the conv layer before it."""
+    attrs = _attrs(node)
+    conv = layers[-1].conv if layers else None
+    if conv is None or conv.pool != "none":
+        raise _refuse(node, "a pool must follow a Conv (and its Relu) directly")
+    if list(attrs.get("kernel_shape", [])) != [2, 2] or list(attrs.get("strides", [1, 1])) != [2, 2]:
+        raise _refuse(node, "only a 2x2 pool with strides [2, 2] is supported")
+    if any(attrs.get("pads", [0, 0, 0, 0])) or attrs.get("ceil_mode", 0) or attrs.get("dilations", [1, 1]) != [1, 1]:
+        raise _refuse(node, "a pool with pads, ceil_mode or dilations is not supported")
+    try:
+        layers[-1].conv = dataclasses.replace(conv, pool=POOL_OPS[node.op_type])
+    except ValueError as exc:
+        raise _refuse(node, str(exc)) from None
 
 
 def _producer(nodes, tensor: str) -> str | None:
@@ -235,7 +322,7 @@ def _ends_chain(node, consumers) -> bool:
         n = todo.pop()
         for out in n.output:
             for user in consumers.get(out, []):
-                if user.op_type in DENSE_OPS or user.op_type == "Relu":
+                if user.op_type in DENSE_OPS or user.op_type in ("Relu", "Conv") or user.op_type in POOL_OPS:
                     return False
                 if id(user) not in seen:
                     seen.add(id(user))
@@ -315,8 +402,11 @@ def float_forward(layers: list[FloatLayer], x, upto: int | None = None) -> np.nd
     """The float model's output (logits) on ``x``, or the activation after layer ``upto`` (its ReLU included)."""
     h = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
     for i, layer in enumerate(layers):
-        h = h @ layer.weight.T + (layer.bias if layer.bias is not None else 0.0)
-        if layer.relu:
+        if layer.conv is not None:  # its ReLU and pool included
+            h = float_conv(h, layer.conv, layer.weight, layer.bias)
+        else:
+            h = h @ layer.weight.T + (layer.bias if layer.bias is not None else 0.0)
+        if layer.relu and layer.conv is None:
             h = np.maximum(h, 0.0)
         if i == upto:
             return h
@@ -331,10 +421,11 @@ def choose_cols(widths) -> int:
 def quantize_layers(layers: list[FloatLayer], x_train, name: str, source: str = "") -> NetFile:
     """The int8 ``NetFile`` of the float layers, calibrated on ``x_train`` (module docstring's rule)."""
     x_train = np.asarray(x_train, dtype=np.float64).reshape(len(x_train), -1)
-    if x_train.shape[1] != layers[0].weight.shape[1]:
+    first = layers[0].conv.inputs if layers[0].conv is not None else layers[0].weight.shape[1]
+    if x_train.shape[1] != first:
         raise ValueError(
             f"the data has {x_train.shape[1]} features, the model's first layer ({layers[0].node!r}) takes "
-            f"{layers[0].weight.shape[1]} inputs"
+            f"{first} inputs"
         )
     s_in = pow2_exponent(x_train)
     first_input = s_in
@@ -357,28 +448,31 @@ def quantize_layers(layers: list[FloatLayer], x_train, name: str, source: str = 
         if fl.bias is not None:
             b_q = np.rint(np.ldexp(fl.bias, -e_acc)).astype(np.int64)
         try:
-            layer = Layer(
-                int(fl.weight.shape[1]),
-                int(fl.weight.shape[0]),
-                shift=shift,
-                relu=fl.relu,
-                bias=fl.bias is not None,
-                weight_exponent=e_w,
-            )
+            if fl.conv is not None:
+                layer = dataclasses.replace(fl.conv, shift=shift, bias=fl.bias is not None, weight_exponent=e_w)
+            else:
+                layer = Layer(
+                    int(fl.weight.shape[1]),
+                    int(fl.weight.shape[0]),
+                    shift=shift,
+                    relu=fl.relu,
+                    bias=fl.bias is not None,
+                    weight_exponent=e_w,
+                )
         except ValueError as exc:
             raise ValueError(f"node {fl.node!r}: {exc}") from None
         out_layers.append(layer)
         weights.append(w_q)
         biases.append(b_q)
         s_in = e_acc + shift
-    widths = [l.inputs for l in out_layers]
+    widths = [l.inputs for l in out_layers if l.kind == "dense"]  # conv rows are padded to any C
     cols = choose_cols(widths)
     settings = {"cols": cols} if cols != 8 else {}
     try:
         config = NetConfig.from_dict({"layers": tuple(out_layers), "name": name, **settings})
     except ValueError as exc:
         raise ValueError(f"the model does not fit the engine: {exc}") from None
-    net = NetFile(config, settings, first_input, tuple(weights), tuple(biases), source)
+    net = NetFile(config, settings, first_input, tuple(config.fit_weights(weights)), tuple(biases), source)
     from pezo.golden.engine.network import NetEngine
 
     try:

@@ -29,6 +29,8 @@ from pezo.golden.zo.mezo import MeZO, MeZOConfig
 from pezo.golden.zo.net_config import NetTrainConfig, check_choice, check_number
 from pezo.golden.zo.net_data import NetData, load_data
 
+DENSE_NETS = tuple(n for n in NET_NAMES if all(l.kind == "dense" for l in NETS[n]))
+"""The nets float MeZO's MLP twin covers (a conv net's float reference is ``golden.zo.float_cnn``)."""
 BACKPROP_L2_GRID = (1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 BACKPROP_INITS = (0, 1, 2)
 
@@ -90,7 +92,7 @@ class FloatMeZOConfig:
     test_size: int = 1000
 
     def __post_init__(self):
-        check_choice("net", self.net, NET_NAMES)
+        check_choice("net", self.net, DENSE_NETS)
         check_number("lr", self.lr, 0, 1e6)
         check_number("eps", self.eps, 0, 1e6)
         check_int("steps", self.steps, *STEPS_RANGE)

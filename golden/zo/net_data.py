@@ -23,7 +23,7 @@ from pezo.golden.engine.int8 import quantize
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig
 
-NET_TASKS = {"digits-mlp": "digits", "rt-mlp": "rotten_tomatoes", "rt-head": "rotten_tomatoes"}
+NET_TASKS = {"digits-mlp": "digits", "digits-cnn": "digits", "rt-mlp": "rotten_tomatoes", "rt-head": "rotten_tomatoes"}
 DIGITS_SPLIT = (1000, 300, 497)  # train, val, test (as golden.methods.tasks)
 DIGITS_EXPONENT = -7
 """s_x of the digits inputs: q = sat((pixel / 8 - 1) * 2^7) = sat(16 * pixel - 128)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pezo.golden.engine.conv import conv_acc, conv_output, im2col
 from pezo.golden.engine.int8 import WEIGHT_MAX, WEIGHT_MIN, round_shift, saturate
 from pezo.golden.engine.net_file import load_net
 from pezo.golden.lm.probe import fit_linear_probe_val
@@ -79,15 +80,32 @@ def pca_directions(h, outputs: int) -> np.ndarray:
     return np.concatenate([v, -v])
 
 
+def _pre_activations(net, i: int, h, w) -> np.ndarray:
+    """Layer i's accumulators (no bias) on inputs ``h`` as a 2-D array [examples (x pixels), rows]: ``h @ w.T``
+    for a dense layer, the im2col patches times ``w.T`` for a conv layer (float or integer ``w``)."""
+    layer = net.layers[i]
+    if layer.kind == "conv":
+        h = im2col(h, layer, net.array.cols).reshape(-1, net.weight_shape(i)[1])
+    return np.asarray(h) @ np.asarray(w).T
+
+
+def _hidden_output(net, i: int, h, w) -> np.ndarray:
+    """Layer i's int8 output on ``h`` (requantised, ReLU; a conv layer's pool too), no bias."""
+    layer = net.layers[i]
+    if layer.kind == "conv":
+        return conv_output(conv_acc(h, layer, w, np.zeros(layer.bias_size), net.array.cols), layer)
+    return saturate(round_shift(h @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+
+
 def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tuple[list[np.ndarray], dict]:
     """The seeded, calibrated int8 start (module docstring) of ``config`` (a ``NetTrainConfig``) and its
     statistics (``last_init="probe"`` needs ``data``: the validation split chooses the probe's L2)."""
     net = config.net_config
     start = load_net(config.net)
     if start.weights is not None:  # a network file with weights (e.g. an imported ONNX model) starts from them
-        return [np.array(w, dtype=np.int64) for w in start.weights], {"start": f"file {start.name}"}
+        return net.fit_weights(start.weights), {"start": f"file {start.name}"}
     if config.net_name == "rt-head":
-        return [np.zeros((l.outputs, l.inputs), dtype=np.int64) for l in net.layers], {"start": "zero"}
+        return [np.zeros(net.weight_shape(i), dtype=np.int64) for i in range(len(net.layers))], {"start": "zero"}
     if config.last_init == "probe" and data is None:
         raise ValueError("last_init='probe' needs the data (the validation split chooses the probe's L2)")
     rng = np.random.default_rng([config.seed, 0x1417])
@@ -96,7 +114,9 @@ def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tu
     weights, stats = [], []
     last = len(net.layers) - 1
     for i, layer in enumerate(net.layers):
-        w0 = rng.standard_normal((layer.outputs, layer.inputs))  # drawn for every layer: one seeded stream
+        w0 = rng.standard_normal(net.weight_shape(i))  # drawn for every layer: one seeded stream
+        if layer.kind == "conv":
+            w0[:, layer.patch :] = 0.0  # the pad lanes multiply zero inputs: start them at 0
         if i < last and config.hidden_init == "pca":
             w0 = pca_directions(h, layer.outputs)
         if i == last and config.last_init == "zero":
@@ -108,11 +128,11 @@ def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tu
             weights.append(w.astype(np.int64))
             stats.append(entry)
             break
-        pre = h.astype(np.float64) @ w0.T
+        pre = _pre_activations(net, i, h.astype(np.float64), w0)
         target = config.init_std * 2.0 ** (layer.shift if i < last else LOGIT_INIT_SHIFT)
         scale = config.init_scale * target / max(float(pre.std()), 1e-12)
         w = saturate(np.floor(w0 * scale + 0.5), WEIGHT_MIN, WEIGHT_MAX)
-        acc = h @ w.T
+        acc = _pre_activations(net, i, h, w)
         entry = {
             "layer": i,
             "directions": config.hidden_init if i < last else "normal",
@@ -122,9 +142,9 @@ def init_weights(config, x_train: np.ndarray, data: NetData | None = None) -> tu
         }
         if i < last:
             pre_q = round_shift(acc, layer.shift)
-            h = saturate(pre_q, 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+            h = _hidden_output(net, i, h, w)
             if h_val is not None:
-                h_val = saturate(round_shift(h_val @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
+                h_val = _hidden_output(net, i, h_val, w)
             entry.update(
                 pre_std=round(float(pre_q.std()), 2),
                 act_mean=round(float(h.mean()), 2),

@@ -46,7 +46,8 @@ def add_parsers(sub) -> None:
     b.add_argument(
         "--split",
         type=raw,
-        help="the elastic trainer's partition: full-zo (default), cls2, cls1, full-bp or C (the engine top is generated with its backprop tail)",
+        help="the elastic trainer's partition: full-zo (default), cls2, cls1, full-bp or C (the engine top is "
+        "generated with its backprop tail)",
     )
     b.add_argument("--bp-bits", type=raw, help="the backprop tail's update bits (with --split)")
     add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
@@ -60,10 +61,11 @@ def add_parsers(sub) -> None:
 
 
 def board_train_config(args):
-    from pezo.cli.net import net_train_config
+    from pezo.cli.net import check_rtl_layers, net_train_config
     from pezo.golden.board_map import check_board_config
 
     train = net_train_config(args)
+    check_rtl_layers(train.net_config)
     try:
         check_board_config(train.net_config)
     except ValueError as exc:
@@ -212,7 +214,7 @@ def check_build_design(args) -> None:
 
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
-    from pezo.cli.net import check_hardware_data, net_train_config
+    from pezo.cli.net import check_hardware_data, check_rtl_layers, net_train_config
     from pezo.golden.board_map import check_board_config
 
     if args.board != "zcu102":
@@ -234,6 +236,7 @@ def engine_build_config(args):
         pool_size=args.pool_size,
     )
     net = net_train_config(fields).net_config
+    check_rtl_layers(net)
     try:
         if getattr(args, "backprop", False):
             net = net.replace(backprop=True)
@@ -301,7 +304,7 @@ def cmd_report_board(args, strategy: str) -> int:
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
     from pezo.boards.flow.report import RESOURCE_KEYS, board_report
-    from pezo.cli.net import resolve_net
+    from pezo.cli.net import check_rtl_layers, resolve_net
     from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.net_file import net_file_config
@@ -315,7 +318,12 @@ def cmd_report_board(args, strategy: str) -> int:
         if field in fields and strategy != only:
             raise CLIError(f"--{field.replace('_', '-')} applies to --strategy engine-{only} only")
     try:
-        net = check_board_config(net_file_config(resolve_net(args) or "digits-mlp", strategy=strategy, **fields))
+        net = net_file_config(resolve_net(args) or "digits-mlp", strategy=strategy, **fields)
+    except ValueError as exc:
+        raise option_error(exc, tuple(fields), fields) from None
+    check_rtl_layers(net)
+    try:
+        check_board_config(net)
     except ValueError as exc:
         raise option_error(exc, tuple(fields), fields) from None
     print("synthesizing the engine top with Yosys (first run takes a few minutes) ...", file=sys.stderr)

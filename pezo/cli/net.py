@@ -163,7 +163,7 @@ def add_net_args(p: argparse.ArgumentParser, sim: bool) -> None:
         type=raw,
         help=f"with --net: the elastic trainer's partition: {', '.join(SPLIT_NAMES)} or a layer index C "
         "(ZO on layers 1..C, the engine's integer backprop on the rest; full-zo, the default, is ZO on "
-        "every layer, full-bp is backprop alone)",
+        "every layer, full-bp is backprop alone; digits-cnn's default is cls1, chosen on validation)",
     )
     p.add_argument(
         "--bp-bits",
@@ -290,7 +290,7 @@ def check_net_options(args, net: str, loss: str) -> None:
 
 def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options (with ``--split``: ``split_config``); one error line per bad field."""
-    from pezo.golden.zo.net_config import NetTrainConfig, split_config
+    from pezo.golden.zo.net_config import NET_SPLITS, NetTrainConfig, split_config
 
     check_seed_option(args)
     net = resolve_net(args)
@@ -314,6 +314,8 @@ def net_train_config(args, steps: int | None = None):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
     try:
+        if "split" not in fields and net in NET_SPLITS:  # the net's own default split (chosen on validation)
+            fields["split"] = NET_SPLITS[net]
         if "split" in fields:  # the split's defaults (chosen on validation) under the options given
             return split_config(**fields)
         return NetTrainConfig.from_dict(fields)
@@ -326,11 +328,25 @@ def net_train_config(args, steps: int | None = None):
         ) from None
 
 
+def check_rtl_layers(net) -> None:
+    """One error for a network (``NetConfig``) with convolution layers: the engine's RTL runs dense layers only
+    so far (the conv arithmetic exists in golden only, ``pezo.golden.engine.conv``)."""
+    convs = [i for i, layer in enumerate(net.layers) if layer.kind == "conv"]
+    if convs:
+        i = convs[0]
+        raise CLIError(
+            f"--net {net.name}: layer {i} ({net.layers[i].describe()}) is a convolution; the engine's RTL runs dense "
+            f"layers only (no conv address generator yet); the golden trainer runs it: pezo train-int8 --net {net.name}"
+        )
+
+
 def rtl_net_config(train):
     """The ``NetConfig`` the RTL runs for ``train``: with a split C < L the engine is generated with its
-    backprop tail (``NetConfig.backprop``). One error for what the tail cannot run: the host-g loss (the tail
-    runs inside the engine's TRAIN steps) or a non-square array."""
+    backprop tail (``NetConfig.backprop``). One error for what the RTL cannot run: conv layers
+    (``check_rtl_layers``), the host-g loss with a tail (the tail runs inside the engine's TRAIN steps) or a
+    non-square array."""
     net = train.net_config
+    check_rtl_layers(net)
     if train.split_c == len(train.layers):
         return net
     if train.loss != "on-chip":

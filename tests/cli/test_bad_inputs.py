@@ -93,7 +93,24 @@ BAD_INPUTS = [
         ["sim", "engine", "--net", "digits-mlp", "--split", "full-bp", "--rows", "4", "--batch", "16"],
         "--split full-bp: the backprop tail needs a square array",
     ),
-    (["sim", "board", "--split", "full-bp", "--loss", "host"], "--split full-bp needs --loss on-chip"),
+    (
+        ["sim", "board", "--split", "full-bp", "--rows", "4", "--batch", "16"],
+        "--split full-bp: the backprop tail needs a square array",
+    ),
+    # issue 33: conv layers exist in golden only; the RTL commands refuse them, and the tail is dense-only
+    (["sim", "engine", "--net", "digits-cnn"], "--net digits-cnn: layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool)"),
+    (["sim", "board", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense layers only"),
+    (["build", "--design", "engine", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense"),
+    (["report", "--strategy", "engine-otf", "--net", "digits-cnn"], "is a convolution; the engine's RTL runs dense"),
+    (
+        ["report", "--strategy", "engine-otf", "--unit", "board", "--net", "digits-cnn"],
+        "is a convolution; the engine's RTL runs dense",
+    ),
+    (
+        ["train-int8", "--net", "digits-cnn", "--split", "full-bp"],
+        "split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail",
+    ),
+    (["train-int8", "--net", "digits-cnn", "--split", "1"], "puts layer 1 (conv3x3/1 pad 1 128 -> 16x2x2"),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [

@@ -278,7 +278,8 @@ NO_OPS = [
     (["report", "--strategy", "engine-otf", "--brief"], "--brief shortens the comparison table"),
     (
         ["train-int8", "--net", "rt-head", "--hidden-init", "pca"],
-        "--hidden-init applies to networks with hidden layers (--net digits-mlp, rt-mlp); rt-head (384 -> 2) has none",
+        "--hidden-init applies to networks with hidden layers (--net digits-mlp, digits-cnn, rt-mlp); rt-head "
+        "(384 -> 2) has none",
     ),
     (
         ["train-int8", "--net", "digits-mlp", "--shots", "100000"],

@@ -25,7 +25,7 @@ KEYS = {"test_accuracy", "start_accuracy", "forward_passes", "seconds_per_step",
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("net", "mnist", "net must be one of digits-mlp, rt-mlp, rt-head, got 'mnist'"),
+        ("net", "mnist", "net must be one of digits-mlp, digits-cnn, rt-mlp, rt-head, got 'mnist'"),
         ("loss", "cpu", "loss must be one of on-chip, host"),
         ("g_mode", "adam", "g_mode must be one of sign, scaled"),
         ("margin", -1, "margin"),

@@ -62,3 +62,32 @@ def test_a_network_without_weights_is_not_exported():
     net = random_net()
     with pytest.raises(ValueError, match="has no weights to export"):
         export_qdq(NetFile(net.config, {}, -4))
+
+
+def random_cnn_net(pool, seed=0):
+    """Issue 33: conv layers (with and without bias, ReLU, both pools, stride 2) before dense ones."""
+    from pezo.golden.engine.conv import Conv2D
+
+    layers = (
+        Conv2D(1, 8, 8, 4, padding=1, pool=pool, shift=6, relu=True, bias=True, weight_exponent=-6),
+        Conv2D(4, 4, 4, 8, stride=2, padding=1, shift=5, relu=False, weight_exponent=-7),
+        Layer(32, 5, bias=True, weight_exponent=-8),
+    )
+    config = NetConfig(layers=layers, name="random-cnn")
+    rng = np.random.default_rng(seed)
+    weights = tuple(rng.integers(-127, 128, config.weight_shape(i)) for i in range(len(layers)))
+    biases = tuple(rng.integers(-3000, 3000, l.bias_size) if l.bias else None for l in layers)
+    return NetFile(config, {}, -4, config.fit_weights(weights), biases)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_cnn_exports_bit_for_bit(pool, level):
+    net = random_cnn_net(pool)
+    q = np.random.default_rng(1).integers(-128, 128, (256, 64))
+    engine = forward_network(net.config, q, list(net.weights), [b if b is not None else 0 for b in net.biases])
+    e_logits = net.input_exponent + sum(l.weight_exponent for l in net.config.layers)
+    e_logits += sum(l.shift for l in net.config.layers[:-1])
+    logits, label = run_ort(export_qdq(net), np.ldexp(q.astype(np.float64), net.input_exponent), level)
+    assert np.array_equal(np.ldexp(logits.astype(np.float64), -e_logits), engine)
+    assert np.array_equal(label, engine.argmax(axis=1))

@@ -73,7 +73,7 @@ W = np.ones((8, 4))
         (
             [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1")],
             {"w": np.ones((4, 8, 1))},
-            "node 'conv1' (op Conv): not supported",
+            "node 'conv1' (op Conv): a Conv on the input needs a static [N, C, H, W] input shape",  # issue 33
         ),
         (
             [
@@ -184,3 +184,46 @@ def test_a_qoperator_model_is_refused_naming_the_node(tmp_path):
     _, target, x = quantized(tmp_path, "QOperator")
     with pytest.raises(ValueError, match=r"\(op Q\w+\): a QOperator-quantised model: give the float model"):
         import_onnx(target, x)
+
+
+def test_a_torch_style_cnn_imports_with_its_pools_and_close_logits(tmp_path):
+    from onnx_models import random_cnn, torch_style_cnn
+
+    convs, fcs = random_cnn()
+    path = save(torch_style_cnn(convs, fcs), tmp_path)
+    x = np.random.default_rng(1).uniform(-1, 1, (300, 1, 8, 8))
+    net, layers = import_onnx(path, x)
+    assert [l.describe() for l in net.config.layers] == [
+        "conv3x3/1 pad 1 64 -> 4x4x4 + bias relu maxpool",
+        "conv3x3/1 pad 1 64 -> 8x2x2 + bias relu maxpool",
+        "32 -> 16 + bias relu",
+        "16 -> 10 + bias",
+    ]
+    assert np.allclose(layers[0].weight, convs[0][0].reshape(4, 9))  # ONNX's [out, in, kh, kw] flattened
+    y = float_forward(layers, x).argmax(axis=1)
+    report = accuracies(net, layers, x, y)
+    assert report["float_accuracy"] == 1.0 and report["int8_accuracy"] >= 0.9
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"strides": 3}, "node '/conv0/Conv' \\(op Conv\\): conv 3x3/3 .*stride must be one of 1, 2, got 3"),
+        ({"pads": 2}, "node '/conv0/Conv' \\(op Conv\\): conv .*padding must be an integer in 0..1"),
+        ({"image": (1, 6, 6)}, "node '/pool1/MaxPool' \\(op MaxPool\\): conv .*needs an even output size, got 3x3"),
+        ({"k": 9, "pads": 0}, "node '/conv0/Conv' \\(op Conv\\): conv 9x9.*kernel must be in 1..7"),
+        (
+            {"k": 7, "pads": 0, "image": (1, 6, 6)},
+            "node '/conv0/Conv' \\(op Conv\\): conv .*a 7x7 kernel is larger than the",
+        ),
+    ],
+)
+def test_cnn_refusals_name_the_node(kwargs, needle, tmp_path):
+    from onnx_models import random_cnn, torch_style_cnn
+
+    k = kwargs.pop("k", 3)
+    image = kwargs.pop("image", (1, 8, 8))
+    convs, fcs = random_cnn(k=k)
+    path = save(torch_style_cnn(convs, fcs, image=image, **kwargs), tmp_path)
+    with pytest.raises(ValueError, match=needle):
+        import_onnx(path, np.zeros((4, int(np.prod(image)))))

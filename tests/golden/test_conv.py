@@ -1,0 +1,180 @@
+"""Issue 33: conv layers in the golden layer program -- arithmetic against a direct loop, the im2col order, the ZO
+step on a tiny CNN, the network file and the refusals."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pezo.golden.engine.conv import Conv2D, conv_forward, im2col
+from pezo.golden.engine.loss import LossConfig
+from pezo.golden.engine.net_file import NetFile, dumps_net, load_net, net_from_dict
+from pezo.golden.engine.network import Layer, NetConfig, NetEngine, forward_pass
+from pezo.golden.engine.zo_engine import perturbed_weights, updated_weights
+from pezo.golden.rounding import round_shift
+
+
+def direct_conv(h, layer: Conv2D, w, bias):
+    """The layer by nested loops: the docstring's definition, no im2col, no BLAS."""
+    b = h.shape[0]
+    x = h.reshape(b, layer.in_channels, layer.height, layer.width)
+    k, s, p = layer.kernel, layer.stride, layer.padding
+    kern = w[:, : layer.patch].reshape(layer.out_channels, layer.in_channels, k, k)
+    oh, ow = layer.conv_height, layer.conv_width
+    q = np.zeros((b, layer.out_channels, oh, ow), dtype=np.int64)
+    for n in range(b):
+        for o in range(layer.out_channels):
+            for oy in range(oh):
+                for ox in range(ow):
+                    acc = int(bias[o])
+                    for ci in range(layer.in_channels):
+                        for ky in range(k):
+                            for kx in range(k):
+                                y, xx = oy * s - p + ky, ox * s - p + kx
+                                if 0 <= y < layer.height and 0 <= xx < layer.width:
+                                    acc += int(x[n, ci, y, xx]) * int(kern[o, ci, ky, kx])
+                    v = (acc + (1 << (layer.shift - 1))) >> layer.shift if layer.shift else acc
+                    q[n, o, oy, ox] = min(max(v, 0 if layer.relu else -127), 127)
+    if layer.pool == "none":
+        return q.reshape(b, -1)
+    out = np.zeros((b, layer.out_channels, oh // 2, ow // 2), dtype=np.int64)
+    for n, o, y, xx in np.ndindex(out.shape):
+        win = [int(q[n, o, 2 * y + dy, 2 * xx + dx]) for dy in (0, 1) for dx in (0, 1)]
+        out[n, o, y, xx] = max(win) if layer.pool == "max" else (sum(win) + 2) >> 2
+    return out.reshape(b, -1)
+
+
+LAYERS = [
+    Conv2D(1, 8, 8, 4, kernel=3, padding=1, pool="max", shift=7, relu=True),
+    Conv2D(2, 6, 6, 3, kernel=3, stride=2, padding=1, shift=6),
+    Conv2D(3, 5, 5, 2, kernel=5, padding=2, pool="none", shift=9, relu=True, bias=True),
+    Conv2D(2, 4, 4, 3, kernel=1, pool="avg", shift=4),
+    Conv2D(2, 9, 9, 2, kernel=3, stride=2, pool="avg", shift=5, relu=True),
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.describe())
+@pytest.mark.parametrize("cols", [8, 4])
+def test_conv_matches_the_direct_loop(layer, cols):
+    rng = np.random.default_rng(layer.kernel * 10 + cols)
+    h = rng.integers(-128, 128, (3, layer.inputs))
+    w = rng.integers(-127, 128, layer.weight_shape(cols))  # the pad lanes' weights are arbitrary: they multiply 0
+    bias = rng.integers(-5000, 5000, layer.out_channels) if layer.bias else np.zeros(layer.out_channels, dtype=int)
+    assert np.array_equal(conv_forward(h, layer, w, bias, cols), direct_conv(h, layer, w, bias))
+
+
+def test_avg_pool_rounds_half_up():
+    assert list(round_shift(np.array([-6, -5, -2, 2, 5, 6]), 2)) == [-1, -1, 0, 1, 1, 2]  # -1.5 -> -1, 0.5 -> 1
+
+
+def test_im2col_order_is_channel_kernel_row_kernel_col_and_pads_zero():
+    layer = Conv2D(2, 3, 3, 1, kernel=3, padding=1)
+    h = np.arange(1, layer.inputs + 1).reshape(1, -1)  # value = flat index + 1 ([c, y, x] row-major)
+    patches = im2col(h, layer, 8)
+    assert patches.shape == (1, 9, 24)  # 18 lanes of data, padded to 24
+    centre = patches[0, 4]  # output pixel (1, 1): the whole 3x3 neighbourhood of both channels
+    assert list(centre[:18]) == list(range(1, 19)) and not centre[18:].any()
+    corner = patches[0, 0]  # pixel (0, 0): its top row and left column are zero padding
+    assert list(corner[:9]) == [0, 0, 0, 0, 1, 2, 0, 4, 5]
+
+
+TINY = (
+    Conv2D(1, 4, 4, 2, kernel=3, padding=1, pool="max", shift=6, relu=True),
+    Layer(8, 8, shift=6, relu=True),
+    Layer(8, 3),
+)
+
+
+def tiny_engine(seed=3):
+    config = NetConfig(layers=TINY, name="tiny-cnn").replace(batch=8, eps_shift=11)
+    rng = np.random.default_rng(seed)
+    weights = [rng.integers(-60, 61, config.weight_shape(i)) for i in range(len(TINY))]
+    return config, NetEngine(config, weights=weights)
+
+
+def test_global_order_offsets_and_cycles_of_a_cnn():
+    config = load_net("digits-cnn").config
+    assert [config.weight_shape(i) for i in range(4)] == [(8, 16), (16, 72), (32, 64), (10, 32)]
+    assert config.layer_offsets() == [0, 128, 1280, 3328] and config.weights == 3648
+    # a conv layer's words run once per output pixel: 64 pixels x 16 words, 16 x 144 words, then the dense ones
+    assert [config.layer_cycles(i) for i in range(4)] == [1024, 2304, 256, 40]
+    assert config.useful_mac_cycles() == 2 * config.array.tiles * (1024 + 2304 + 256 + 40)
+    util = config.layer_utilisation()  # the first conv's patch is 9 of 16 lanes
+    assert [u["cycles_per_tile"] for u in util] == [1024, 2304, 256, 40] and util[0]["mac_utilisation"] < 9 / 16
+
+
+def test_zo_step_on_a_tiny_cnn_walks_the_global_order():
+    config, engine = tiny_engine()
+    flat0 = engine.flat.copy()
+    x = np.random.default_rng(0).integers(-128, 128, (8, 16))
+    labels = np.arange(8) % 3
+    record = engine.train_step(x, labels, LossConfig(margin=256))
+    p = engine.perturbation
+    assert p.size == config.weights == 2 * 16 + 64 + 24 and np.any(p[:32])  # the conv's padded rows are perturbed
+    split = engine._split
+    assert np.array_equal(
+        record.logits_plus, forward_pass(config, x, split(perturbed_weights(flat0, p)), engine.biases)[0]
+    )
+    assert np.array_equal(
+        record.logits_minus, forward_pass(config, x, split(perturbed_weights(flat0, -p)), engine.biases)[0]
+    )
+    assert np.array_equal(engine.flat, updated_weights(flat0, p, record.g, 0))
+
+
+def test_cls2_keeps_the_conv_in_zo_and_a_conv_in_the_tail_is_refused():
+    config, engine = tiny_engine()
+    x = np.random.default_rng(1).integers(-128, 128, (8, 16))
+    conv0 = engine.weights[0].copy()
+    record = engine.train_step(x, np.arange(8) % 3, LossConfig(margin=256, split=1, bp_bits=3))
+    assert record.split == 1 and record.tail.updates[0] is None and record.tail.updates[2] is not None
+    assert not np.array_equal(engine.weights[0], conv0)  # the ZO update moved the conv
+    with pytest.raises(ValueError, match=r"split 0 puts layer 0 \(conv3x3/1 pad 1 16 -> 2x2x2 relu maxpool\) in the"):
+        engine.split_point(0)
+
+
+@pytest.mark.parametrize(
+    "fields, needle",
+    [
+        ({"stride": 3}, "stride must be one of 1, 2, got 3"),
+        ({"padding": 2}, "padding must be an integer in 0..1"),
+        ({"kernel": 7, "padding": 0}, "a 7x7 kernel is larger than the padded 5x5 input"),
+        ({"pool": "max"}, "a 2x2 max pool needs an even output size, got 5x5"),
+        ({"pool": "min"}, "pool must be one of none, max, avg"),
+    ],
+)
+def test_conv_refusals_name_the_layer(fields, needle):
+    with pytest.raises(ValueError, match="conv .*" + needle.replace("(", r"\(")):
+        Conv2D(**{"in_channels": 1, "height": 5, "width": 5, "out_channels": 2, "kernel": 3, "padding": 1, **fields})
+
+
+def test_a_conv_cannot_give_the_logits():
+    with pytest.raises(ValueError, match="the last layer .* must be a dense layer"):
+        NetConfig(layers=(Conv2D(1, 4, 4, 2, padding=1),))
+
+
+def test_net_file_round_trip_of_a_cnn_and_old_files_unchanged():
+    config, engine = tiny_engine()
+    net = NetFile(config, {"batch": 8, "eps_shift": 11}, -7, tuple(engine.weights), None)
+    data = json.loads(dumps_net(net.to_dict()))
+    assert data["layers"][0]["kind"] == "conv" and np.array(data["weights"][0]).shape == (2, 9)  # no pad lanes
+    back = net_from_dict(data)
+    assert back.config == config
+    x = np.random.default_rng(2).integers(-128, 128, (8, 16))
+    assert np.array_equal(back.engine().infer(x), engine.infer(x))  # the pad lanes load as 0: same logits
+    assert "kind" not in json.dumps(load_net("digits-mlp").to_dict())  # dense-only files are as before
+    with pytest.raises(ValueError, match=r"key 'layers\[0\]\.in_channels' is missing"):
+        net_from_dict({**data, "layers": [{"kind": "conv", "height": 4, "width": 4, "out_channels": 2}]})
+    with pytest.raises(ValueError, match=r"unknown key 'layers\[1\]\.kernel' \(allowed for dense"):
+        net_from_dict({**data, "layers": [data["layers"][0], {**data["layers"][1], "kernel": 3}, data["layers"][2]]})
+
+
+@pytest.mark.parametrize("split, bits", [(None, 1), ("full-zo", None)])
+def test_train_int8_runs_the_digits_cnn(split, bits, capsys):
+    from pezo.cli.main import main
+
+    argv = ["train-int8", "--net", "digits-cnn", "--steps", "30", "--eval-every", "10", "--json", "--quiet"]
+    assert main(argv + (["--split", split] if split else [])) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["net"] == "digits-cnn" and r["weights"] == 3648 and r["split"] == (split or "cls1")  # NET_SPLITS
+    assert r["bp_bits"] == bits and r["model"] == "mean of the last 3 checkpoints"  # SPLIT_DEFAULTS, capped
+    assert r["test_accuracy"] > r["start_accuracy"]
