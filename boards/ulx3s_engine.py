@@ -37,8 +37,8 @@ def divisor_for(baud: int, clock_hz: int = CLOCK_HZ) -> int:
     divisor = round(clock_hz / baud)
     if divisor < 4 or abs(clock_hz / divisor - baud) > BAUD_TOLERANCE * baud:
         raise ValueError(
-            f"baud must be in {clock_hz // 65536 + 1}..{clock_hz // 4} and within 2 % of {clock_hz} / an integer (e.g. 115200, 230400, "
-            f"460800, 1000000), got {baud}"
+            f"baud must be in {clock_hz // 65536 + 1}..{clock_hz // 4} and within 2 % of {clock_hz} / an "
+            f"integer (e.g. 115200, 230400, 460800, 1000000), got {baud}"
         )
     return divisor
 

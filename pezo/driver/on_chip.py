@@ -57,7 +57,7 @@ class OnChipTrainer:
         cfg, stride = self.config, self.driver.map.x_stride
         capacity = await self.feeder_read("FEED_CAPACITY")
         if xs.ndim != 2 or xs.shape[1] != cfg.inputs or len(labels) != len(xs):
-            raise ValueError(f"xs must have shape (n, {cfg.inputs}) and labels n entries, got {xs.shape}, {labels.shape}")
+            raise ValueError(f"xs must have shape (n, {cfg.inputs}), labels n entries; got {xs.shape} {labels.shape}")
         if not cfg.array.batch <= len(xs) <= capacity:
             raise ValueError(f"the training set must hold {cfg.array.batch}..{capacity} examples, got {len(xs)}")
         rows = np.zeros((len(xs), stride), dtype=np.int8)

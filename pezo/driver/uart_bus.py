@@ -103,7 +103,7 @@ class SerialLink:
     async def read(self, n: int) -> bytes:
         data = self.port.read(n)
         if len(data) != n:
-            raise TimeoutError(f"the board answered {len(data)} of {n} bytes (is the bitstream loaded, the baud right?)")
+            raise TimeoutError(f"the board answered {len(data)} of {n} bytes (bitstream loaded? baud right?)")
         return data
 
     def close(self) -> None:
