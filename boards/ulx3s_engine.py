@@ -35,7 +35,7 @@ def divisor_for(baud: int, clock_hz: int = CLOCK_HZ) -> int:
     if not isinstance(baud, int) or baud <= 0:
         raise ValueError(f"baud must be a positive integer, got {baud!r}")
     divisor = round(clock_hz / baud)
-    if divisor < 4 or abs(clock_hz / divisor - baud) > BAUD_TOLERANCE * baud:
+    if not 4 <= divisor <= 1 << 16 or abs(clock_hz / divisor - baud) > BAUD_TOLERANCE * baud:
         raise ValueError(
             f"baud must be in {clock_hz // 65536 + 1}..{clock_hz // 4} and within 2 % of {clock_hz} / an "
             f"integer (e.g. 115200, 230400, 460800, 1000000), got {baud}"
