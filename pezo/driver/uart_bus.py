@@ -95,7 +95,7 @@ class SerialLink:
             import serial
         except ImportError:
             raise ValueError("--uart needs pyserial: pip install 'pezo[uart]' (or pip install pyserial)") from None
-        self.port = serial.Serial(port, baud, timeout=timeout)
+        self.port = serial.serial_for_url(port, baud, timeout=timeout)  # a device, or a URL such as loop://
 
     async def write(self, data: bytes) -> None:
         self.port.write(data)
