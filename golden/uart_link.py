@@ -154,3 +154,25 @@ def batch_frame_bytes(inputs: int, batch: int) -> int:
     x_words = batch * -(-inputs // 4)
     frames = -(-x_words // MAX_WORDS)
     return 6 * frames + 4 * x_words + (6 + 8 * batch) + (6 + 4)
+
+
+def link_budget(inputs: int, batch: int, cycles_per_step: float, clock_hz: float, bauds) -> list[dict]:
+    """Per baud rate: the seconds one batch takes through the windows (``batch_frame_bytes``), the engine's seconds
+    per step, their ratio, and the steps per second of host-fed batches vs batches from the on-chip memory."""
+    step = cycles_per_step / clock_hz
+    frame = batch_frame_bytes(inputs, batch)
+    rows = []
+    for baud in bauds:
+        batch_s = link_seconds(frame, baud)
+        rows.append(
+            {
+                "baud": baud,
+                "batch_bytes": frame,
+                "batch_seconds": batch_s,
+                "step_seconds": step,
+                "link_per_compute": batch_s / step,
+                "host_fed_steps_per_second": 1 / max(batch_s, step),
+                "on_chip_steps_per_second": 1 / step,
+            }
+        )
+    return rows

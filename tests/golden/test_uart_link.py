@@ -51,3 +51,10 @@ def test_feeder_registers_sit_in_their_region():
     assert ul.feeder_register("FEED_CONTROL") == (2 << 28) + 0x10
     assert len({r.offset for r in ul.feeder_registers()}) == len(ul.feeder_registers())
     assert np.isclose(ul.link_seconds(11520, 115200), 1.0)
+
+
+def test_the_link_budget_of_a_digits_batch():
+    rows = ul.link_budget(64, 16, 2191, 25e6, (115_200, 3_000_000))
+    assert rows[0]["batch_bytes"] == 2 * 6 + 16 * 64 + (6 + 8 * 16) + 10
+    assert 1000 < rows[0]["link_per_compute"] < 1300 and 40 < rows[1]["link_per_compute"] < 50
+    assert rows[0]["host_fed_steps_per_second"] < 10 < 11_000 < rows[0]["on_chip_steps_per_second"]
