@@ -70,7 +70,8 @@ class OnChipTrainer:
         return len(xs)
 
     async def train(self, steps: int, loss: LossConfig, start: int = 0) -> OnChipResult:
-        """``steps`` ZO steps of TRAIN on batches the feeder pushes from example ``start`` on."""
+        """``steps`` ZO steps of TRAIN on batches the feeder pushes from example ``start`` on (the first two pushed
+        before TRAIN starts)."""
         if not 1 <= steps < 1 << 16:
             raise ValueError(f"steps must be in 1..65535, got {steps}")
         if not loss.on_chip:
@@ -79,6 +80,11 @@ class OnChipTrainer:
         await self.feeder_write("FEED_START", start)
         await self.feeder_write("FEED_BATCHES", steps)
         await self.feeder_write("FEED_CONTROL", 1 << FEED_CONTROL_BITS["GO"])
+        for _ in range(MAX_POLLS):  # both banks filled before the start: WAIT_CYCLES then counts only a slow feeder
+            if await self.feeder_read("FEED_PUSHED") >= min(2, steps):
+                break
+        else:
+            raise BusError(f"the feeder pushed no batch ({MAX_POLLS} polls; is the engine idle?)")
         await drv.start("train", steps=steps, loss=loss)
         result = OnChipResult()
         for result.polls in range(1, MAX_POLLS + 1):
