@@ -415,11 +415,21 @@ def run_board(
 
 
 def run_uart_board(
-    config, loss, xs, labels, weights, steps: int, build_dir: Path, divisor: int = 8, start: int = 0
+    config,
+    loss,
+    xs,
+    labels,
+    weights,
+    steps: int,
+    build_dir: Path,
+    divisor: int = 8,
+    start: int = 0,
+    host_fed_steps: int = 0,
 ) -> dict:
     """Run ``sim.uart_tb`` on Verilator: ``hw.uart_top.UartEngineTop(config, divisor, capacity)`` (capacity: the
     training set ``xs`` [n, inputs] / ``labels`` [n] rounded up to a power of two), the driver over the UART
-    loading the set once and training ``steps`` steps from example ``start``. Returns the testbench's result plus
+    loading the set once and training ``steps`` steps from example ``start`` (then ``host_fed_steps`` with batches
+    written over the UART: the measured link cost). Returns the testbench's result plus
     build/test times; a mismatch returns ``match`` False, other failures raise."""
     import dataclasses
 
@@ -448,6 +458,7 @@ def run_uart_board(
         "PEZO_STEPS": str(steps),
         "PEZO_START": str(start),
         "PEZO_DIVISOR": str(divisor),
+        "PEZO_HOST_FED_STEPS": str(host_fed_steps),
     }
     try:
         timing = run_cocotb(

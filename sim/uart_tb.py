@@ -5,8 +5,9 @@ memory, one TRAIN of ``PEZO_STEPS`` steps fed on chip (``pezo.driver.on_chip``),
 weights against golden (``golden.engine.network.NetEngine`` on ``golden.uart_link.feed_indices``' batches).
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON), ``PEZO_ENGINE_DATA`` (npz:
-xs [n, inputs], labels [n], weights), ``PEZO_STEPS``, ``PEZO_START``, ``PEZO_DIVISOR``, ``PEZO_RESULT``. The result
-JSON is written before the test fails.
+xs [n, inputs], labels [n], weights), ``PEZO_STEPS``, ``PEZO_START``, ``PEZO_DIVISOR``, ``PEZO_RESULT``,
+``PEZO_HOST_FED_STEPS`` (default 0; then that many more steps with batches written over the UART: the measured
+link cost). The result JSON is written before the test fails.
 """
 
 from __future__ import annotations
@@ -26,6 +27,32 @@ from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import NetConfig, NetEngine
 from pezo.sim.scoreboard import start_and_reset
 from pezo.sim.uart_link import CocotbUartLink
+
+
+async def _host_fed_steps(driver: EngineDriver, model: NetEngine, loss: LossConfig, bx, by, steps: int) -> dict:
+    """``steps`` more TRAIN steps with the batches written through the windows over the UART (the AXI top's way,
+    ``EngineDriver.train`` without logits): the measured link cost of a batch against the engine's step."""
+    if steps == 0:
+        return {"mismatches": []}
+    bus, bad = driver.bus, []
+    xs, ys = bx[np.arange(steps) % len(bx)], by[np.arange(steps) % len(by)]
+    sent, t0 = bus.sent + bus.received, bus.now()
+    run = await driver.train(xs, ys, loss, read_logits=False, use_irq=False)
+    cycles, link_bytes = bus.now() - t0, bus.sent + bus.received - sent
+    for k, got in enumerate(run.steps):
+        want = model.train_step(xs[k], ys[k], loss)
+        if (got.loss_plus, got.loss_minus, got.g) != (want.loss_plus, want.loss_minus, want.g):
+            bad.append(f"host-fed step {k} differs from golden")
+    if not np.array_equal(await driver.read_weights(), model.flat):
+        bad.append("weights after the host-fed steps differ from golden")
+    return {
+        "mismatches": bad,
+        "steps": steps,
+        "cycles_per_step": cycles / steps,
+        "link_bytes_per_step": link_bytes / steps,
+        "engine_busy_cycles_per_step": run.engine_cycles / steps,
+        "engine_wait_cycles": run.wait_cycles,
+    }
 
 
 @cocotb.test()
@@ -73,6 +100,8 @@ async def uart_top_trains_like_golden(dut):
     final = await driver.read_weights()
     if not np.array_equal(final, model.flat):
         mismatches.append("final weights differ from golden")
+    host_fed = await _host_fed_steps(driver, model, loss, bx, by, int(os.environ.get("PEZO_HOST_FED_STEPS", "0")))
+    mismatches += host_fed.pop("mismatches")
     link_errors = await bus.link_errors()
     if run.pushed != steps:
         mismatches.append(f"the feeder pushed {run.pushed} batches, expected {steps}")
@@ -98,6 +127,7 @@ async def uart_top_trains_like_golden(dut):
         "records": records,
         "final_weights_nonzero": int(np.count_nonzero(final)),
         "link_bytes": bus.sent + bus.received,
+        "host_fed": host_fed,
         "test_seconds": time.perf_counter() - started,
     }
     with open(os.environ["PEZO_RESULT"], "w") as f:
