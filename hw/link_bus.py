@@ -40,8 +40,8 @@ class LinkBusSignature(wiring.Signature):
 
 
 class LinkArbiter(wiring.Component):
-    """``m0`` and ``m1`` (In: masters) share ``bus`` (Out); a granted master keeps the bus until its ``ack``,
-    then the other one goes first if it waits (round robin)."""
+    """``m0`` and ``m1`` (In: masters) share ``bus`` (Out); a master is granted in the cycle it asks (the bus
+    idle) and keeps the bus until its ``ack``; then the other one goes first if it waits (round robin)."""
 
     def __init__(self):
         super().__init__({"m0": In(LinkBusSignature()), "m1": In(LinkBusSignature()), "bus": Out(LinkBusSignature())})
@@ -50,9 +50,13 @@ class LinkArbiter(wiring.Component):
         m = Module()
         active, owner = Signal(), Signal()
         masters = (self.m0, self.m1)
+        # an idle bus is granted in the cycle a master asks (no cycle lost per access); m1 waits if m0 asks too,
+        # unless m0 had the last turn
+        choose = ~(self.m0.req & (~self.m1.req | owner))
+        sel = Mux(active, owner, choose)
         for field in ("we", "addr", "wdata", "wstrb"):
-            m.d.comb += getattr(self.bus, field).eq(Mux(owner, getattr(masters[1], field), getattr(masters[0], field)))
-        m.d.comb += self.bus.req.eq(active)
+            m.d.comb += getattr(self.bus, field).eq(Mux(sel, getattr(masters[1], field), getattr(masters[0], field)))
+        m.d.comb += self.bus.req.eq(active | self.m0.req | self.m1.req)
         for i, master in enumerate(masters):
             m.d.comb += [
                 master.ack.eq(self.bus.ack & (owner == i)),
@@ -62,10 +66,8 @@ class LinkArbiter(wiring.Component):
         with m.If(active):
             with m.If(self.bus.ack):
                 m.d.sync += active.eq(0)
-        with m.Elif(self.m0.req & (~self.m1.req | owner)):
-            m.d.sync += [active.eq(1), owner.eq(0)]
-        with m.Elif(self.m1.req):
-            m.d.sync += [active.eq(1), owner.eq(1)]
+        with m.Elif(self.m0.req | self.m1.req):
+            m.d.sync += [active.eq(1), owner.eq(choose)]
         return m
 
 
