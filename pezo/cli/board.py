@@ -322,7 +322,7 @@ def cmd_build_ulx3s_engine(args, net, out_default: Path) -> int:
         strict=True,
     ) as staging:
         print(
-            f"building the {ULX3S_BOARD} trainer bitstream: Yosys synth_ecp5, nextpnr-ecp5, ecppack (5 - 20 min) ...",
+            f"building the {ULX3S_BOARD} trainer bitstream: Yosys, nextpnr-ecp5, ecppack (~30 min, 2 busy cores) ...",
             file=sys.stderr,
         )
         result = build_engine_bitstream(net, staging.path, baud, capacity)
