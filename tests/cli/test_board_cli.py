@@ -39,7 +39,7 @@ def test_build_engine_writes_the_design_and_refuses_an_existing_run(tmp_path, ca
         (["--net", "rt-mlp"], "--net does not apply to --design stream"),
         (["--design", "engine", "--strategy", "gaussian"], "--strategy must be otf or pregen with --design engine"),
         (["--design", "engine", "--cols", "4"], "--cols must be a power of two >= 8"),
-        (["--design", "engine", "--board", "ulx3s-85f"], "--design engine is built for --board zcu102 only"),
+        (["--design", "engine", "--board", "ulx3s-85f", "--examples", "3"], "--examples: capacity must be a power"),
         (["--design", "board"], "invalid choice: 'board'"),
     ],
 )
