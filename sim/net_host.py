@@ -28,7 +28,9 @@ from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.sim.benches import pack
 from pezo.sim.host_driver import HostDriver, to_signed
 
-MAX_WAIT_CYCLES = 1 << 22
+MAX_WAIT_CYCLES = 1 << 26
+"""A TRAIN(S) operation fails when ``done`` stays 0 this long (a hang guard: rt-mlp full BP at batch 256 takes
+~300 000 cycles a step)."""
 
 
 class NetDriver(HostDriver):
