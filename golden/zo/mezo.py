@@ -21,6 +21,13 @@ Contract
   ``mode="stream"`` is what the FPGA does: the forward pass reads ``theta +- eps z`` tensor by tensor
   (materialised on read, one tensor at a time) and never writes a perturbed weight, so there is no
   drift.
+* Speed (results unchanged): perturbations and updates walk each tensor in pieces of ``CHUNK`` values, drawing z
+  piece by piece from ``sampler.stream`` (the same values as ``segment``) so z, the products and the weights' piece
+  stay in cache and no tensor-sized temporary is made; the per-element float32 operations and their order are
+  the ones written above, so the results do not depend on the piece size. With ``threads`` > 1 (default: as many
+  as BLAS may use, ``pezo.golden.threads``; 1 below ``PARALLEL_MIN_DIM`` trainable values) the tensors are shared
+  among that many threads (NumPy's generators and ufuncs release the GIL); each tensor is one thread's, so the
+  results do not depend on the thread count either.
 * Replay: ``replay`` applies the recorded (index, projected gradient) pairs -- and in ``inplace`` mode
   the same three perturbations -- through the same code path, so it rebuilds the trained weights bit
   for bit from the starting weights (``tests/golden/test_mezo.py``).
@@ -28,12 +35,20 @@ Contract
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from pezo.golden.threads import blas_threads, run_all
+
 MODES = ("inplace", "stream")
+CHUNK = 1 << 15
+"""Values per piece of a tensor in perturb / update (128 KiB of float32: a few such pieces fit in L2)."""
+PARALLEL_MIN_DIM = 1 << 18
+"""Below this many trainable values a step stays on one thread (a thread hand-off costs more than it saves)."""
 
 
 def no_decay(name: str) -> bool:
@@ -133,7 +148,16 @@ class PerturbedView(Mapping):
 class MeZO:
     """The optimiser over ``params`` (a dict, updated in place) restricted to ``names``."""
 
-    def __init__(self, params: dict[str, np.ndarray], names: Sequence[str], sampler, config: MeZOConfig):
+    def __init__(
+        self,
+        params: dict[str, np.ndarray],
+        names: Sequence[str],
+        sampler,
+        config: MeZOConfig,
+        threads: int | None = None,
+    ):
+        """``threads``: threads for perturb / update (None: ``blas_threads()``, or 1 below ``PARALLEL_MIN_DIM``
+        trainable values); the results are the same for any count."""
         if not isinstance(config, MeZOConfig):
             raise ValueError(f"config must be a MeZOConfig, got {type(config).__name__}")
         self.params, self.config, self.sampler = params, config, sampler
@@ -144,28 +168,58 @@ class MeZO:
             if params[name].dtype != np.float32:
                 raise ValueError(f"parameter {name} must be float32, got {params[name].dtype}")
         self.decay = tuple(not no_decay(n) for n in self.layout.names)
-        self._scratch = None  # two float32 buffers of the largest tensor, for the products (no temporaries)
+        if threads is None:
+            threads = blas_threads() if self.layout.dim >= PARALLEL_MIN_DIM else 1
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+        self.threads = threads
+        sizes = [self.layout.size(i) for i in range(len(self.layout.names))]
+        self._sizes = tuple(sizes)
+        self._order = tuple(sorted(range(len(sizes)), key=lambda i: -sizes[i]))  # largest first: balanced threads
+        self._local = threading.local()  # each thread's scratch pieces
 
-    def _buffers(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Two scratch arrays shaped like trainable tensor ``i`` (views of buffers made on first use)."""
-        if self._scratch is None:
-            largest = max(self.layout.size(j) for j in range(len(self.layout.names)))
-            self._scratch = (np.empty(largest, dtype=np.float32), np.empty(largest, dtype=np.float32))
-        size, shape = self.layout.size(i), self.layout.shapes[i]
-        return self._scratch[0][:size].reshape(shape), self._scratch[1][:size].reshape(shape)
+    def _pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's three float32 scratch pieces of ``CHUNK`` values (made on first use)."""
+        pieces = getattr(self._local, "pieces", None)
+        if pieces is None:
+            size = min(CHUNK, max(self._sizes))
+            pieces = self._local.pieces = tuple(np.empty(size, dtype=np.float32) for _ in range(3))
+        return pieces
+
+    def _each_tensor(self, work: Callable[[int, np.ndarray], None]) -> None:
+        """``work(i, flat)`` for every trainable tensor, ``flat`` its 1-D writeable view (a non-contiguous tensor
+        is worked on in a copy written back), on ``threads`` threads."""
+
+        def run(i: int) -> None:
+            theta = self.params[self.layout.names[i]]
+            flat = theta.reshape(-1)  # a view when theta is C-contiguous, else a copy
+            work(i, flat)
+            if not theta.flags.c_contiguous:
+                theta[...] = flat.reshape(theta.shape)
+
+        run_all([functools.partial(run, i) for i in self._order], self.threads)
 
     # -- perturbations ------------------------------------------------------------------------
     def _z(self, index: int, i: int) -> np.ndarray:
         z = self.sampler.segment(index, self.layout.offsets[i], self.layout.size(i))
         return z.reshape(self.layout.shapes[i])
 
+    def _stream(self, index: int, i: int):
+        return self.sampler.stream(index, self.layout.offsets[i], self._sizes[i])
+
     def perturb(self, index: int, scale: float) -> None:
         """theta += scale * eps * z(index), tensor by tensor, in place (MeZO's ``zo_perturb_parameters``)."""
         coef = np.float32(scale * self.config.eps)
-        for i, name in enumerate(self.layout.names):
-            theta = self.params[name]
-            step = np.multiply(self._z(index, i), coef, out=self._buffers(i)[0])  # coef * z, in a scratch buffer
-            theta += step
+
+        def work(i: int, theta: np.ndarray) -> None:
+            z, buffer = self._stream(index, i), self._pieces()[0]
+            for start in range(0, theta.size, CHUNK):
+                piece = theta[start : start + CHUNK]
+                step = z.read(buffer[: piece.size])
+                step *= coef  # coef * z
+                piece += step
+
+        self._each_tensor(work)
 
     def view(self, index: int, scale: float) -> PerturbedView:
         return PerturbedView(self.params, self.layout, self.sampler, index, scale * self.config.eps)
@@ -210,20 +264,30 @@ class MeZO:
         q = len(record.indices)
         lr, wd = np.float32(self.config.lr), np.float32(self.config.weight_decay)
         coefs = [np.float32(g / q) for g in record.projected_grads]
-        last = record.indices[-1]
         restore = np.float32(1.0 * self.config.eps)
-        for i, name in enumerate(self.layout.names):
-            theta = self.params[name]
-            u, term = self._buffers(i)  # the products below are the same float32 operations, without temporaries
-            z_last = self._z(last, i) if restore_last else None
-            if restore_last:
-                theta += np.multiply(z_last, restore, out=term)
-            np.multiply(z_last if restore_last and q == 1 else self._z(record.indices[0], i), coefs[0], out=u)
-            for n, (index, coef) in enumerate(zip(record.indices[1:], coefs[1:]), start=1):
-                u += np.multiply(z_last if restore_last and n == q - 1 else self._z(index, i), coef, out=term)
-            if self.decay[i] and wd:
-                u += np.multiply(theta, wd, out=term)
-            theta -= np.multiply(u, lr, out=u)
+
+        def work(i: int, theta: np.ndarray) -> None:
+            streams = [self._stream(index, i) for index in record.indices]
+            decay = bool(self.decay[i] and wd)
+            u_buf, term_buf, last_buf = self._pieces()
+            for start in range(0, theta.size, CHUNK):
+                piece = theta[start : start + CHUNK]
+                n = piece.size
+                u, term = u_buf[:n], term_buf[:n]
+                z_last = streams[-1].read(last_buf[:n]) if restore_last else None
+                if restore_last:
+                    piece += np.multiply(z_last, restore, out=term)
+                for k, (stream, coef) in enumerate(zip(streams, coefs)):
+                    z = z_last if restore_last and k == q - 1 else stream.read(term)
+                    if k == 0:
+                        np.multiply(z, coef, out=u)
+                    else:
+                        u += np.multiply(z, coef, out=term)
+                if decay:
+                    u += np.multiply(piece, wd, out=term)
+                piece -= np.multiply(u, lr, out=u)
+
+        self._each_tensor(work)
 
     def replay(self, records: Sequence[StepRecord]) -> None:
         """Re-apply recorded steps to ``params`` (which must hold the starting weights): the same

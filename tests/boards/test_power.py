@@ -249,12 +249,6 @@ def test_classify_nets_known_design():
     assert sorted((p["clocked"], p["enable"]) for p in ports["lrom"]) == [(False, "1"), (True, "1")]
 
 
-@pytest.fixture
-def private_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("PEZO_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 @pytest.mark.rtl
 @pytest.mark.parametrize("name", list(SMALL))
 def test_stream_run_per_strategy(name, require_simulator, tmp_path, private_cache):

@@ -169,13 +169,12 @@ def test_resources_have_not_drifted_from_the_committed_baseline():
 
 
 @pytest.mark.synth
-def test_a_new_key_for_the_same_verilog_reuses_its_synthesis(monkeypatch, tmp_path):
+def test_a_new_key_for_the_same_verilog_reuses_its_synthesis(monkeypatch, private_cache):
     """A source edit that leaves a circuit's Verilog unchanged (a new ``design_key``) costs no Yosys run: the
     result stored under the Verilog text answers, the same as the fresh one; new Verilog runs Yosys again."""
     from pezo.boards.flow import synth
     from pezo.boards.flow.report import generator_verilog
 
-    monkeypatch.setenv("PEZO_CACHE_DIR", str(tmp_path / "cache"))
     verilog, top = generator_verilog(PerturbConfig(n_rngs=3, rng_bits=5), "generator")
     first = synth.synthesize(verilog, top, key="sources v1")
     assert first["cached"] is False

@@ -68,6 +68,23 @@ def test_interface_contract(family):
     assert family in repr(sampler)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_stream_read_in_pieces_is_the_segment(family):
+    sampler = make_sampler(family, DIM, seed=3, **SMALL[family])
+    offset, size = PARTITION[0], PARTITION[1]
+    stream = sampler.stream(7, offset, size)
+    pieces, left = [], size
+    for count in (1, 0, 5, 2, size):  # uneven pieces, the last one the rest
+        count = min(count, left)
+        pieces.append(stream.read(np.empty(count, dtype=np.float32)).copy())
+        left -= count
+    assert np.array_equal(np.concatenate(pieces), sampler.segment(7, offset, size))
+    with pytest.raises(ValueError, match="passes the segment's end"):
+        stream.read(np.empty(1, dtype=np.float32))
+    with pytest.raises(ValueError, match="size must be in"):
+        sampler.stream(7, DIM - 1, 2)
+
+
 @pytest.mark.parametrize("family", ["gaussian", "rademacher", "uniform"])
 def test_seed_changes_the_numpy_families(family):
     assert not np.array_equal(

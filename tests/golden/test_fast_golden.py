@@ -28,6 +28,7 @@ from pezo.golden.rng.lfsr import (
 )
 from pezo.golden.rng.perturb import PerturbationStream
 from pezo.golden.rng.urng import URNGArray
+from pezo.golden.zo import mezo
 from pezo.golden.zo.families import make_sampler
 from pezo.golden.zo.int8_net import train_int8_net
 from pezo.golden.zo.mezo import MeZO, MeZOConfig
@@ -254,7 +255,7 @@ def test_the_mezo_step_with_the_restore_fused_into_the_update_is_restore_then_up
         assert np.array_equal(fused[name], plain[name]), name
 
 
-def mezo_digest(family: str, queries: int, mode: str, steps: int = 30) -> str:
+def mezo_digest(family: str, queries: int, mode: str, steps: int = 30, threads: int | None = None) -> str:
     """Digest of the trained float32 weights and every step's projected gradients and loss of a small MeZO run."""
     rng = np.random.default_rng(11)
     shapes = {"w": (9, 6), "bias": (9,), "LayerNorm.weight": (6,)}
@@ -267,7 +268,7 @@ def mezo_digest(family: str, queries: int, mode: str, steps: int = 30) -> str:
     options = {"n_rngs": 7, "rng_bits": 10} if family == "pezo-otf" else {}
     sampler = make_sampler(family, 54 + 9 + 6, seed=5, **options)
     config = MeZOConfig(lr=2e-3, eps=1e-2, queries=queries, weight_decay=0.1, mode=mode)
-    opt = MeZO(params, list(shapes), sampler, config)
+    opt = MeZO(params, list(shapes), sampler, config, threads=threads)
     records = [opt.step(t, loss) for t in range(steps)]
     blob = b"".join(params[n].tobytes() for n in shapes)
     blob += json.dumps([[r.projected_grads, r.loss] for r in records]).encode()
@@ -287,3 +288,10 @@ MEZO_RUNS = {
 @pytest.mark.parametrize("key", MEZO_RUNS)
 def test_mezo_runs_give_the_recorded_weights(key):
     assert mezo_digest(*key) == MEZO_RUNS[key]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("key", MEZO_RUNS)
+def test_mezo_runs_do_not_depend_on_the_piece_size_or_the_threads(key, monkeypatch):
+    monkeypatch.setattr(mezo, "CHUNK", 5)  # tensors of 54, 9 and 6 values: several pieces, a short last one
+    assert mezo_digest(*key, threads=3) == MEZO_RUNS[key]
