@@ -190,6 +190,28 @@ def run_cocotb(
     return {"build_s": built - start, "test_s": done - built}
 
 
+def run_testbench(
+    verilog, top: str, module: str, simulator: str, build_dir: Path, env: dict, result_file: Path, extra=None
+):
+    """Run the cocotb ``module`` on ``top`` and return the JSON it wrote to ``result_file`` plus the build/test
+    times, ``simulator`` and ``extra``; a failed test that wrote its result (a mismatch) returns it, any other
+    failure raises."""
+    try:
+        timing = run_cocotb(
+            verilog_path=verilog,
+            toplevel=top,
+            test_module=module,
+            simulator=simulator,
+            build_dir=build_dir,
+            extra_env=env,
+        )
+    except AssertionError:
+        if not result_file.exists():
+            raise
+        timing = {}
+    return {**json.loads(result_file.read_text()), **timing, "simulator": simulator, **(extra or {})}
+
+
 def run_bench(
     bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1, expect_config=None
 ) -> dict:
@@ -278,20 +300,7 @@ def run_engine(
         "PEZO_ENGINE_DATA": str(data_file),
         "PEZO_RESULT": str(result_file),
     }
-    try:
-        timing = run_cocotb(
-            verilog_path=verilog,
-            toplevel=top,
-            test_module="pezo.sim.engine_tb",
-            simulator=simulator,
-            build_dir=build_dir,
-            extra_env=env,
-        )
-    except AssertionError:
-        if not result_file.exists():
-            raise
-        timing = {}
-    return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
+    return run_testbench(verilog, top, "pezo.sim.engine_tb", simulator, build_dir, env, result_file)
 
 
 def run_net_engine(
@@ -339,20 +348,7 @@ def run_net_engine(
         "PEZO_RESULT": str(result_file),
         "PEZO_HOST_G": json.dumps(host_g) if host_g else "",
     }
-    try:
-        timing = run_cocotb(
-            verilog_path=verilog,
-            toplevel=top,
-            test_module="pezo.sim.net_tb",
-            simulator=simulator,
-            build_dir=build_dir,
-            extra_env=env,
-        )
-    except AssertionError:
-        if not result_file.exists():
-            raise
-        timing = {}
-    return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
+    return run_testbench(verilog, top, "pezo.sim.net_tb", simulator, build_dir, env, result_file)
 
 
 def run_board(
@@ -398,20 +394,7 @@ def run_board(
         "PEZO_RESULT": str(result_file),
         "PEZO_USE_IRQ": "1" if use_irq else "0",
     }
-    try:
-        timing = run_cocotb(
-            verilog_path=verilog,
-            toplevel=top,
-            test_module="pezo.sim.board_tb",
-            simulator=simulator,
-            build_dir=build_dir,
-            extra_env=env,
-        )
-    except AssertionError:
-        if not result_file.exists():
-            raise
-        timing = {}
-    return {**json.loads(result_file.read_text()), **timing, "simulator": simulator}
+    return run_testbench(verilog, top, "pezo.sim.board_tb", simulator, build_dir, env, result_file)
 
 
 def run_uart_board(
@@ -460,17 +443,6 @@ def run_uart_board(
         "PEZO_DIVISOR": str(divisor),
         "PEZO_HOST_FED_STEPS": str(host_fed_steps),
     }
-    try:
-        timing = run_cocotb(
-            verilog_path=verilog,
-            toplevel=top,
-            test_module="pezo.sim.uart_tb",
-            simulator="verilator",
-            build_dir=build_dir,
-            extra_env=env,
-        )
-    except AssertionError:
-        if not result_file.exists():
-            raise
-        timing = {}
-    return {**json.loads(result_file.read_text()), **timing, "simulator": "verilator", "capacity": capacity}
+    return run_testbench(
+        verilog, top, "pezo.sim.uart_tb", "verilator", build_dir, env, result_file, {"capacity": capacity}
+    )
