@@ -41,7 +41,15 @@ from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.network import BP_DRAINS, NetConfig
-from pezo.hw.engine.pe_array import index_bits, int8_lanes, requantize, saturate, select, weight_write
+from pezo.hw.engine.pe_array import (
+    REQUANT_STAGES,
+    index_bits,
+    int8_lanes,
+    requantize_registered,
+    saturate,
+    select,
+    weight_write,
+)
 
 KIND_FORWARD, KIND_GRAD_MAX, KIND_GRAD_UPDATE, KIND_ERROR = 0, 1, 2, 3
 BP_BITS_WIDTH = 3
@@ -197,11 +205,6 @@ def error_block(m, cfg: NetConfig, state, block, name="error_block"):
         m.d.comb += [row[c].eq(_hinge_error(state[r], block * C + c)) for c in range(C)]
         rows.append(row)
     return rows
-
-
-def requantised_rows(m, sums, shift, name="error_requant"):
-    """The R int32 values requantised to int8 by ``shift`` (round half up, saturated)."""
-    return [requantize(m, sums[r], shift, f"{name}_{r}") for r in range(len(sums))]
 
 
 def lane_of(word, lane, lanes: int):
@@ -512,17 +515,25 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
     ]
     with m.If(e1):
         m.d.sync += bp.e_or.eq(bp.e_or | or_all([magnitude(masked_sums[r]) for r in range(R)]))
-    # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row
+    # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row; the read registered,
+    # then the rounding shift and the saturation one register each (REQUANT_STAGE_DELAY cycles read -> write)
     m.d.comb += tm.s_read.addr.eq(bp.bt * max(1, cfg.hidden_width) + bp.bk)
-    q1, qt1, qw1, ql1 = Signal(), Signal.like(bp.bt), Signal.like(bp.bk_word), Signal.like(bp.bk_lane)
-    m.d.sync += [q1.eq(bp.requantising), qt1.eq(bp.bt), qw1.eq(bp.bk_word), ql1.eq(bp.bk_lane)]
-    values = requantised_rows(m, tm.s_read.data, bp.e_shift)
-    q2, qt2, qw2, ql2 = Signal(), Signal.like(qt1), Signal.like(qw1), Signal.like(ql1)
+    stage = [(bp.requantising, bp.bt, bp.bk_word, bp.bk_lane)]
+    for i in range(1 + 1 + REQUANT_STAGES):
+        prev = stage[-1]
+        regs = (Signal(name=f"rq_valid_{i}"), Signal.like(bp.bt), Signal.like(bp.bk_word), Signal.like(bp.bk_lane))
+        m.d.sync += [r.eq(p) for r, p in zip(regs, prev)]
+        stage.append(regs)
+    read_q = Signal.like(tm.s_read.data, name="error_sums_q")
+    m.d.sync += read_q.eq(tm.s_read.data)
     q_values = Signal(data.ArrayLayout(signed(8), R))
-    m.d.sync += [q2.eq(q1), qt2.eq(qt1), qw2.eq(qw1), ql2.eq(ql1), *[q_values[r].eq(values[r]) for r in range(R)]]
-    lane_mask = Cat(*[(Const(1, C) << ql2)[:C] for _ in range(R)])
     m.d.comb += [
-        tm.e_write.addr.eq(qt2 * tm.words + qw2),
+        q_values[r].eq(requantize_registered(m, read_q[r], bp.e_shift, f"error_requant_{r}")) for r in range(R)
+    ]
+    valid, tile, word, lane = stage[-1]
+    lane_mask = Cat(*[(Const(1, C) << lane)[:C] for _ in range(R)])
+    m.d.comb += [
+        tm.e_write.addr.eq(tile * tm.words + word),
         tm.e_write.data.eq(Cat(*[q_values[r].replicate(C) for r in range(R)])),
-        tm.e_write.en.eq(Mux(q2, lane_mask, 0)),
+        tm.e_write.en.eq(Mux(valid, lane_mask, 0)),
     ]
