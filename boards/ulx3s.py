@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -112,6 +113,27 @@ def tool_environment() -> dict:
     return env
 
 
+class FlowError(RuntimeError):
+    """The open flow (Yosys, nextpnr-ecp5, ecppack) stopped with an error; the message names the step and quotes
+    its log's last lines (``pezo build`` removes its staging directory on failure, so the message is what is
+    left of the logs)."""
+
+
+def flow_failure(directory: Path, returncode: int) -> str:
+    """The message for a failed ``build_top.sh`` in ``directory``: the step that failed (the last of Yosys's
+    ``top.rpt``, nextpnr's ``top.tim`` and ecppack (started once nextpnr wrote ``top.config``) that was started)
+    and its log's last 25 lines (ecppack keeps no log: its error is on stderr above)."""
+    directory = Path(directory)
+    steps = (("Yosys", "top.rpt"), ("nextpnr-ecp5", "top.tim"), ("ecppack", "top.config"))
+    started = [(tool, directory / log) for tool, log in steps if (directory / log).exists()]
+    tool, log = started[-1] if started else ("Yosys", directory / "top.rpt")
+    tail = ""
+    if log.exists() and log.suffix != ".config":
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+    where = f"; {log.name} ends:\n{tail}" if tail else ""
+    return f"the ULX3S flow failed in {tool} (build_top.sh exit {returncode}){where}"
+
+
 def run_flow(top, directory: Path) -> dict:
     """Yosys ``synth_ecp5``, nextpnr-ecp5 and ecppack on the Elaboratable ``top`` in ``directory`` (Amaranth's
     Trellis build plan, the yowasp tools). Returns nextpnr's ``fmax_mhz``, ``critical_path`` and ``clock``."""
@@ -126,6 +148,8 @@ def run_flow(top, directory: Path) -> dict:
         # the plan alone: the platform's programming tool (openFPGALoader) is not needed to build
         plan = platform.build(top, name="top", do_build=False)
         plan.execute_local(str(directory))
+    except subprocess.CalledProcessError as error:
+        raise FlowError(flow_failure(directory, error.returncode)) from None
     finally:
         for key, value in saved.items():
             if value is None:

@@ -103,3 +103,18 @@ def test_pezo_build_writes_the_ulx3s_trainer_bitstream(tmp_path, capsys):
     assert meta["design"] == "engine" and meta["link"] == "uart" and meta["capacity"] == 256
     assert meta["fmax_mhz"] > ulx3s.CLOCK_HZ / 1e6 and meta["resources"]["MULT18"] > 0
     assert f"openFPGALoader -b ulx3s '{bitstream}'" in printed and "--uart /dev/ttyUSB0" in printed
+
+
+def test_a_failed_flow_names_its_step_and_quotes_its_log(tmp_path):
+    """``pezo build`` removes its staging directory when the flow fails: the error carries the log's end."""
+    from pezo.boards.ulx3s import flow_failure
+
+    assert flow_failure(tmp_path, 1) == "the ULX3S flow failed in Yosys (build_top.sh exit 1)"
+    (tmp_path / "top.rpt").write_text("".join(f"yosys line {i}\n" for i in range(40)))
+    said = flow_failure(tmp_path, 1)
+    assert said.startswith("the ULX3S flow failed in Yosys (build_top.sh exit 1); top.rpt ends:\n")
+    assert "yosys line 39" in said and "yosys line 15" in said and "yosys line 14\n" not in said
+    (tmp_path / "top.tim").write_text("Info: routing\nERROR: Failed to route net clk\n")
+    assert flow_failure(tmp_path, 1).endswith("top.tim ends:\nInfo: routing\nERROR: Failed to route net clk")
+    (tmp_path / "top.config").write_text(".device LFE5U-85F\n")
+    assert flow_failure(tmp_path, 2) == "the ULX3S flow failed in ecppack (build_top.sh exit 2)"
