@@ -320,3 +320,82 @@ def conv_output(acc, layer: Conv2D) -> np.ndarray:
 def conv_forward(h, layer: Conv2D, w, bias, cols: int, from_batch: bool = False) -> np.ndarray:
     """``conv_output(conv_acc(...))``: the layer's int8 output [B, outputs] (module docstring)."""
     return conv_output(conv_acc(h, layer, w, bias, cols, from_batch), layer)
+
+
+WALK_FIELDS = ("channel", "pixel", "word", "addr", "zero", "first", "last", "stream", "out_word", "out_lane")
+WALK_FIELDS += ("pool_first", "pool_last")
+"""The per-cycle fields of ``patch_word_addresses``."""
+
+
+def walk_pixels(layer: Conv2D) -> np.ndarray:
+    """The conv output pixels (oy * OW + ox) in the walk's order: row-major, or with a pool its windows row-major,
+    each window's 4 pixels (dy, dx) row-major."""
+    oh, ow = layer.conv_height, layer.conv_width
+    if layer.pool == "none":
+        return np.arange(oh * ow)
+    py, px, dy, dx = np.meshgrid(np.arange(oh // 2), np.arange(ow // 2), (0, 1), (0, 1), indexing="ij")
+    return ((2 * py + dy) * ow + 2 * px + dx).ravel()
+
+
+def patch_word_addresses(layer: Conv2D, cols: int, from_batch: bool = False) -> dict[str, np.ndarray]:
+    """The address walk of one batch tile of ``layer`` (module docstring), one entry per issue cycle
+    (OH * OW * out_channels * row_words of them), in order: for each output ``channel`` o, for each output ``pixel``
+    (oy * OW + ox) in ``walk_pixels`` order, for each row ``word`` w (the row buffer's address):
+
+    * ``addr`` -- the word the array reads: the activation-buffer word (iy * W + ix) * (in_channels / C) + cb of
+      patch word w = (ky * k + kx) * (in_channels / C) + cb at input pixel (iy, ix) = (oy * s - p + ky,
+      ox * s - p + kx); with ``from_batch`` (layer 0) the batch-memory word pixel * row_words + w of the host's
+      im2col'd example (``batch_patches``). 0 where ``zero``.
+    * ``zero`` -- 1: a zero word (zero padding) instead of a read.
+    * ``first`` / ``last`` -- the dot product's first / last word (the array's flags).
+    * ``stream`` -- 1: the first pixel of the channel, whose weight words come from the weight memory and the
+      perturbation (and are written through into the row buffer); 0: the row buffer's word ``word``.
+    * ``out_word`` / ``out_lane`` -- where the result goes (meaningful with ``last``): element
+      e = pixel' * out_channels + o of the HWC output, pixel' the pooled pixel, at lane e % C of word e // C.
+    * ``pool_first`` / ``pool_last`` -- with ``last``: the dot product opens / closes its 2 x 2 pool window (the
+      register restarts / the pooled value is written); both 1 without a pool (every result is written).
+
+    Raises ValueError for a layer the walk cannot address: a later layer (not ``from_batch``) whose in_channels is
+    not a multiple of ``cols``."""
+    if not from_batch and layer.in_channels % cols:
+        raise ValueError(
+            f"conv {layer.shape_text()}: the walk reads one activation word of {cols} channels per pixel, so "
+            f"in_channels must be a multiple of {cols}"
+        )
+    k, s, p = layer.kernel, layer.stride, layer.padding
+    row_words = layer.row_length(cols) // cols
+    pixels = walk_pixels(layer)
+    o, order, w = np.meshgrid(
+        np.arange(layer.out_channels), np.arange(layer.pixels), np.arange(row_words), indexing="ij"
+    )
+    pixel = pixels[order]
+    oy, ox = pixel // layer.conv_width, pixel % layer.conv_width
+    if from_batch:
+        zero = np.zeros(w.shape, dtype=bool)
+        addr = pixel * row_words + w
+    else:
+        blocks = layer.in_channels // cols
+        kk, cb = w // blocks, w % blocks
+        iy, ix = oy * s - p + kk // k, ox * s - p + kk % k
+        zero = (iy < 0) | (iy >= layer.height) | (ix < 0) | (ix >= layer.width)
+        addr = np.where(zero, 0, (iy * layer.width + ix) * blocks + cb)
+    div = 2 if layer.pool != "none" else 1
+    out_pixel = (oy // div) * (layer.conv_width // div) + ox // div
+    element = out_pixel * layer.out_channels + o
+    window = order % 4 if layer.pool != "none" else np.zeros_like(order)
+    last_in_window = 3 if layer.pool != "none" else 0
+    fields = {
+        "channel": o,
+        "pixel": pixel,
+        "word": w,
+        "addr": addr,
+        "zero": zero,
+        "first": w == 0,
+        "last": w == row_words - 1,
+        "stream": order == 0,
+        "out_word": element // cols,
+        "out_lane": element % cols,
+        "pool_first": window == 0,
+        "pool_last": window == last_in_window,
+    }
+    return {name: np.asarray(fields[name]).ravel().astype(np.int64) for name in WALK_FIELDS}

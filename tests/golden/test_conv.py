@@ -6,7 +6,16 @@ import json
 import numpy as np
 import pytest
 
-from pezo.golden.engine.conv import Conv2D, batch_patches, conv_forward, hwc_order, im2col, kernel_rows, kernel_tensor
+from pezo.golden.engine.conv import (
+    Conv2D,
+    batch_patches,
+    conv_forward,
+    hwc_order,
+    im2col,
+    kernel_rows,
+    kernel_tensor,
+    patch_word_addresses,
+)
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.net_file import NetFile, dumps_net, load_net, net_from_dict
 from pezo.golden.engine.network import Layer, NetConfig, NetEngine, forward_pass
@@ -210,3 +219,61 @@ def test_train_int8_runs_the_digits_cnn(split, bits, capsys):
     assert r["net"] == "digits-cnn" and r["weights"] == 3648 and r["split"] == (split or "cls1")  # NET_SPLITS
     assert r["bp_bits"] == bits and r["model"] == "mean of the last 3 checkpoints"  # SPLIT_DEFAULTS, capped
     assert r["test_accuracy"] > r["start_accuracy"]
+
+
+def replay_walk(h, layer: Conv2D, w, cols, from_batch):
+    """The layer's int8 output by following ``patch_word_addresses`` word by word, as the RTL would: read the
+    addressed word (or zeros), accumulate, requantise on ``last``, fold the pool window, write the output lane."""
+    walk = patch_word_addresses(layer, cols, from_batch)
+    words = (batch_patches(h, layer, cols) if from_batch else h).reshape(len(h), -1, cols)
+    out = np.full((len(h), -(-layer.outputs // cols) * cols), -999, dtype=np.int64)
+    acc = pooled = 0
+    for t in range(len(walk["addr"])):
+        o, word = walk["channel"][t], walk["word"][t]
+        act = 0 * words[:, 0] if walk["zero"][t] else words[:, walk["addr"][t]]
+        acc = (0 if walk["first"][t] else acc) + act @ w[o, word * cols : (word + 1) * cols]
+        if not walk["last"][t]:
+            continue
+        q = np.clip(round_shift(acc, layer.shift), 0 if layer.relu else -127, 127)
+        if walk["pool_first"][t]:
+            pooled = q
+        elif layer.pool == "max":
+            pooled = np.maximum(pooled, q)
+        else:
+            pooled = pooled + q
+        if walk["pool_last"][t]:
+            out[:, walk["out_word"][t] * cols + walk["out_lane"][t]] = (
+                round_shift(pooled, 2) if layer.pool == "avg" else pooled
+            )
+    return out[:, : layer.outputs]
+
+
+WALKS = [
+    (Conv2D(1, 8, 8, 8, kernel=3, padding=1, pool="max", shift=9, relu=True), True, 8),  # digits-cnn's conv1
+    (Conv2D(8, 4, 4, 16, kernel=3, padding=1, pool="max", shift=8, relu=True), False, 8),  # and conv2
+    (Conv2D(16, 6, 6, 3, kernel=3, stride=2, padding=1, shift=7), False, 8),
+    (Conv2D(8, 5, 5, 4, kernel=5, padding=2, shift=9, relu=True), False, 4),
+    (Conv2D(3, 8, 8, 6, kernel=3, padding=1, pool="avg", shift=8), True, 8),
+]
+
+
+@pytest.mark.parametrize(
+    "layer, from_batch, cols", WALKS, ids=lambda v: v.describe() if hasattr(v, "describe") else str(v)
+)
+def test_the_address_walk_computes_the_layer(layer, from_batch, cols):
+    rng = np.random.default_rng(layer.out_channels)
+    h = rng.integers(-128, 128, (3, layer.inputs))
+    w = rng.integers(-127, 128, layer.weight_shape(cols))
+    expected = conv_forward(h, layer, w, np.zeros(layer.out_channels, dtype=int), cols, from_batch)
+    assert np.array_equal(replay_walk(h, layer, w, cols, from_batch), expected)
+    walk = patch_word_addresses(layer, cols, from_batch)
+    assert len(walk["addr"]) == layer.pixels * layer.out_channels * layer.row_length(cols) // cols
+    assert walk["stream"].sum() == layer.out_channels * layer.row_length(cols) // cols  # each row streamed once
+
+
+def test_the_walk_of_digits_cnn_matches_the_cycle_bound_and_refuses_split_channels():
+    config = load_net("digits-cnn").config
+    for i in (0, 1):
+        assert len(patch_word_addresses(config.layers[i], 8, from_batch=i == 0)["addr"]) == config.layer_cycles(i)
+    with pytest.raises(ValueError, match=r"conv 3x3/1 pad 1 4x4x4 -> 8: the walk reads one activation word of 8"):
+        patch_word_addresses(Conv2D(4, 4, 4, 8, padding=1), 8)
