@@ -277,3 +277,19 @@ def test_the_walk_of_digits_cnn_matches_the_cycle_bound_and_refuses_split_channe
         assert len(patch_word_addresses(config.layers[i], 8, from_batch=i == 0)["addr"]) == config.layer_cycles(i)
     with pytest.raises(ValueError, match=r"conv 3x3/1 pad 1 4x4x4 -> 8: the walk reads one activation word of 8"):
         patch_word_addresses(Conv2D(4, 4, 4, 8, padding=1), 8)
+
+
+# digits-cnn's default short runs (split_config, seed 1, 60 steps): final weights digests on the addressable layout
+# (HWC activations, rows (ky, kx, ci), issue 33's address walk); on the channel-major layout they were cls1
+# ae539be9ef12a360 and full-zo f163154b8ffee17e (the full default run: 5f63607d5ecdf0cc -> 7c2d3cde09652307,
+# benchmarks/results/engine_net/cnn/runs/digits-cnn-cls1-s1.json).
+CNN_DIGESTS = {"cls1": "04ce2d071405ec2c", "full-zo": "2df10751776e2d91"}
+
+
+@pytest.mark.parametrize("split", sorted(CNN_DIGESTS))
+def test_digits_cnn_short_runs_are_pinned(split):
+    from pezo.golden.zo.int8_net import train_int8_net
+    from pezo.golden.zo.net_config import split_config
+
+    config = split_config("digits-cnn", split, seed=1).replace(steps=60, eval_every=20, average_last=3)
+    assert train_int8_net(config)["final_weights_digest"] == CNN_DIGESTS[split]
