@@ -330,13 +330,15 @@ def net_train_config(args, steps: int | None = None):
 
 def check_rtl_layers(net) -> None:
     """One error for a network (``NetConfig``) with convolution layers: the engine's RTL runs dense layers only
-    so far (the conv arithmetic exists in golden only, ``pezo.golden.engine.conv``)."""
+    so far (the conv arithmetic is golden, ``pezo.golden.engine.conv``; its address walk, ``hw.engine.conv_walk``,
+    is not part of the engine yet)."""
     convs = [i for i, layer in enumerate(net.layers) if layer.kind == "conv"]
     if convs:
         i = convs[0]
         raise CLIError(
             f"--net {net.name}: layer {i} ({net.layers[i].describe()}) is a convolution; the engine's RTL runs dense "
-            f"layers only (no conv address generator yet); the golden trainer runs it: pezo train-int8 --net {net.name}"
+            f"layers only (the conv address walk is not in the engine yet); the golden trainer runs it: "
+            f"pezo train-int8 --net {net.name}"
         )
 
 
