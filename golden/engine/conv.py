@@ -45,7 +45,7 @@ perturbation stream, the +/-epsilon passes and the ZO update's replay walk conv 
 A conv layer is never the last layer (the logits are a dense layer's accumulators) and never in the backprop tail
 (``golden.engine.backprop``: the tail is dense-only).
 
-**The address walk and its cycles** (``patch_word_addresses``; the RTL's address generator is not built yet): per
+**The address walk and its cycles** (``patch_word_addresses``; its RTL twin ``hw.engine.conv_walk``): per
 batch tile, for each output channel o, for each output pixel -- in pool-window order when the layer pools
 (pooled pixel (py, px) row-major, then its window (dy, dx) row-major, so the pool folds 4 consecutive dot products
 in a register and writes once) -- the ``row_words`` = row_length / C words of the patch in lane order, one per
