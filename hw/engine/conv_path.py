@@ -38,17 +38,6 @@ def row_words(layer, cols: int) -> int:
     return layer.row_length(cols) // cols if layer.kind == "conv" else layer.inputs // cols
 
 
-def check_engine_conv(cfg: NetConfig) -> None:
-    """One ValueError for a conv net the engine cannot generate: with the backprop tail (``hw.engine.bp_tail``
-    addresses the hidden buffer per dense layer; a conv net trains full ZO on the engine)."""
-    if cfg.has_conv and cfg.backprop:
-        first = next(i for i, layer in enumerate(cfg.layers) if layer.kind == "conv")
-        raise ValueError(
-            f"layer {first} ({cfg.layers[first].describe()}) is a convolution: the engine's backprop tail runs on "
-            "dense-only nets (a conv net trains full ZO on the engine)"
-        )
-
-
 def _delayed(m, value, stages: int, name: str):
     """``value`` through ``stages`` registers."""
     for i in range(stages):
@@ -67,7 +56,6 @@ class ConvPath:
     ``issue``: the controller's issue strobe; ``idle``: holds every walk at its start."""
 
     def __init__(self, m, cfg: NetConfig, layer, issue, updating, idle):
-        check_engine_conv(cfg)
         C, L = cfg.array.cols, len(cfg.layers)
         self.cfg = cfg
         convs = [i for i, lay in enumerate(cfg.layers) if lay.kind == "conv"]
@@ -77,8 +65,10 @@ class ConvPath:
             advance = issue & (layer == i) & ~updating
             walks[i] = walk_fields(m, shape, advance=advance, clear=idle, prefix=f"conv{i}_walk")
         self.walks = walks
+        self.running = Signal(name="conv_running")  # the controller's RUN state (driven by the controller)
         self.active = Signal(name="conv_active")
-        m.d.comb += self.active.eq(~updating & select(layer, [Const(int(i in walks), 1) for i in range(L)]))
+        is_conv = select(layer, [Const(int(i in walks), 1) for i in range(L)])
+        m.d.comb += self.active.eq(self.running & ~updating & is_conv)
         for name in MUXED_FIELDS:
             values = [walks[i][name] if i in walks else Const(0, 1) for i in range(L)]
             width = max(len(v) if hasattr(v, "__len__") else 1 for v in values)

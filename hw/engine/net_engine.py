@@ -369,7 +369,7 @@ class NetEngine(ConfigComponent):
         if cfg.backprop:  # the partition C (OP_TRAIN only; other operations run full ZO) and b_BP
             split, bp_bits = Signal(range(L + 1), name="split_c"), Signal(unsigned(BP_BITS_WIDTH), name="bp_bits_q")
             zo_end = Signal(range(cfg.weight_words + 1), name="zo_end")
-            m.d.comb += zo_end.eq(select(split, [sum(x.weights for x in cfg.layers[:i]) // C for i in range(L + 1)]))
+            m.d.comb += zo_end.eq(select(split, [sum(map(cfg.layer_weights, range(i))) // C for i in range(L + 1)]))
             full_bp, has_tail = split == 0, split != L
         else:
             split = bp_bits = None
@@ -558,6 +558,8 @@ class NetEngine(ConfigComponent):
         # simulators evaluate them from time 0)
         first_pass = ~updating & (sign == 0) & (tile == 0)
         commanding, running = fsm.ongoing("COMMAND"), fsm.ongoing("RUN")
+        if conv is not None:
+            m.d.comb += conv.running.eq(running)
         m.d.comb += [
             stream.next.eq(commanding & first_pass),
             stream.rewind.eq(commanding & ~first_pass),
@@ -622,19 +624,19 @@ class NetEngine(ConfigComponent):
             m.d.comb += mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))
         x_addr = Signal.like(x_read.addr)
         tile, j = (ctl.tile, ctl.j) if bp is None else (Mux(bp.grad, bp.bt, ctl.tile), Mux(bp.grad, bp.bj, ctl.j))
+        x_word = j
         if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
-            j = ctl.conv.walks[0]["addr"]
-        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + j)
+            x_word = ctl.conv.walks[0]["addr"]
+        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + x_word)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
-            if ctl.conv is not None:  # a conv layer's patch word of the HWC map
-                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + Mux(ctl.conv.active, ctl.conv.addr, ctl.j))
-            elif bp is None:
-                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + ctl.j)
+            h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
+            if bp is None:
+                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
-                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + j)
+                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
             m.d.comb += h_read.addr.eq(h_addr)
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):

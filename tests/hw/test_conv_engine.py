@@ -10,7 +10,6 @@ from pezo.golden.engine.conv import Conv2D
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import Layer, NetConfig
-from pezo.hw.engine.conv_path import check_engine_conv
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.sim.amaranth_sim import run_host
 from pezo.sim.net_host import net_training
@@ -119,9 +118,32 @@ def test_digits_cnn_matches_golden_within_the_bound():
     assert cfg.cycle_bound() <= result["busy_cycles_per_step"] <= 1.02 * cfg.cycle_bound()
 
 
-def test_a_conv_net_with_the_backprop_tail_is_refused_naming_the_layer():
-    with pytest.raises(ValueError, match=r"layer 0 \(conv3x3/1 pad 1 16 -> 4x2x2 relu maxpool\) is a convolution"):
-        check_engine_conv(TINY_CNN.replace(rows=4, batch=4, backprop=True))
+# ZO on two conv layers, the backprop tail on the dense classifier (square array, two tiles)
+CNN_TAIL = NetConfig().replace(
+    layers=(
+        Conv2D(1, 4, 4, 4, kernel=3, padding=1, pool="max", shift=7, relu=True),
+        Conv2D(4, 2, 2, 4, kernel=3, padding=1, shift=8, relu=True),
+        Layer(16, 8, shift=7, relu=True),
+        Layer(8, 3),
+    ),
+    rows=4,
+    cols=4,
+    batch=8,
+    name="cnn-tail",
+    backprop=True,
+)
+
+
+@pytest.mark.parametrize("split", [2, 3, 4], ids=["cls1", "cls2", "full-zo"])
+def test_a_cnn_with_the_backprop_tail_matches_golden(split):
+    """ElasticZO-INT8 on a CNN: ZO over the conv layers (their walks fill the per-tile activation slots), the
+    integer tail over the dense ones (reading the HWC conv output as its input), bit-exact, the tail's cycles at
+    most 10 % over its bound."""
+    loss = LossConfig(mode="sign", margin=100, split=split, bp_bits=3)
+    result = conv_run(CNN_TAIL, loss)
+    assert result["match"], result["mismatches"]
+    bound = CNN_TAIL.bp_cycle_bound(split) if split < 4 else 0
+    assert bound <= result["bp_cycles_per_step"] <= 1.10 * bound
 
 
 def test_a_dense_net_builds_no_conv_logic():
