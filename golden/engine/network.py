@@ -18,7 +18,7 @@ bias)``, executed on the R x C array one layer at a time, one batch tile of R ex
   channels of one pixel), and a dense layer after it reads that flattening (Flatten is free). A conv layer 0 reads
   the batch im2col'd by the host (``golden.engine.conv.batch_patches``); a later conv layer needs ``in_channels``
   a multiple of C (refused otherwise, naming the layer). A conv layer is never the last one nor in the backprop
-  tail; the RTL has no conv address generator yet (the CLI's RTL commands refuse such a net).
+  tail; the RTL runs it (``hw.engine.conv_path``; ``pezo sim engine``; the board top refuses such a net).
 
 **Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
 order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``

@@ -18,6 +18,11 @@ Datapath, one weight word (C weights of one output) per cycle for R examples:
   buffer l % 2); the last layer's sums go to the logit memory and the loss unit;
 * loss unit (``LOSS_LATENCY``): per row the label's logit and the running maximum of the others, the
   hinge term after the last output, a tree sum over the rows and an accumulator per pass.
+* a conv layer (``hw.engine.conv_path``, built only for a net with one) walks its patches in golden's order:
+  the weight word advances (and the stream is consumed) on a channel's first pixel only, later pixels take the
+  row buffer's words; the activation word is the patch word (a zero word in the padding; a conv layer 0 reads
+  the host's im2col'd batch, ``NetConfig.input_words`` words per example); the results fold in the 2 x 2 pool
+  register and the window's last writes its lane of the HWC hidden word.
 
 Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, then ``done``):
 
