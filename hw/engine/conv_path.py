@@ -41,9 +41,7 @@ def row_words(layer, cols: int) -> int:
 def _delayed(m, value, stages: int, name: str):
     """``value`` through ``stages`` registers."""
     for i in range(stages):
-        reg = (
-            Signal.like(value, name=f"{name}_{i + 1}") if isinstance(value, Signal) else Signal(name=f"{name}_{i + 1}")
-        )
+        reg = Signal.like(value, name=f"{name}_{i + 1}")
         m.d.sync += reg.eq(value)
         value = reg
     return value
@@ -51,9 +49,9 @@ def _delayed(m, value, stages: int, name: str):
 
 class ConvPath:
     """The conv layers' walks on ``m`` (module docstring): ``active`` -- a conv layer's forward word is issued this
-    cycle (the controller's ``layer`` is a conv layer, not in an update pass); ``streaming`` -- the issued word is
-    a weight-memory / stream word; and the ``MUXED_FIELDS`` of the walk of layer ``layer`` as attributes.
-    ``issue``: the controller's issue strobe; ``idle``: holds every walk at its start."""
+    cycle (the controller's RUN state, ``running``, which it drives, in a conv ``layer``, not an update pass);
+    ``streaming`` -- the issued word is a weight-memory / stream word; and the ``MUXED_FIELDS`` of the walk of layer
+    ``layer`` as attributes. ``issue``: the controller's issue strobe; ``idle``: holds every walk at its start."""
 
     def __init__(self, m, cfg: NetConfig, layer, issue, updating, idle):
         C, L = cfg.array.cols, len(cfg.layers)
@@ -71,8 +69,7 @@ class ConvPath:
         m.d.comb += self.active.eq(self.running & ~updating & is_conv)
         for name in MUXED_FIELDS:
             values = [walks[i][name] if i in walks else Const(0, 1) for i in range(L)]
-            width = max(len(v) if hasattr(v, "__len__") else 1 for v in values)
-            sig = Signal(width, name=f"conv_{name}")
+            sig = Signal(max(len(v) for v in values), name=f"conv_{name}")
             m.d.comb += sig.eq(select(layer, values))
             setattr(self, name, sig)
         self.streaming = Signal(name="conv_streaming")
