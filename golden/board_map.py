@@ -257,8 +257,9 @@ class BoardMap:
             "weights": "int8 weight i at byte i (global order); idle only",
             "x": f"int8 input k of example b at b*{self.x_stride} + k (the free bank)"
             if self.conv0 is None
-            else f"int8 patch byte k (0..{self.x_bytes - 1}: layer 0's im2col'd patches, {self.conv0.pixels} pixels "
-            f"x {self.conv0.row_length(cfg.array.cols)} lanes) of example b at b*{self.x_stride} + k (the free bank)",
+            else f"int8 patch byte k (0..{self.x_bytes - 1}: layer 0's im2col'd patches, {self.conv0.pixels} "
+            f"pixels x {self.conv0.row_length(self.config.array.cols)} lanes) of example b at b*{self.x_stride} + k "
+            "(the free bank)",
             "labels": "label of example b in the low byte of entry b (the free bank)",
             "biases": "int32 bias of global output o in the low word of entry o; idle only",
             "logits": f"entry ((bank*2+pass)*{self.example_stride}+b)*{self.output_stride}+o: int32 logit "
