@@ -401,12 +401,12 @@ class BoardMap:
             f"#define PEZO_COLS {cfg.array.cols}u",
         ]
         if self.conv0 is not None:
-            lines.append(
-                "/* layer 0 is a convolution: the x window takes its im2col'd patches, output pixel p (row-major) at "
-                "bytes p * ROW_LENGTH .. of an example, lane (ky * KERNEL + kx) * IN_CHANNELS + ci the input "
-                "(ci, p / CONV_WIDTH * STRIDE - PADDING + ky, p % CONV_WIDTH * STRIDE - PADDING + kx), 0 outside the "
-                "image and in lanes >= PATCH */"
-            )
+            lines += [
+                "/* layer 0 is a convolution: the x window takes its im2col'd patches. Output pixel p (row-major) at",
+                " * bytes p * ROW_LENGTH .. of an example; lane (ky * KERNEL + kx) * IN_CHANNELS + ci holds input",
+                " * (ci, p / CONV_WIDTH * STRIDE - PADDING + ky, p % CONV_WIDTH * STRIDE - PADDING + kx) of the",
+                " * channel-major [c, y, x] example, 0 outside the image and in lanes >= PATCH. */",
+            ]
             lines += [f"#define PEZO_CONV0_{k.upper()} {v}u" for k, v in self._conv0_geometry().items()]
         lines += [
             "/* logit entry (bank, pass, example, output) */",
