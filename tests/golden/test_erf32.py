@@ -1,0 +1,81 @@
+"""erf32.erf and MiniLM's GELU equal SciPy's float32 erf and the plain NumPy GELU bit for bit."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from pezo.golden.lm import erf32
+from pezo.golden.lm.minilm import gelu
+
+
+def assert_scipys_erf(z: np.ndarray):
+    got, want = erf32.erf(z), special.erf(z)
+    assert got.dtype == np.float32 and got.shape == z.shape
+    differ = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+    assert differ.size == 0, f"{differ.size} differ, first z = {z.reshape(-1)[differ[:5]]!r}"
+
+
+def patterns(first: int, count: int) -> np.ndarray:
+    return np.arange(first, first + count, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("low", [0.5, 2.0, -1.0, -4.0, 2.0**-12])
+def test_every_float32_of_a_binade_gives_scipys_erf(low):
+    first = int(np.array([low], dtype=np.float32).view(np.uint32)[0])
+    assert_scipys_erf(patterns(first, 1 << 23))
+
+
+def test_special_values_and_segment_edges_give_scipys_erf():
+    edges = np.arange(1 << (32 - erf32.SHIFT), dtype=np.uint64) << np.uint64(erf32.SHIFT)
+    near = (edges[:, None] + np.array([0, 1, (1 << erf32.SHIFT) - 1], dtype=np.uint64)).reshape(-1)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 4.0, -4.0, 3.9, 1e-38, 1e-45, 2.0**-100], np.float32)
+    with np.errstate(invalid="ignore"):
+        assert_scipys_erf(np.concatenate([near.astype(np.uint32).view(np.float32), specials]))
+
+
+def test_random_bit_patterns_give_scipys_erf():
+    rng = np.random.default_rng(3)
+    assert_scipys_erf(rng.integers(0, 1 << 32, size=(1 << 22), dtype=np.uint64).astype(np.uint32).view(np.float32))
+
+
+@pytest.mark.slow
+def test_all_2_to_the_32_float32_patterns_give_scipys_erf():
+    block = 1 << 24
+    kernel, out = erf32.Float32Erf(), np.empty(block, dtype=np.float32)
+    for first in range(0, 1 << 32, block):
+        z = patterns(first, block)
+        for start in range(0, block, kernel.size):
+            kernel(z[start : start + kernel.size], out[start : start + kernel.size])
+        differ = np.flatnonzero(out.view(np.uint32) != special.erf(z).view(np.uint32))
+        assert differ.size == 0, f"{differ.size} differ, first z = {z[differ[:5]]!r}"
+
+
+def plain_gelu(x: np.ndarray) -> np.ndarray:  # minilm.gelu before erf32: the same float32 operations
+    e = special.erf(x * np.float32(1 / math.sqrt(2)))
+    e += 1
+    x *= e
+    x *= np.float32(0.5)
+    return x
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")  # -inf * (1 + erf(-inf)), as NumPy
+@pytest.mark.parametrize("shape", [(3, 40_000), (7,), (0, 5), (50_000, 3)])
+def test_gelu_is_the_plain_numpy_gelu_bit_for_bit(shape):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x.reshape(-1)[:4] = [np.inf, -np.inf, 0.0, -0.0] if x.size >= 4 else x.reshape(-1)[:4]
+    want = plain_gelu(x.copy())
+    assert np.array_equal(gelu(x.copy()).view(np.uint32), want.view(np.uint32))
+    transposed = x.T.copy().T  # not contiguous: the whole-array path
+    assert np.array_equal(gelu(transposed).view(np.uint32), want.view(np.uint32))
+
+
+def test_bad_input_names_the_parameter():
+    with pytest.raises(TypeError, match="z must be float32"):
+        erf32.erf(np.zeros(3))
+    with pytest.raises(TypeError, match="x must be float32"):
+        gelu(np.zeros(3))
+    with pytest.raises(ValueError, match="piece of 5 values exceeds the scratch size 4"):
+        erf32.Float32Erf(4)(np.zeros(5, np.float32), np.zeros(5, np.float32))
