@@ -42,8 +42,8 @@ PIECE = 1 << 14
 _MIDPOINT = 1 << 28  # low 29 bits of a double at a float32 rounding midpoint (52 - 23 = 29 dropped bits)
 _DROPPED = (1 << 29) - 1
 _CHECK_OFFSET = _MIDPOINT - MARGIN
-_FALLBACK = float(np.array([np.array([1.0]).view(np.int64)[0] | _MIDPOINT], dtype=np.int64).view(np.float64)[0])
-"""A double exactly at a float32 rounding midpoint (1 + 2^-24): the value of every always-to-SciPy segment."""
+_FALLBACK = 1.0 + 2.0**-24
+"""Exactly a float32 rounding midpoint (low 29 bits ``_MIDPOINT``): the value of every always-to-SciPy segment."""
 
 
 @functools.cache
