@@ -1,7 +1,7 @@
 """What the hosts of both engines share (``sim.engine_host`` for the head engine, ``sim.net_host`` for the
 network engine): ``HostDriver``, the weight-port loads and reads and the start-and-wait of an operation over
 an adapter with ``set(port, int)``, ``get(port) -> int`` and ``await tick()`` (inputs set before a clock
-edge, outputs read after it; ``sim.amaranth_sim.AmaranthIO``, ``sim.engine_tb.CocotbIO``; their
+edge, outputs read after it; ``sim.amaranth_sim.AmaranthIO``, ``sim.cocotb_io.CocotbIO``; their
 ``wait_any(ports, limit)`` ticks until one of the outputs reads 1, for hosts that skip idle cycles).
 """
 
