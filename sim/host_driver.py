@@ -14,7 +14,9 @@ from pezo.sim.benches import pack, unpack
 
 
 def to_signed(value: int, bits: int) -> int:
-    return unpack(value, bits, 1, signed=True)[0]
+    """The low ``bits`` of ``value`` as a two's complement integer (``unpack``'s lane 0, without its list)."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
 
 
 class HostDriver:
