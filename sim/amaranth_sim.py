@@ -55,7 +55,7 @@ class AmaranthIO:
 
     async def wait_any(self, names, limit: int) -> int:
         """Tick until one of the outputs ``names`` reads 1 after an edge, or ``limit`` cycles; return the
-        cycles ticked (at least 1) -- as ``sim.engine_tb.CocotbIO.wait_any``, one tick at a time."""
+        cycles ticked (at least 1) -- as ``sim.cocotb_io.CocotbIO.wait_any``, one tick at a time."""
         waited = 0
         while waited < limit:
             await self.ctx.tick()

@@ -1,7 +1,7 @@
 """What the hosts of both engines share (``sim.engine_host`` for the head engine, ``sim.net_host`` for the
 network engine): ``HostDriver``, the weight-port loads and reads and the start-and-wait of an operation over
 an adapter with ``set(port, int)``, ``get(port) -> int`` and ``await tick()`` (inputs set before a clock
-edge, outputs read after it; ``sim.amaranth_sim.AmaranthIO``, ``sim.engine_tb.CocotbIO``; their
+edge, outputs read after it; ``sim.amaranth_sim.AmaranthIO``, ``sim.cocotb_io.CocotbIO``; their
 ``wait_any(ports, limit)`` ticks until one of the outputs reads 1, for hosts that skip idle cycles).
 """
 
@@ -14,7 +14,9 @@ from pezo.sim.benches import pack, unpack
 
 
 def to_signed(value: int, bits: int) -> int:
-    return unpack(value, bits, 1, signed=True)[0]
+    """The low ``bits`` of ``value`` as a two's complement integer (``unpack``'s lane 0, without its list)."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
 
 
 class HostDriver:

@@ -46,6 +46,8 @@ class NetDriver(HostDriver):
         self.steps: list[dict] = []  # per finished step: losses, g, logit bank
         self.reads: deque = deque()  # (where, bank, pass, example, output) still to read
         self.inflight: deque = deque([None] * (LOGIT_READ_LATENCY - 1))  # reads whose data is on its way
+        self.in_flight = 0  # reads in ``inflight``
+        self.strobed = False  # a load strobe (x_we, y_we, push) set this cycle
         self.ticks = 0
 
     # -- idle-time operations ---------------------------------------------------------------------
@@ -80,8 +82,10 @@ class NetDriver(HostDriver):
         self.load_items = items[::-1]
 
     def _release_strobes(self) -> None:
-        for name in ("x_we", "y_we", "push"):
-            self.io.set(name, 0)
+        if self.strobed:
+            for name in ("x_we", "y_we", "push"):
+                self.io.set(name, 0)
+            self.strobed = False
 
     def _service(self) -> None:
         """Inputs for this cycle (outputs already sampled after the last edge)."""
@@ -91,6 +95,7 @@ class NetDriver(HostDriver):
             self._next_load_items()
         if self.load_items and io.get("load_ready"):
             item = self.load_items.pop()
+            self.strobed = True
             if item[0] == "x":
                 io.set("x_example", item[1])
                 io.set("x_word", item[2])
@@ -110,6 +115,7 @@ class NetDriver(HostDriver):
             io.set("logit_pass", s)
             io.set("logit_example", b)
             io.set("logit_output", o)
+            self.in_flight += 1
         self.inflight.append(read)
 
     def _observe(self) -> None:
@@ -118,6 +124,7 @@ class NetDriver(HostDriver):
         io = self.io
         read = self.inflight.popleft()
         if read is not None:
+            self.in_flight -= 1
             target, _, s, b, o = read
             target[s, b, o] = to_signed(io.get("logit"), 32)
         if io.get("step_done"):
@@ -151,7 +158,7 @@ class NetDriver(HostDriver):
     def _idle(self) -> bool:
         """Nothing for the host to do this cycle: no logit read pending or on its way, no batch item the
         queue would take now."""
-        if self.reads or any(read is not None for read in self.inflight):
+        if self.reads or self.in_flight:
             return False
         if not self.load_items and self.batches:
             self._next_load_items()
@@ -193,7 +200,7 @@ class NetDriver(HostDriver):
         )
 
     async def drain_reads(self) -> None:
-        while self.reads or any(r is not None for r in self.inflight):
+        while self.reads or self.in_flight:
             await self.tick()
 
     async def read_logits(self, bank: int, passes=(0, 1)) -> np.ndarray:

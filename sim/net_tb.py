@@ -20,7 +20,7 @@ import numpy as np
 
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import NetConfig
-from pezo.sim.engine_tb import CocotbIO
+from pezo.sim.cocotb_io import CocotbIO
 from pezo.sim.net_host import net_training
 from pezo.sim.scoreboard import start_and_reset
 

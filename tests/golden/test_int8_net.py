@@ -86,6 +86,28 @@ def test_digits_are_quantised_at_exponent_minus_7_on_the_methods_split():
     assert data.x["train"].min() >= -128 and data.x["train"].max() <= 127
 
 
+def test_the_cached_digits_are_scikit_learns_bit_for_bit(private_cache):
+    from sklearn.datasets import load_digits
+
+    from pezo.golden.zo import net_data
+
+    want = load_digits()
+    net_data._digits.cache_clear()
+    try:
+        first = net_data._digits()  # from scikit-learn, written to the cache
+        assert net_data.digits_cache_path().is_relative_to(private_cache) and net_data.digits_cache_path().exists()
+        net_data._digits.cache_clear()
+        second = net_data._digits()  # from the cache
+        net_data.digits_cache_path().write_bytes(b"damaged")
+        net_data._digits.cache_clear()
+        third = net_data._digits()  # from scikit-learn again
+    finally:
+        net_data._digits.cache_clear()
+    for images, labels in (first, second, third):
+        assert images.dtype == np.float64 and labels.dtype == np.int64
+        assert np.array_equal(images, want.images.reshape(-1, 64)) and np.array_equal(labels, want.target)
+
+
 def test_init_is_seeded_and_calibrated_to_the_shifts():
     data = load_data(FAST)
     cfg = FAST.replace(last_init="calibrated", shifts=(10, 8))  # no weight saturates at these shifts
