@@ -25,11 +25,13 @@ from pezo.golden.board_map import (
     CONTROL_BITS,
     ENGINE_MAP_VERSION,
     IRQ_BITS,
+    KIND_SHIFT,
     OPS,
     STATUS_BITS,
     STEP_LOG_DEPTH,
     STEP_RECORD_ENTRIES,
     BoardMap,
+    describe_kinds,
 )
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
 from pezo.golden.engine.network import batch_words
@@ -109,7 +111,15 @@ class EngineDriver:
             "SHAPE": self.map.shape_word(),
             "BATCH": self.map.batch_word(),
         }
-        bad = [f"{n} {got[n]:#x} (expected {want[n]:#x})" for n in want if got[n] != want[n]]
+        wrong = [n for n in want if got[n] != want[n]]
+        diff = got["SHAPE"] ^ want["SHAPE"]
+        if wrong == ["SHAPE"] and not diff & ((1 << KIND_SHIFT) - 1):  # the same shape, other layer kinds
+            raise BusError(
+                f"the device's layer kinds differ from the configuration's: its SHAPE {got['SHAPE']:#x} says "
+                f"{describe_kinds(got['SHAPE'])}, the config ({self.map.config.name}) has "
+                f"{describe_kinds(want['SHAPE'])} (load the bitstream built for this config.json)"
+            )
+        bad = [f"{n} {got[n]:#x} (expected {want[n]:#x})" for n in wrong]
         if bad:
             raise BusError("the device is not the engine top of this configuration: " + ", ".join(bad))
 

@@ -12,7 +12,7 @@ import pytest
 
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
-from pezo.golden.board_map import BoardMap
+from pezo.golden.board_map import ENGINE_MAP_VERSION, KIND_SHIFT, BoardMap
 from pezo.golden.engine.conv import batch_patches
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import batch_words
@@ -105,3 +105,19 @@ def test_a_file_that_is_no_engine_is_refused_and_bad_arguments_name_the_paramete
     with pytest.raises(ValueError, match="weights must hold"):
         asyncio.run(EngineDriver(bus, bmap).load_weights([1, 2, 3]))
     assert not bus.irq
+
+
+def test_a_device_with_other_layer_kinds_is_refused_with_one_line(tmp_path):
+    """SHAPE bits 26..31 (the conv layers): a dense design of digits-cnn's shape behind a digits-cnn config.json
+    (every other identity register equal) is refused, naming both kinds."""
+    bmap = BoardMap(net_config("digits-cnn", batch=8))
+    bus, _, _ = _stand_in(tmp_path, bmap)
+    dense_shape = bmap.shape_word() & ((1 << KIND_SHIFT) - 1)
+    identity = {"ID": HOST_ID, "VERSION": ENGINE_MAP_VERSION, "SHAPE": dense_shape, "BATCH": bmap.batch_word()}
+    for name, value in identity.items():
+        asyncio.run(bus.write32(bmap.register(name), value))
+    with pytest.raises(BusError, match="layer kinds differ .* says no conv layer, the config .* has conv layers 0, 1"):
+        asyncio.run(EngineDriver(bus, bmap).check_identity())
+    asyncio.run(bus.write32(bmap.register("SHAPE"), bmap.shape_word()))
+    asyncio.run(EngineDriver(bus, bmap).check_identity())
+    bus.close()
