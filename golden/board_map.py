@@ -42,7 +42,9 @@ With the backprop tail (``NetConfig.backprop``; SHAPE bit 25 reads 1) three more
 
 =====  ==============  ====  ===========================================================================
 0x64   SPLIT           rw    TRAIN's partition C: layers 1..C by ZO, C+1..L by backprop; L = full ZO, 0 = full
-                             backprop (a value above L runs full ZO), 4 bit
+                             backprop (a value above L runs full ZO), 4 bit. The engine checks neither the
+                             range nor a conv layer in the tail: ``pezo.driver`` refuses both before writing
+                             (``NetConfig.split_c``)
 0x68   BP_BITS         rw    the tail's update bits b_BP (1..7; its learning rate), 3 bit
 0x6C   BP_CYCLES       r     cycles the current/last TRAIN spent in the tail
 =====  ==============  ====  ===========================================================================

@@ -109,6 +109,15 @@ BAD_INPUTS = [
         "split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail",
     ),
     (["train-int8", "--net", "digits-cnn", "--split", "1"], "puts layer 1 (conv3x3/1 pad 1 128 -> 16x2x2"),
+    (
+        ["sim", "engine", "--net", "digits-cnn", "--split", "1"],
+        "--split 1 puts layer 1 (conv3x3/1 pad 1 128 -> 16x2x2 relu maxpool) in the backprop tail, which trains dense "
+        "layers only: on this net split must be one of full-zo, cls2, cls1 or a layer index 2..4",
+    ),
+    (
+        ["sim", "board", "--net", "digits-cnn", "--split", "full-bp"],
+        "--split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail",
+    ),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [
