@@ -269,10 +269,10 @@ def uart_trainer_capacity(net, examples: int | None) -> int:
     if largest is None:
         low = max(net.array.batch, 8)
         smallest = trainer_ebr(net, low)
-        batch = net.array.batch // 2
-        while batch >= net.array.rows and largest_capacity(_with_batch(net, batch)) is None:
+        batch, rows = net.array.batch // 2, net.array.rows  # the largest halved batch that fits, if any
+        while batch >= rows and (batch % rows or largest_capacity(_with_batch(net, batch)) is None):
             batch //= 2
-        hint = f"--batch {batch} fits {largest_capacity(_with_batch(net, batch))} examples" if batch >= 8 else ""
+        hint = f"--batch {batch} fits {largest_capacity(_with_batch(net, batch))} examples" if batch >= rows else ""
         raise CLIError(
             f"--net {net.name}: layer 0 is a convolution, so the {ULX3S_BOARD} trainer's data memory holds "
             f"{per_example}; at batch {net.array.batch} the engine's batch banks take {smallest['batch_banks']} DP16KD "
@@ -292,6 +292,7 @@ def uart_trainer_capacity(net, examples: int | None) -> int:
 
 
 def _with_batch(net, batch: int):
+    """``net`` at another batch size."""
     import dataclasses
 
     return net.replace(array=dataclasses.replace(net.array, batch=batch))
