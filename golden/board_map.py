@@ -352,6 +352,7 @@ class BoardMap:
                 {"name": w.name, "base": w.base, "size": w.size, "access": w.access, "what": w.what}
                 for w in self.windows
             ],
+            "shape": self.shape_word(),
             "x_stride": self.x_stride,
             "x_bytes": self.x_bytes,
             "x_layout": "inputs" if self.conv0 is None else "patches",

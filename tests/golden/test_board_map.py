@@ -132,4 +132,4 @@ def test_shape_bits_26_to_31_tell_the_layer_kinds():
     )
     assert describe_kinds(1 << 31) == "conv layer 5 or later"
     assert f"#define PEZO_SHAPE 0x{cnn.shape_word():08X}u" in cnn.c_header()
-    assert json.loads(cnn.to_json())["registers"][2]["name"] == "SHAPE"
+    assert json.loads(cnn.to_json())["shape"] == cnn.shape_word()
