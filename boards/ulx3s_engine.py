@@ -27,6 +27,14 @@ DEFAULT_BAUD = 115_200
 DEFAULT_CAPACITY = 2048
 """Examples the data memory holds by default: the 1 797 digits fit (64 inputs: 64 DP16KD)."""
 BAUD_TOLERANCE = 0.02
+ECP5_EBR = 208
+"""DP16KD block RAMs of the LFE5U-85F."""
+EBR_BYTES = 2048
+"""Bytes of a 64-bit, byte-written memory one DP16KD holds (1 024 x 16 of its 1 024 x 18: Yosys' mapping; the
+digits-mlp data memory of 2 048 x 64 bytes is 64 DP16KD)."""
+ENGINE_OTHER_EBR = 32
+"""DP16KD of the engine top's memories besides its two batch banks, an upper bound: Yosys ``synth_ecp5`` (its memory
+mapping) counted 14 for digits-cnn at batch 16 and 32, 21 at batch 128; the digits-mlp trainer build 30 at batch 128."""
 ECP5_CELLS = {"LUT4": "TRELLIS_COMB", "FF": "TRELLIS_FF", "EBR": "DP16KD", "MULT18": "MULT18X18D", "IO": "TRELLIS_IO"}
 
 
@@ -41,6 +49,33 @@ def divisor_for(baud: int, clock_hz: int = CLOCK_HZ) -> int:
             f"integer (e.g. 115200, 230400, 460800, 1000000), got {baud}"
         )
     return divisor
+
+
+def trainer_ebr(config: NetConfig, capacity: int) -> dict:
+    """DP16KD estimate of the trainer of ``config`` with a data memory of ``capacity`` examples: ``data_memory`` (x
+    at ``BoardMap.x_stride`` bytes per example -- a conv layer 0's patches -- and the labels), ``batch_banks`` (the
+    engine's two banks of ``NetConfig.input_words`` words per example), ``engine_other`` (``ENGINE_OTHER_EBR``),
+    ``total`` and ``available`` (``ECP5_EBR``)."""
+    array = config.array
+    data = -(-capacity * BoardMap(config).x_stride // EBR_BYTES) + -(-capacity // EBR_BYTES)
+    banks = -(-2 * array.tiles * config.input_words * array.rows * array.cols // EBR_BYTES)
+    total = data + banks + ENGINE_OTHER_EBR
+    return {
+        "data_memory": data,
+        "batch_banks": banks,
+        "engine_other": ENGINE_OTHER_EBR,
+        "total": total,
+        "available": ECP5_EBR,
+    }
+
+
+def largest_capacity(config: NetConfig) -> int | None:
+    """The largest data memory (a power of two ``check_capacity`` takes) whose trainer fits ``ECP5_EBR``; None if
+    none does."""
+    capacity, best = max(config.array.batch, 8), None
+    while capacity <= 1 << 15 and trainer_ebr(config, capacity)["total"] <= ECP5_EBR:
+        best, capacity = capacity, 2 * capacity
+    return best
 
 
 class ULX3SEngineTop(Elaboratable):

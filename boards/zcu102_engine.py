@@ -130,6 +130,10 @@ int main(void)
         fprintf(stderr, "not a pezo engine top (ID %08x)\n", rd(PEZO_REG_ID));
         return 1;
     }
+    if (rd(PEZO_REG_SHAPE) != PEZO_SHAPE) {               /* another shape, or other layer kinds (bits 26..31) */
+        fprintf(stderr, "SHAPE %08x, this header's design has %08x\n", rd(PEZO_REG_SHAPE), PEZO_SHAPE);
+        return 1;
+    }
     for (uint32_t b = 0; b < PEZO_BATCH; b++) {          /* x: 64-bit stores, in address order */
         for (uint32_t k = 0; k < PEZO_X_BYTES; k += 8)    /* a conv layer 0: its im2col'd patches */
             win[(PEZO_WIN_X + b * PEZO_X_STRIDE + k) / 8] = 0;

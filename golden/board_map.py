@@ -8,6 +8,7 @@ windows on an AXI4 (burst) slave with 64-bit data, generated from a ``NetConfig`
 0x00   ID              r     0x50455A4F ("PEZO")
 0x04   VERSION         r     ``ENGINE_MAP_VERSION`` (2: the engine map; 1 is the stream host's)
 0x08   SHAPE           r     rows | cols << 8 | layers << 16 | strategy << 24 (0 otf, 1 pregen) | tail << 25
+                             | conv kinds << 26 (bit 26 + min(i, 5): layer i is a convolution; ``kind_bits``)
 0x0C   BATCH           r     batch | outputs << 16
 0x10   CONTROL         cmd   bit 0 START (op OP with STEPS, G, G_MODE, MARGIN, G_LR, G_SHIFT, WD_SHIFT, WD_EVERY),
                              bit 1 PUSH (the free bank holds a batch), bit 2 ACK_DONE, bit 3 ACK_STEP
@@ -41,7 +42,9 @@ With the backprop tail (``NetConfig.backprop``; SHAPE bit 25 reads 1) three more
 
 =====  ==============  ====  ===========================================================================
 0x64   SPLIT           rw    TRAIN's partition C: layers 1..C by ZO, C+1..L by backprop; L = full ZO, 0 = full
-                             backprop (a value above L runs full ZO), 4 bit
+                             backprop (a value above L runs full ZO), 4 bit. The engine checks neither the
+                             range nor a conv layer in the tail: ``pezo.driver`` refuses both before writing
+                             (``NetConfig.split_c``)
 0x68   BP_BITS         rw    the tail's update bits b_BP (1..7; its learning rate), 3 bit
 0x6C   BP_CYCLES       r     cycles the current/last TRAIN spent in the tail
 =====  ==============  ====  ===========================================================================
@@ -102,6 +105,31 @@ STATUS_BITS = {
 }
 IRQ_BITS = {"DONE": 0, "STEP": 1}
 WINDOW_NAMES = ("weights", "x", "labels", "biases", "logits", "steps")
+KIND_SHIFT = 26
+KIND_FIELD_BITS = 6
+"""SHAPE bits 26..31 say which layers are convolutions: bit 26 + i for layer i < 5, bit 31 for any conv layer at
+index 5 or later (exact for every net of up to 7 layers; the last layer is always dense)."""
+
+
+def kind_bits(config: NetConfig) -> int:
+    """SHAPE's layer-kind field (bits 26..31 shifted down): bit min(i, 5) set for each conv layer i; 0 for a
+    dense net (so a dense net's SHAPE is what it was before the field)."""
+    bits = 0
+    for i, layer in enumerate(config.layers):
+        if layer.kind == "conv":
+            bits |= 1 << min(i, KIND_FIELD_BITS - 1)
+    return bits
+
+
+def describe_kinds(shape: int) -> str:
+    """The layer kinds a SHAPE word claims, in words ("no conv layer", "conv layers 0, 1", "... 5 or later")."""
+    field = shape >> KIND_SHIFT & ((1 << KIND_FIELD_BITS) - 1)
+    if not field:
+        return "no conv layer"
+    names = [str(i) for i in range(KIND_FIELD_BITS - 1) if field >> i & 1]
+    if field >> (KIND_FIELD_BITS - 1) & 1:
+        names.append(f"{KIND_FIELD_BITS - 1} or later")
+    return ("conv layer " if len(names) == 1 else "conv layers ") + ", ".join(names)
 
 
 def _pow2(n: int) -> int:
@@ -295,7 +323,8 @@ class BoardMap:
     def shape_word(self) -> int:
         cfg = self.config
         shape = cfg.array.rows | cfg.array.cols << 8 | len(cfg.layers) << 16
-        return shape | STRATEGY_CODES[cfg.stream.strategy] << 24 | int(cfg.backprop) << 25
+        shape |= STRATEGY_CODES[cfg.stream.strategy] << 24 | int(cfg.backprop) << 25
+        return shape | kind_bits(cfg) << KIND_SHIFT
 
     def batch_word(self) -> int:
         return self.config.array.batch | self.config.outputs << 16
@@ -323,6 +352,7 @@ class BoardMap:
                 {"name": w.name, "base": w.base, "size": w.size, "access": w.access, "what": w.what}
                 for w in self.windows
             ],
+            "shape": self.shape_word(),
             "x_stride": self.x_stride,
             "x_bytes": self.x_bytes,
             "x_layout": "inputs" if self.conv0 is None else "patches",
@@ -365,6 +395,8 @@ class BoardMap:
             "",
             f"#define PEZO_ID 0x{HOST_ID:08X}u",
             f"#define PEZO_ENGINE_MAP_VERSION {ENGINE_MAP_VERSION}u",
+            f"#define PEZO_SHAPE 0x{self.shape_word():08X}u  /* rows | cols << 8 | layers << 16 | strategy << 24 | "
+            "tail << 25 | conv kinds << 26 (bit 26 + min(i, 5): layer i is a conv) */",
             "",
             "/* AXI4-Lite registers: byte offsets, 32-bit access */",
         ]

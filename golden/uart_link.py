@@ -17,11 +17,12 @@ error answer: an access the engine top answers SLVERR counts in the feeder's LIN
 
 **Address space** (byte addresses; the word address of the frame is ``address // 4``): region
 ``address >> 28``: 0 the engine top's registers (``golden.board_map``: the same offsets), 1 its windows (the
-same offsets), 2 the feeder's registers (``feeder_registers``), 3 the data memory's inputs (example e's input k
-at ``e * x_stride + k``), 4 its labels (example e's label at byte e). Windows and the data memory are 64-bit
-wide: within a write frame a word at a low half (address bit 2 = 0) that is not the frame's last word is held
-and written with the next word (its high half) as one 64-bit beat, so an incrementing frame writes whole beats
-(the map's rule for engine words); any other word is written alone with its four byte strobes.
+same offsets), 2 the feeder's registers (``feeder_registers``), 3 the data memory's inputs (example e's byte k
+at ``e * x_stride + k``: what the x window takes, ``BoardMap.x_bytes`` per example -- a conv layer 0's patches),
+4 its labels (example e's label at byte e). Windows and the data memory are 64-bit wide: within a write frame
+a word at a low half (address bit 2 = 0) that is not the frame's last word is held and written with the next word
+(its high half) as one 64-bit beat, so an incrementing frame writes whole beats (the map's rule for engine
+words); any other word is written alone with its four byte strobes.
 
 **Feeder**: FEED_CONTROL.GO loads the position from FEED_START and the count from FEED_BATCHES; while the
 count is not zero and the engine has a free bank (STATUS.LOAD_READY) it writes the next ``batch`` examples

@@ -4,8 +4,9 @@ and PUSH the host uses, so TRAIN(S) cycles batches with no host access.
 
 ``go`` (one cycle, taken when idle) loads the position from ``start`` and the count from ``batches``; ``stop``
 clears the count (a batch being copied is still pushed). While the count is not zero: read STATUS; with
-LOAD_READY, per example b of the batch, read its input beats from the data memory and write them to the x
-window, read its label and write it to the labels window, then write CONTROL.PUSH; the position advances by
+LOAD_READY, per example b of the batch, read its ``BoardMap.x_bytes`` / 8 beats from the data memory (what the
+x window takes: the inputs, or a conv layer 0's patches the host im2col'd when it loaded the set) and write them
+to the x window, read its label and write it to the labels window, then write CONTROL.PUSH; the position advances by
 one per example, wrapping at ``examples``. ``error`` pulses for each access answered ``err``.
 """
 
@@ -46,7 +47,7 @@ class DataFeeder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bmap, cfg = self.map, self.map.config
-        beats = -(-cfg.inputs // 8)
+        beats = bmap.x_bytes // 8  # a whole number: cols is a power of two >= 8 (check_board_config)
         stride_bits = bmap.x_stride.bit_length() - 1
         regs, windows = region_base("registers"), region_base("windows")
         bus = self.bus

@@ -85,17 +85,28 @@ def split_point(split, layers: int) -> int:
     return int(split)
 
 
+def allowed_splits(layers) -> str:
+    """The splits a net of the ``Layer`` / ``Conv2D`` program ``layers`` allows, in words: C from one past its last
+    conv layer to L (``SPLIT_NAMES`` whose C is in that range, then the index range)."""
+    count = len(layers)
+    first = 1 + max((i for i, layer in enumerate(layers) if getattr(layer, "kind", "dense") == "conv"), default=-1)
+    named = {"full-zo": count, "cls2": count - 1, "cls1": count - 2, "full-bp": 0}
+    names = [n for n in SPLIT_NAMES if first <= named[n]]
+    index = f"a layer index {first}..{count}"
+    return f"one of {', '.join(names)} or {index}" if names else index
+
+
 def check_tail(layers, c: int, split=None) -> int:
     """C if the tail (layers C+1..L of the ``Layer`` / ``Conv2D`` program ``layers``) is dense-only, else one
-    ValueError naming the first conv layer in it and the splits that keep it in the ZO part."""
+    ValueError naming the first conv layer in it and the splits this net allows (``allowed_splits``)."""
     convs = [i for i, layer in enumerate(layers) if getattr(layer, "kind", "dense") == "conv"]
     inside = [i for i in convs if i >= c]
     if inside:
         i = inside[0]
         raise ValueError(
             f"split {split if split is not None else c!r} puts layer {i} ({layers[i].describe()}) in the backprop "
-            f"tail, which trains dense layers only: choose C >= {convs[-1] + 1} (a split whose tail starts after "
-            "the last conv layer)"
+            f"tail, which trains dense layers only: on this net split must be {allowed_splits(layers)} (a tail "
+            "after the last conv layer)"
         )
     return c
 

@@ -376,6 +376,12 @@ class NetConfig(EngineFlatConfig):
                 total += T * layer.inputs + BP_DRAINS["requantise"]
         return total
 
+    def split_c(self, split=None) -> int:
+        """C of a run-time ``split`` (None = full ZO; a ``SPLIT_NAMES`` name or 0..L) on this net, or one
+        ValueError naming the splits it allows (0..L; a conv layer never in the tail: ``check_tail``)."""
+        layers = len(self.layers)
+        return layers if split is None else check_tail(self.layers, split_point(split, layers), split)
+
     def step_cycle_bound(self, split: int | None = None) -> int:
         """``cycle_bound`` at partition ``split`` (None: full ZO): the forward passes (one at C = 0), the ZO
         update (none at C = 0) and ``bp_cycle_bound``."""
@@ -544,9 +550,8 @@ class NetEngine:
 
     # -- operations ---------------------------------------------------------------------------
     def split_point(self, split: int | None) -> int:
-        """C of a run-time ``split`` (None = full ZO) on this net, or a ValueError naming 0..L."""
-        layers = len(self.config.layers)
-        return layers if split is None else check_tail(self.config.layers, split_point(split, layers), split)
+        """C of a run-time ``split`` on this net (``NetConfig.split_c``)."""
+        return self.config.split_c(split)
 
     def zo_weights(self, split: int | None) -> int:
         """How many leading weights (global order) ZO trains at ``split``: those of layers 1..C."""

@@ -245,8 +245,6 @@ def engine_build_config(args):
         pool_size=args.pool_size,
     )
     net = net_train_config(fields).net_config
-    if args.board == ULX3S_BOARD:
-        check_uart_trainer_layers(net)
     try:
         if getattr(args, "backprop", False):
             net = net.replace(backprop=True)
@@ -256,16 +254,48 @@ def engine_build_config(args):
     return net
 
 
-def check_uart_trainer_layers(net) -> None:
-    """One error for a network with a conv layer 0 on the ULX3S trainer: its on-chip data memory holds each example
-    as the batch memory takes it, and a conv layer 0's im2col'd patches (``BoardMap.x_bytes`` per example) would not
-    fit the ECP5's block RAM for a useful training set."""
-    if net.layers[0].kind == "conv":
+def uart_trainer_capacity(net, examples: int | None) -> int:
+    """The ULX3S trainer's data memory in examples: ``--examples`` or ``DEFAULT_CAPACITY``. A conv layer 0's
+    examples are its im2col'd patches (``BoardMap.x_bytes``, loaded once by the host), so for such a net the default
+    is the largest data memory that fits the ECP5's block RAM (``boards.ulx3s_engine.trainer_ebr``), and a given one
+    that does not fit, or a batch at which none does, is one error with the numbers."""
+    from pezo.boards.ulx3s_engine import DEFAULT_CAPACITY, largest_capacity, trainer_ebr
+    from pezo.golden.board_map import BoardMap
+
+    if net.layers[0].kind != "conv":
+        return DEFAULT_CAPACITY if examples is None else examples
+    largest = largest_capacity(net)
+    per_example = f"its im2col'd patches ({BoardMap(net).x_bytes} bytes per example, not {net.inputs})"
+    if largest is None:
+        low = max(net.array.batch, 8)
+        smallest = trainer_ebr(net, low)
+        batch, rows = net.array.batch // 2, net.array.rows  # the largest halved batch that fits, if any
+        while batch >= rows and (batch % rows or largest_capacity(_with_batch(net, batch)) is None):
+            batch //= 2
+        hint = f"--batch {batch} fits {largest_capacity(_with_batch(net, batch))} examples" if batch >= rows else ""
         raise CLIError(
-            f"--net {net.name}: layer 0 ({net.layers[0].describe()}) is a convolution; the {ULX3S_BOARD} trainer's "
-            f"data memory would hold its im2col'd patches ({net.input_words * net.array.cols} bytes per example, not "
-            f"{net.inputs}): build it for --board zcu102 (the AXI engine top takes conv nets)"
+            f"--net {net.name}: layer 0 is a convolution, so the {ULX3S_BOARD} trainer's data memory holds "
+            f"{per_example}; at batch {net.array.batch} the engine's batch banks take {smallest['batch_banks']} DP16KD "
+            f"and with the smallest data memory ({low} examples, {smallest['data_memory']}) the trainer needs about "
+            f"{smallest['total']} of the ECP5-85F's {smallest['available']}{': ' + hint if hint else ''}"
         )
+    if examples is None:
+        return largest
+    need = trainer_ebr(net, examples)
+    if need["total"] > need["available"]:
+        raise CLIError(
+            f"--examples {examples}: --net {net.name}'s data memory holds {per_example}, {need['data_memory']} "
+            f"DP16KD for {examples} examples, and the trainer would need about {need['total']} of the ECP5-85F's "
+            f"{need['available']}: at most {largest} examples fit at batch {net.array.batch}"
+        )
+    return examples
+
+
+def _with_batch(net, batch: int):
+    """``net`` at another batch size."""
+    import dataclasses
+
+    return net.replace(array=dataclasses.replace(net.array, batch=batch))
 
 
 def run_vivado(vivado: str, out: Path) -> dict:
@@ -336,15 +366,15 @@ def cmd_build_ulx3s_engine(args, net, out_default: Path) -> int:
         if given:
             raise CLIError(f"{option} does not apply to --board {ULX3S_BOARD} (an open-flow bitstream, no Vivado)")
     baud = DEFAULT_BAUD if args.baud is None else args.baud
-    capacity = DEFAULT_CAPACITY if args.examples is None else args.examples
     try:
         divisor_for(baud)
     except ValueError as exc:
         raise CLIError(f"--{exc}") from None
     try:
-        check_capacity(capacity, net)
+        check_capacity(DEFAULT_CAPACITY if args.examples is None else args.examples, net)
     except ValueError as exc:
         raise CLIError(f"--examples: {exc}") from None
+    capacity = uart_trainer_capacity(net, args.examples)
     out = args.out or out_default / f"{ULX3S_BOARD}-engine-{net.name}-{net.stream.strategy}"
     with staged_output(
         out,

@@ -66,8 +66,11 @@ def training_setup(config: NetConfig, seed: int, g_mode: str = "sign", net=None,
     if split is not None:
         from pezo.golden.zo.net_config import split_config
 
-        chosen = split_config(train.net, split, **({} if bp_bits is None else {"bp_bits": bp_bits}))
-        train = train.replace(split=split, bp_bits=chosen.bp_bits)
+        try:  # outside 0..L or a conv layer in the tail: the option's one error
+            chosen = split_config(train.net, split, **({} if bp_bits is None else {"bp_bits": bp_bits}))
+            train = train.replace(split=split, bp_bits=chosen.bp_bits)
+        except ValueError as exc:
+            raise ValueError(f"--{exc}" if str(exc).startswith("split ") else str(exc)) from None
         if train.split_c < len(train.layers) and not config.backprop:
             raise ValueError(
                 f"--split {split} needs a design with the backprop tail (pezo build --design engine --backprop)"

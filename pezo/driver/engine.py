@@ -25,11 +25,13 @@ from pezo.golden.board_map import (
     CONTROL_BITS,
     ENGINE_MAP_VERSION,
     IRQ_BITS,
+    KIND_SHIFT,
     OPS,
     STATUS_BITS,
     STEP_LOG_DEPTH,
     STEP_RECORD_ENTRIES,
     BoardMap,
+    describe_kinds,
 )
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
 from pezo.golden.engine.network import batch_words
@@ -109,7 +111,15 @@ class EngineDriver:
             "SHAPE": self.map.shape_word(),
             "BATCH": self.map.batch_word(),
         }
-        bad = [f"{n} {got[n]:#x} (expected {want[n]:#x})" for n in want if got[n] != want[n]]
+        wrong = [n for n in want if got[n] != want[n]]
+        diff = got["SHAPE"] ^ want["SHAPE"]
+        if wrong == ["SHAPE"] and not diff & ((1 << KIND_SHIFT) - 1):  # the same shape, other layer kinds
+            raise BusError(
+                f"the device's layer kinds differ from the configuration's: its SHAPE {got['SHAPE']:#x} says "
+                f"{describe_kinds(got['SHAPE'])}, the config ({self.map.config.name}) has "
+                f"{describe_kinds(want['SHAPE'])} (load the bitstream built for this config.json)"
+            )
+        bad = [f"{n} {got[n]:#x} (expected {want[n]:#x})" for n in wrong]
         if bad:
             raise BusError("the device is not the engine top of this configuration: " + ", ".join(bad))
 
@@ -194,9 +204,15 @@ class EngineDriver:
 
     # -- operations -----------------------------------------------------------------------------
     async def start(self, op: str, steps: int = 1, loss: LossConfig | None = None, g: int = 0) -> None:
+        """Write ``op``'s registers and START it. A split this net does not allow (outside 0..L, where the engine
+        would run full ZO; a conv layer in the tail; any tail without one) is refused before any write."""
         if op not in OPS:
             raise ValueError(f"op must be one of {', '.join(OPS)}, got {op!r}")
         loss = loss or LossConfig()
+        layers = len(self.map.config.layers)
+        split = self.map.config.split_c(loss.split)  # the engine runs a SPLIT above L as full ZO: refused here
+        if split != layers and not self.map.config.backprop:
+            raise ValueError(f"split {loss.split} needs an engine with the backprop tail (SHAPE bit 25 is 0)")
         await self.write("OP", OPS[op])
         await self.write("STEPS", steps)
         await self.write("G", g & ((1 << G_BITS) - 1))
@@ -206,12 +222,9 @@ class EngineDriver:
         await self.write("G_SHIFT", loss.g_shift)
         await self.write("WD_SHIFT", loss.wd_shift)
         await self.write("WD_EVERY", loss.wd_every)
-        layers = len(self.map.config.layers)
         if self.map.config.backprop:  # the partition (full ZO unless the loss names one) and b_BP
-            await self.write("SPLIT", layers if loss.split is None else loss.split)
+            await self.write("SPLIT", split)
             await self.write("BP_BITS", loss.bp_bits)
-        elif loss.split is not None and loss.split != layers:
-            raise ValueError(f"split {loss.split} needs an engine with the backprop tail (SHAPE bit 25 is 0)")
         await self.control("START", "ACK_DONE", "ACK_STEP")
 
     async def wait_done(self) -> None:

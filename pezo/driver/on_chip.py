@@ -15,6 +15,7 @@ import numpy as np
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.golden.board_map import STEP_LOG_DEPTH
 from pezo.golden.engine.loss import LossConfig
+from pezo.golden.engine.network import batch_words
 from pezo.golden.uart_link import FEED_CONTROL_BITS, bytes_to_words, feed_indices, feeder_register, region_base
 
 MAX_POLLS = 1 << 20
@@ -52,7 +53,9 @@ class OnChipTrainer:
         await self.bus.write_words(feeder_register(name), [value])
 
     async def load(self, xs, labels) -> int:
-        """Write the training set (x [n, inputs] int8, labels [n]) into the data memory; returns n."""
+        """Write the training set (x [n, inputs] int8, labels [n]) into the data memory as the x window takes it
+        (``golden.engine.network.batch_words``: a conv layer 0's im2col'd patches, ``BoardMap.x_bytes`` per
+        example); returns n."""
         xs, labels = np.asarray(xs, dtype=np.int64), np.asarray(labels, dtype=np.int64)
         cfg, stride = self.config, self.driver.map.x_stride
         capacity = await self.feeder_read("FEED_CAPACITY")
@@ -61,7 +64,7 @@ class OnChipTrainer:
         if not cfg.array.batch <= len(xs) <= capacity:
             raise ValueError(f"the training set must hold {cfg.array.batch}..{capacity} examples, got {len(xs)}")
         rows = np.zeros((len(xs), stride), dtype=np.int8)
-        rows[:, : cfg.inputs] = xs
+        rows[:, : self.driver.map.x_bytes] = batch_words(cfg, xs)
         await self.bus.write_words(region_base("data_x"), bytes_to_words(rows.tobytes()))
         padded = np.zeros(-(-len(xs) // 8) * 8, dtype=np.uint8)
         padded[: len(xs)] = labels

@@ -62,6 +62,58 @@ def test_the_trainer_build_checks_its_options_before_building(extra, needle, tmp
     assert needle in err and "building" not in err and not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (
+            ["--net", "digits-cnn"],
+            "--net digits-cnn: layer 0 is a convolution, so the ulx3s-85f trainer's data memory holds its im2col'd "
+            "patches (1024 bytes per example, not 64); at batch 128 the engine's batch banks take 128 DP16KD and with "
+            "the smallest data memory (128 examples, 65) the trainer needs about 225 of the ECP5-85F's 208: --batch 64 "
+            "fits 128 examples",
+        ),
+        (
+            ["--net", "digits-cnn", "--batch", "32", "--examples", "512"],
+            "--examples 512: --net digits-cnn's data memory holds its im2col'd patches (1024 bytes per example, not "
+            "64), 257 DP16KD for 512 examples, and the trainer would need about 321 of the ECP5-85F's 208: at most 256 "
+            "examples fit at batch 32",
+        ),
+    ],
+)
+def test_a_conv_net_whose_patches_do_not_fit_the_block_ram_is_refused(extra, needle, tmp_path, capsys):
+    """Issue 33: the data memory holds a conv layer 0's patches (``trainer_ebr``); a trainer that would not fit the
+    ECP5-85F's 208 DP16KD is one line with the numbers, before any tool runs."""
+    assert main(["build", "--board", "ulx3s-85f", "--design", "engine", "--out", str(tmp_path / "x"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and not (tmp_path / "x").exists(), err
+
+
+def test_the_trainer_block_ram_estimate_and_a_conv_nets_default_capacity():
+    """``trainer_ebr`` against Yosys ``synth_ecp5`` counts (its memory mapping): the data memory 2 KiB per DP16KD
+    (digits-cnn's 1 024-byte patches: 16 examples 8, as counted), the batch banks (digits-cnn batch 16: 16, 128: 128;
+    the engine alone counted 30 and 149), the rest bounded by ``ENGINE_OTHER_EBR`` (counted 14 and 21). A conv net's
+    default data memory is the largest that fits: digits-cnn at batch 16 or 32, 256 examples; a dense net keeps the
+    2 048 default."""
+    from pezo.boards.ulx3s_engine import ECP5_EBR, ENGINE_OTHER_EBR, largest_capacity, trainer_ebr
+    from pezo.cli.board import uart_trainer_capacity
+    from pezo.golden.engine.nets import net_config
+
+    cnn16, cnn128 = net_config("digits-cnn", batch=16), net_config("digits-cnn", batch=128)
+    assert trainer_ebr(cnn16, 256) == {
+        "data_memory": 129,
+        "batch_banks": 16,
+        "engine_other": ENGINE_OTHER_EBR,
+        "total": 177,
+        "available": ECP5_EBR,
+    }
+    assert trainer_ebr(cnn128, 128)["batch_banks"] == 128 and 149 - 128 <= ENGINE_OTHER_EBR
+    assert largest_capacity(cnn16) == largest_capacity(net_config("digits-cnn", batch=32)) == 256
+    assert largest_capacity(cnn128) is None
+    assert uart_trainer_capacity(cnn16, None) == 256 and uart_trainer_capacity(cnn16, 64) == 64
+    assert uart_trainer_capacity(net_config("digits-mlp", batch=128), None) == 2048
+    assert trainer_ebr(net_config("digits-mlp", batch=128), 2048)["data_memory"] == 65  # the build's 64 + 1
+
+
 def test_link_options_do_not_apply_elsewhere(tmp_path, capsys):
     assert main(["build", "--board", "ulx3s-85f", "--baud", "115200", "--out", str(tmp_path / "x")]) == 2
     assert "--baud does not apply to --design stream" in capsys.readouterr().err

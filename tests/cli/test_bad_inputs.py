@@ -98,17 +98,27 @@ BAD_INPUTS = [
         "--split full-bp: the backprop tail needs a square array",
     ),
     # issue 33: the network engine and the AXI engine top run conv layers (pezo sim engine / board, build --board
-    # zcu102, report); the ULX3S trainer's data memory does not take a conv layer 0's patches, the tail is dense-only
+    # zcu102, report); the ULX3S trainer's data memory holds a conv layer 0's patches when they fit, the tail is
+    # dense-only
     (
         ["build", "--design", "engine", "--board", "ulx3s-85f", "--net", "digits-cnn"],
-        "--net digits-cnn: layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) is a convolution; the ulx3s-85f "
-        "trainer's data memory would hold its im2col'd patches (1024 bytes per example, not 64)",
+        "--net digits-cnn: layer 0 is a convolution, so the ulx3s-85f trainer's data memory holds its im2col'd "
+        "patches (1024 bytes per example, not 64); at batch 128",
     ),
     (
         ["train-int8", "--net", "digits-cnn", "--split", "full-bp"],
         "split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail",
     ),
     (["train-int8", "--net", "digits-cnn", "--split", "1"], "puts layer 1 (conv3x3/1 pad 1 128 -> 16x2x2"),
+    (
+        ["sim", "engine", "--net", "digits-cnn", "--split", "1"],
+        "--split 1 puts layer 1 (conv3x3/1 pad 1 128 -> 16x2x2 relu maxpool) in the backprop tail, which trains dense "
+        "layers only: on this net split must be one of full-zo, cls2, cls1 or a layer index 2..4",
+    ),
+    (
+        ["sim", "board", "--net", "digits-cnn", "--split", "full-bp"],
+        "--split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail",
+    ),
     # where the runs go (pezo.executor): a scheduler that does not answer within $PEZO_SCHEDULER_TIMEOUT (1 s here)
     (
         [

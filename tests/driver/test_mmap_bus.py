@@ -5,6 +5,7 @@ driver's byte layouts), not the hardware behind it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import mmap
 
 import numpy as np
@@ -12,8 +13,9 @@ import pytest
 
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
-from pezo.golden.board_map import BoardMap
+from pezo.golden.board_map import ENGINE_MAP_VERSION, KIND_SHIFT, BoardMap
 from pezo.golden.engine.conv import batch_patches
+from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import batch_words
 from pezo.golden.host import HOST_ID
@@ -105,3 +107,62 @@ def test_a_file_that_is_no_engine_is_refused_and_bad_arguments_name_the_paramete
     with pytest.raises(ValueError, match="weights must hold"):
         asyncio.run(EngineDriver(bus, bmap).load_weights([1, 2, 3]))
     assert not bus.irq
+
+
+def test_a_device_with_other_layer_kinds_is_refused_with_one_line(tmp_path):
+    """SHAPE bits 26..31 (the conv layers): a dense design of digits-cnn's shape behind a digits-cnn config.json
+    (every other identity register equal) is refused, naming both kinds."""
+    bmap = BoardMap(net_config("digits-cnn", batch=8))
+    bus, _, _ = _stand_in(tmp_path, bmap)
+    dense_shape = bmap.shape_word() & ((1 << KIND_SHIFT) - 1)
+    identity = {"ID": HOST_ID, "VERSION": ENGINE_MAP_VERSION, "SHAPE": dense_shape, "BATCH": bmap.batch_word()}
+    for name, value in identity.items():
+        asyncio.run(bus.write32(bmap.register(name), value))
+    with pytest.raises(BusError, match="layer kinds differ .* says no conv layer, the config .* has conv layers 0, 1"):
+        asyncio.run(EngineDriver(bus, bmap).check_identity())
+    asyncio.run(bus.write32(bmap.register("SHAPE"), bmap.shape_word()))
+    asyncio.run(EngineDriver(bus, bmap).check_identity())
+    bus.close()
+
+
+def test_a_split_the_net_does_not_allow_is_refused_before_any_register_write(tmp_path):
+    """The engine runs a SPLIT above L as full ZO and does not know its layer kinds, so the driver refuses, before
+    writing OP: a split outside 0..L, and a conv layer in the backprop tail (digits-cnn: C in 2..4)."""
+    for net, split, message in (
+        ("digits-mlp", 5, r"split must be one of full-zo, cls2, cls1, full-bp or a layer index 0\.\.3, got 5"),
+        ("digits-cnn", 1, r"split 1 puts layer 1 .* split must be one of full-zo, cls2, cls1 or a layer index 2\.\.4"),
+    ):
+        bmap = BoardMap(net_config(net, batch=8, backprop=True))
+        bus, _, _ = _stand_in(tmp_path, bmap)
+        asyncio.run(bus.write32(bmap.register("OP"), 0xA5))
+        with pytest.raises(ValueError, match=message):
+            asyncio.run(EngineDriver(bus, bmap).start("train", loss=LossConfig(split=split)))
+        assert asyncio.run(bus.read32(bmap.register("OP"))) == (0xA5, 0)
+        bus.close()
+
+
+@pytest.mark.parametrize(
+    "split,message",
+    [
+        ("full-bp", "--split 'full-bp' puts layer 0 (conv3x3/1 pad 1 64 -> 8x4x4 relu maxpool) in the backprop tail"),
+        ("1", "--split '1' puts layer 1"),
+        ("9", "--split must be one of full-zo, cls2, cls1, full-bp or a layer index 0..4, got 9"),
+    ],
+)
+def test_the_board_entry_refuses_a_split_into_the_conv_layers_in_one_line(tmp_path, capsys, split, message):
+    """``python -m pezo.driver --split`` on a digits-cnn design with the tail: one line naming --split and the
+    net's allowed splits, exit 2, before any device access."""
+    from pezo.driver.__main__ import main
+
+    bmap = BoardMap(net_config("digits-cnn", batch=8, backprop=True))
+    design = tmp_path / "design"
+    design.mkdir()
+    described = {"design": "engine", "map": bmap.to_dict(), "regs_base": 0, "windows_base": 0, "windows_size": 8}
+    (design / "config.json").write_text(json.dumps(described))
+    argv = ["--design", str(design), "--mem", str(tmp_path / "never-opened"), "--split", split, "--steps", "2"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    if split != "9":
+        assert "split must be one of full-zo, cls2, cls1 or a layer index 2..4" in err
+    assert not (tmp_path / "never-opened").exists()

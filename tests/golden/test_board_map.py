@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from pezo.golden.board_map import BEAT_BYTES, STEP_LOG_DEPTH, WINDOW_NAMES, BoardMap, engine_registers
+from pezo.golden.board_map import (
+    BEAT_BYTES,
+    KIND_SHIFT,
+    STEP_LOG_DEPTH,
+    WINDOW_NAMES,
+    BoardMap,
+    describe_kinds,
+    engine_registers,
+    kind_bits,
+)
 from pezo.golden.engine.nets import net_config
+from pezo.golden.engine.network import Layer
 
 
 @pytest.mark.parametrize(
@@ -100,3 +111,25 @@ def test_a_conv_layer_0_sizes_the_x_window_by_its_patches_and_describes_them():
     header = conv.c_header()
     assert "#define PEZO_X_BYTES 1024u" in header and "#define PEZO_CONV0_ROW_LENGTH 16u" in header
     assert "#define PEZO_X_BYTES 64u" in dense.c_header() and "PEZO_CONV0" not in dense.c_header()
+
+
+def _dense_twin(config):
+    """A dense net with ``config``'s array, layer count and outputs (digits-cnn's four layers, all dense)."""
+    layers = (Layer(64, 64, shift=7, relu=True), Layer(64, 64, shift=7, relu=True), Layer(64, 32, shift=7, relu=True))
+    return replace(config, layers=(*layers, config.layers[-1]))
+
+
+def test_shape_bits_26_to_31_tell_the_layer_kinds():
+    """SHAPE bit 26 + min(i, 5) = layer i is a conv: digits-cnn (conv, conv, dense, dense) reads bits 26 and 27 on
+    top of the shape its dense twin reads; a dense net's SHAPE is unchanged (0 in the field); a conv at layer 5 or
+    later shares bit 31."""
+    cnn = BoardMap(net_config("digits-cnn", batch=16))
+    dense = BoardMap(_dense_twin(cnn.config))
+    assert dense.shape_word() == 8 | 8 << 8 | 4 << 16 and kind_bits(dense.config) == 0
+    assert cnn.shape_word() == dense.shape_word() | 0b11 << KIND_SHIFT and cnn.batch_word() == dense.batch_word()
+    assert describe_kinds(cnn.shape_word()) == "conv layers 0, 1" and describe_kinds(dense.shape_word()) == (
+        "no conv layer"
+    )
+    assert describe_kinds(1 << 31) == "conv layer 5 or later"
+    assert f"#define PEZO_SHAPE 0x{cnn.shape_word():08X}u" in cnn.c_header()
+    assert json.loads(cnn.to_json())["shape"] == cnn.shape_word()
