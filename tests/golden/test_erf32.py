@@ -1,6 +1,7 @@
 """erf32.erf and MiniLM's GELU equal SciPy's float32 erf and the plain NumPy GELU bit for bit."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -41,6 +42,11 @@ def test_random_bit_patterns_give_scipys_erf():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("PEZO_EXHAUSTIVE_ERF"),
+    reason="all 2^32 inputs take 2-9 CPU minutes: run with PEZO_EXHAUSTIVE_ERF=1 after a change to erf32 "
+    "(passed at 7c1a9f9); the binades, segment edges and 4 M random patterns above run always",
+)
 def test_all_2_to_the_32_float32_patterns_give_scipys_erf():
     block = 1 << 24
     kernel, out = erf32.Float32Erf(), np.empty(block, dtype=np.float32)
