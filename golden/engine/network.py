@@ -37,7 +37,7 @@ update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g
 
 **Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
 step needs at least ``cycle_bound`` = 2 * (B / R) * |W| / C (two forward passes) + |W| / C (update)
-+ ``NET_FORWARD_LATENCY`` + ``UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
++ ``NET_FORWARD_LATENCY`` + ``NET_UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
 stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
 activation buffer before the next layer reads them), the loss/g tail and any wait for the batch.
 """
@@ -94,12 +94,16 @@ cycles late so that both meet at the array."""
 NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
 ``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add."""
+NET_UPDATE_LATENCY = UPDATE_LATENCY + 1
+"""Cycles after the last weight word's read is issued until its new value is written back in the network
+engine: the memory read, the split g * p (two partial products), their sum and rounding with the decay, the
+saturating subtract + write (one stage more than the head engine's ``UPDATE_LATENCY``)."""
 LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
 buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
-BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 5, "error": NET_FORWARD_LATENCY + 2, "requantise": 5}
+BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 5, "error": NET_FORWARD_LATENCY + 2, "requantise": 6}
 """Cycles after a backprop pass's last issue until its last result is stored (``hw.engine.bp_tail``): the
 array's latency plus the gradient's rounding pipeline (write-back), the error's ReLU mask (E buffer), or the
 requantisation read and register (error buffer)."""
@@ -332,8 +336,8 @@ class NetConfig(EngineFlatConfig):
         return 2 * self.array.tiles * sum(self.layer_cycles(i) for i in range(len(self.layers)))
 
     def cycle_bound(self) -> int:
-        """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
-        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
+        """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
 
     def bp_cycle_bound(self, split: int) -> int:
         """Issue cycles of the backprop tail at partition ``split`` (C, 0..L; ``hw.engine.bp_tail``): per tail

@@ -57,6 +57,7 @@ ROUND_STAGES = 4
 """Registers from a gradient word leaving the array to its write-back: the sums (the old word is read), |G|
 and the sign, the quotient and remainder, the rounded step (then the saturating subtract, written)."""
 assert BP_DRAINS["gradient"] >= ROUND_STAGES + 1
+assert BP_DRAINS["requantise"] == 1 + 1 + REQUANT_STAGES + 1  # read, read register, requantise, write
 
 
 def or_all(values):

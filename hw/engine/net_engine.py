@@ -54,14 +54,13 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, NET_UPDATE_LATENCY, WEIGHT_STAGES, NetConfig
 from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
     G_FRAC_BITS,
     G_MAX,
     G_MIN,
-    UPDATE_LATENCY,
     WD_EVERY_BITS,
     WD_SHIFT_RANGE,
 )
@@ -95,11 +94,13 @@ from pezo.hw.engine.pe_array import (
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
+G_HIGH_BITS = 7
+"""The high part of g in the update's split product (``_elaborate_update``): g's 24 bits = 7 signed + 17 unsigned."""
 LOSS_LATENCY = 5
 """Cycles from the last logit in the logit memory to the final loss: label read, label/best registers,
 hinge term, row sum, accumulate."""
-G_LATENCY = 2
-"""Registers between the final losses and g: the difference (and half of the shift), then the shift."""
+G_LATENCY = 3
+"""Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
 
@@ -374,11 +375,8 @@ class NetEngine(ConfigComponent):
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
         word = Signal(range(max(cfg.weight_words, 2)))
-        # Amaranth's tracer cannot name these two (the generator inside the call): ``$signal`` in the Verilog
-        j, o = (
-            Signal(range(max(l.inputs // C for l in cfg.layers) + 1)),
-            Signal(range(max(l.outputs for l in cfg.layers) + 1)),
-        )
+        j = Signal(range(max(l.inputs // C for l in cfg.layers) + 1), name="walk_j")
+        o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
@@ -462,7 +460,7 @@ class NetEngine(ConfigComponent):
                             m.d.sync += o_word.eq(o_word + 1)
                     with m.If(updating):
                         with m.If(last_word):
-                            m.d.sync += drain.eq(UPDATE_LATENCY - 1)
+                            m.d.sync += drain.eq(NET_UPDATE_LATENCY - 1)
                             m.next = "UPDATE_DRAIN"
                     with m.Elif(layer_done):
                         m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
@@ -696,41 +694,51 @@ class NetEngine(ConfigComponent):
         return _Stage1(p, valid1, update1, addr1, w2)
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1):
-        """The update of an update pass: S1 ``g * p``, S2 round and the decay of the old word in ``w2``, S3
-        saturating subtract, written back in the same cycle (the host's ``w_*`` writes while idle).
-        Weight decay (``wd_shift`` 1..7; 0 = off; on the updates ``decay_on`` picks): d = round_shift(w, s) =
-        ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a fixed
-        shift), subtracted with the step in the same saturating subtract."""
+        """The update of an update pass, no stage holding more than one multiplier or one carry chain (and a
+        compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
+        round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
+        one 18 x 18 multiplier. S2 holds the two partial products; S3 the low one rounded, the old word and the
+        decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
+        ``decay_on`` picks); S4 the step and w - d, and writes ``sat(w - d - step)`` back in the same cycle
+        (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle)."""
         C = cfg.array.cols
         word, w2, p, wd_shift = ctl.word, s1.w2, s1.p, ctl.wd_shift
         w_write = mem.w_write
-        product_bits = G_BITS + STREAM_BITS
-        products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
-        steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
-        decays = [Signal(signed(8), name=f"decay_{c}") for c in range(C)]
-        old3 = Signal(int8_lanes(C))
-        valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [
-            valid2.eq(s1.valid1 & s1.update1),
-            addr2.eq(s1.addr1),
-            valid3.eq(valid2),
-            addr3.eq(addr2),
-            old3.eq(w2),
-        ]
+        low_bits = G_BITS - G_HIGH_BITS
+        g_low, g_high = ctl.g[:low_bits], ctl.g[low_bits:].as_signed()
+        # S2..S5: valid and address ride along
+        valid, addr = [s1.valid1 & s1.update1], [s1.addr1]
+        for stage in range(2, NET_UPDATE_LATENCY + 1):
+            v, a = Signal(name=f"update_valid_{stage}"), Signal.like(word, name=f"update_addr_{stage}")
+            m.d.sync += [v.eq(valid[-1]), a.eq(addr[-1])]
+            valid.append(v)
+            addr.append(a)
         wd_minus_1 = (wd_shift - 1)[: wd_shift.shape().width]
-        for c in range(C):
-            m.d.sync += [
-                products[c].eq(ctl.g * p[c]),
-                steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
-                decays[c].eq(Mux((wd_shift == 0) | ~ctl.decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
-            ]
+        decay_off = (wd_shift == 0) | ~ctl.decay_on
         new = Signal(int8_lanes(C))
         for c in range(C):
-            m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
+            low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S2
+            high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
+            low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S3
+            high3 = Signal.like(high, name=f"g_p_high_3_{c}")
+            old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
+            step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S4
+            decayed = Signal(signed(9), name=f"decayed_{c}")
+            m.d.sync += [
+                low.eq(g_low * p[c]),
+                high.eq(g_high * p[c]),
+                low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
+                high3.eq(high),
+                old3.eq(w2[c]),
+                decay3.eq(Mux(decay_off, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
+                step.eq((high3 << (low_bits - G_FRAC_BITS)) + low_rounded),
+                decayed.eq(old3 - decay3),
+            ]
+            m.d.comb += new[c].eq(saturate(decayed - step, WEIGHT_MIN, WEIGHT_MAX))
         if ctl.bp is None:
-            weight_write(m, w_write, self, valid3, addr3, new)
+            weight_write(m, w_write, self, valid[-1], addr[-1], new)
         else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write
-            self.zo_write = (valid3 & (addr3 < ctl.zo_end), addr3, new)
+            self.zo_write = (valid[-1] & (addr[-1] < ctl.zo_end), addr[-1], new)
 
     def _elaborate_results(self, m, cfg, pe, mem, queue, ctl):
         """The array's results, ``NET_FORWARD_LATENCY`` cycles after a row's last word: a hidden layer's sums
@@ -778,10 +786,14 @@ class NetEngine(ConfigComponent):
         """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
         sign or scaled; 0 in host mode), read by the controller in FORWARD_DRAIN's last cycle."""
         loss, g_shift, g_lr, mode = ctl.loss, ctl.g_shift, ctl.g_lr, ctl.mode
-        diff, half = Signal(signed(LOSS_BITS + 1)), Signal(unsigned(LOSS_BITS))
+        diff, half = Signal(signed(LOSS_BITS + 1), name="loss_diff"), Signal(unsigned(LOSS_BITS), name="g_half")
         m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
-        scaled, sign_g = Signal(signed(LOSS_BITS + 2)), Signal(signed(G_BITS))
-        m.d.sync += [scaled.eq((diff + half) >> g_shift), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        # one carry chain, then one barrel shifter per register: round_shift(diff, g_shift)
+        rounded, sign_g = Signal(signed(LOSS_BITS + 2), name="g_rounded"), Signal(signed(G_BITS), name="g_sign")
+        m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        scaled, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_2")
+        m.d.sync += [scaled.eq(rounded >> g_shift), sign_g2.eq(sign_g)]
+        sign_g = sign_g2
         m.d.comb += ctl.g_formed.eq(
             Mux(
                 mode == G_MODE_CODES["sign"],
@@ -803,11 +815,9 @@ class NetEngine(ConfigComponent):
         m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
         m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
-        # read: address -> memory row -> the example's lane (registered) -> requantise (two registers)
-        m.d.comb += l_read.addr.eq(
-            ((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O + self.logit_output
-        )
-        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
+        # read: address register -> memory row -> the example's lane (registered) -> requantise (REQUANT_STAGES)
+        l_addr = ((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O + self.logit_output
+        logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
     def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
         """The bias memory: one int32 per output of every layer (global output order; host writes while

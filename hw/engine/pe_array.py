@@ -11,7 +11,7 @@ accumulator, so results leave ``PE_LATENCY`` cycles after
 their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
 
 ``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
-(``requantize_registered``: the same over two registers, for the host's logit reads).
+(``requantize_registered``: the same over three registers, for the host's logit reads and the tail's errors).
 """
 
 from __future__ import annotations
@@ -80,36 +80,45 @@ def requantize(m: Module, acc, shift, name: str = "requant"):
     return out
 
 
-REQUANT_STAGES = 2
-"""Registers of ``requantize_registered``: the rounding shift, then the saturation."""
+REQUANT_STAGES = 3
+"""Registers of ``requantize_registered``: the rounding add, the shift, the saturation."""
 
 
 def requantize_registered(m: Module, acc, shift, name: str = "requant"):
     """``requantize`` of ``acc`` and ``shift`` (valid in the same cycle) over ``REQUANT_STAGES``
-    registers: the int8 result is valid two cycles later. Neither the shift's fan-out nor the
-    saturation's compare shares a cycle with the adder and the barrel shifter."""
-    wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
-    m.d.sync += wide.eq(_round_shift(m, acc, shift, name))
+    registers: the int8 result is valid three cycles later. One carry chain or one barrel shifter per
+    cycle: ``acc + (2^shift >> 1)`` (the half decoded from ``shift`` in front of the adder), then ``>> shift``
+    (the shift delayed with it), then the saturation's compare."""
+    wide = len(acc) + 1
+    rounded, shift1 = Signal(signed(wide), name=f"{name}_rounded"), Signal.like(shift, name=f"{name}_shift_1")
+    half = Signal(unsigned(32), name=f"{name}_half")
+    m.d.comb += half.eq((1 << shift) >> 1)
+    m.d.sync += [rounded.eq(acc + half), shift1.eq(shift)]
+    shifted = Signal(signed(wide), name=f"{name}_wide")
+    m.d.sync += shifted.eq(rounded >> shift1)
     out = Signal(signed(8), name=name)
-    m.d.sync += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
+    m.d.sync += out.eq(saturate(shifted, WEIGHT_MIN, WEIGHT_MAX))
     return out
 
 
-LOGIT_READ_LATENCY = 2 + REQUANT_STAGES
-"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` four cycles after the address (memory,
-lane select, rounding shift, saturation: the block RAM's clock-to-out is followed by no logic in its
-cycle, and the requantisation takes two)."""
+LOGIT_READ_LATENCY = 3 + REQUANT_STAGES
+"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` six cycles after the address (the address
+register, memory, lane select, rounding shift, saturation: the address's arithmetic, the block RAM's
+clock-to-out and the requantisation's three steps each have a cycle of their own)."""
 
 
-def logit_read(m, row_data, row, shift, logit, logit_q):
-    """The host's logit read behind a synchronous memory read port: ``row`` (the example's lane of ``row_data``) and
-    ``shift`` are sampled with the address; the lane is selected into a register in the cycle the memory
-    answers, then requantised over ``REQUANT_STAGES`` registers; ``logit`` is delayed to match.
-    ``logit`` and ``logit_q`` are valid ``2 + REQUANT_STAGES`` cycles after the address."""
-    row1, shift1, shift2 = Signal(range(len(row_data))), Signal.like(shift), Signal.like(shift)
-    m.d.sync += [row1.eq(row), shift1.eq(shift), shift2.eq(shift1)]
+def logit_read(m, port, addr, row, shift, logit, logit_q):
+    """The host's logit read through the synchronous memory read ``port``: ``addr`` (the memory row), ``row``
+    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read, its lane
+    selected into a register in the cycle the memory answers, then requantised over ``REQUANT_STAGES``
+    registers; ``logit`` is delayed to match. ``logit`` and ``logit_q`` are valid ``LOGIT_READ_LATENCY``
+    cycles after the address."""
+    addr0, row0, shift0 = Signal.like(port.addr, name="logit_addr"), Signal(range(len(port.data))), Signal.like(shift)
+    row1, shift1, shift2 = Signal.like(row0), Signal.like(shift), Signal.like(shift)
+    m.d.sync += [addr0.eq(addr), row0.eq(row), shift0.eq(shift), row1.eq(row0), shift1.eq(shift0), shift2.eq(shift1)]
+    m.d.comb += port.addr.eq(addr0)
     chosen = Signal(signed(ACC_BITS))
-    m.d.sync += chosen.eq(row_data[row1])
+    m.d.sync += chosen.eq(port.data[row1])
     m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift2, "logit_requant"))
     delayed = chosen
     for i in range(REQUANT_STAGES):

@@ -226,6 +226,6 @@ class ZOEngine(ConfigComponent):
         with m.If(self.x_we & ~self.busy):
             m.d.comb += x_write.en.eq(1 << (self.x_example % R))
         m.d.comb += [l_write.addr.eq(pe.out_tag), l_write.data.eq(pe.sums), l_write.en.eq(pe.out_valid)]
-        m.d.comb += l_read.addr.eq((self.logit_pass * T + self.logit_example // R) * O + self.logit_output)
-        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
+        l_addr = (self.logit_pass * T + self.logit_example // R) * O + self.logit_output
+        logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
         return m
