@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pezo.cli.main import main as pezo  # noqa: E402
+from pezo.golden.engine.conv import hwc_order, kernel_tensor  # noqa: E402
 from pezo.golden.engine.nets import NETS  # noqa: E402
 from pezo.golden.methods.tasks import _digits, digits_split, rotate_images  # noqa: E402
 from pezo.golden.zo.float_cnn import FloatNet, accuracy, softmax_grad  # noqa: E402
@@ -53,7 +54,8 @@ def pretrain(x, y, seed: int, steps: int = 1500, lr: float = 3e-3) -> FloatNet:
 
 def to_onnx(net: FloatNet):
     """The float CNN as ONNX (opset 17): input [N, 1, 8, 8]; Conv (no bias) / Relu / MaxPool per conv layer, Flatten,
-    Gemm (transB) / Relu per dense layer."""
+    Gemm (transB) / Relu per dense layer. The float net holds the engine's layout (kernel rows (ky, kx, ci), the dense
+    layer after the convolutions over the HWC flattening): turned into ONNX's kernels and NCHW Flatten columns."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits, current = [], [], "input"
@@ -61,9 +63,7 @@ def to_onnx(net: FloatNet):
         name = f"w{i}"
         if layer.kind == "conv":
             k = layer.kernel
-            inits.append(
-                numpy_helper.from_array(w.reshape(layer.out_channels, layer.in_channels, k, k).astype(np.float32), name)
-            )
+            inits.append(numpy_helper.from_array(kernel_tensor(w, layer).astype(np.float32), name))
             nodes.append(
                 helper.make_node(
                     "Conv", [current, name], [f"c{i}"], name=f"conv{i}", kernel_shape=[k, k], pads=[layer.padding] * 4
@@ -78,6 +78,8 @@ def to_onnx(net: FloatNet):
                 nodes.append(helper.make_node("Flatten", [current], ["flat"], name="flatten", axis=1))
                 current = "flat"
             continue
+        if i and net.layers[i - 1].kind == "conv":  # HWC columns -> the NCHW Flatten's
+            w = w[:, np.argsort(hwc_order(*net.layers[i - 1].out_shape))]
         inits.append(numpy_helper.from_array(w.astype(np.float32), name))
         last = i == len(net.layers) - 1
         nodes.append(

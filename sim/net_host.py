@@ -20,6 +20,7 @@ from collections import deque
 
 import numpy as np
 
+from pezo.golden.engine.conv import batch_patches
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
@@ -71,8 +72,9 @@ class NetDriver(HostDriver):
     def _next_load_items(self) -> None:
         x, labels = self.batches.popleft()
         cfg, items = self.config, []
+        x = batch_words(cfg, x)
         for b in range(cfg.array.batch):
-            for j in range(cfg.inputs // cfg.array.cols):
+            for j in range(cfg.input_words):
                 items.append(("x", b, j, pack(x[b, j * cfg.array.cols : (j + 1) * cfg.array.cols], 8)))
             items.append(("y", b, int(labels[b])))
         items.append(("push",))
@@ -204,6 +206,14 @@ class NetDriver(HostDriver):
         )
         await self.drain_reads()
         return out[list(passes)]
+
+
+def batch_words(config: NetConfig, x) -> np.ndarray:
+    """What the host writes to the batch memory for the network input ``x`` [batch, inputs]: ``x`` itself, or for a
+    conv layer 0 its im2col'd patches (``golden.engine.conv.batch_patches``), ``config.input_words`` words of C
+    lanes per example."""
+    first = config.layers[0]
+    return batch_patches(x, first, config.array.cols) if first.kind == "conv" else np.asarray(x)
 
 
 def host_g(logits_plus, logits_minus, labels, loss: LossConfig) -> int:

@@ -16,17 +16,19 @@ JSON (or TOML, read only), versioned and strictly checked.
   as before) has ``"kind": "conv"`` and the keys ``in_channels``, ``height``, ``width``, ``out_channels``
   (required), ``kernel`` (3), ``stride`` (1; 1 or 2), ``padding`` (0; up to kernel // 2), ``pool`` (``none``,
   ``max``, ``avg``: 2 x 2), ``shift``, ``relu``, ``bias``, ``weight_exponent``; its ``inputs`` are
-  in_channels x height x width and its outputs the pooled maps, both flattened channel-major (so a dense layer
-  after it needs no Flatten entry).
+  in_channels x height x width (the network's input channel-major, [c][y][x]; a later conv layer's input HWC) and
+  its outputs the pooled maps flattened pixel-major, channel-innermost ([y][x][c]; ``golden.engine.conv``), which
+  a dense layer after it reads as they are (no Flatten entry).
 * ``input_exponent`` (optional): one input LSB is worth 2^input_exponent; user data (``--data``) is quantised
   at it (``pezo.golden.zo.user_data``). Without it the data's own range picks it.
 * the array and stream settings (optional; ``NetConfig``'s flat keys ``strategy``, ``rows``, ``cols``,
   ``batch``, ``rng_bits``, ``seed``, ``pool_size``, ``pool_bits``, ``eps_shift``, ``weight_depth``,
   ``lfsr_leap``, ``lfsr_bit_order``): they replace the command's defaults; a command-line option wins.
 * ``weights`` (optional): one int8 matrix [outputs][inputs] (entries -127..127) per layer, a conv layer's
-  [out_channels][in_channels * kernel^2] (ONNX's [out, in, kh, kw] flattened; the array's pad lanes are not
-  stored: they load as 0 and multiply zero inputs); ``biases`` (optional): one list of int32 per layer (a conv
-  layer: one per output channel), ``null`` for a layer without ``bias``. Or ``weights_file``: an
+  [out_channels][kernel^2 * in_channels] in the lane order (ky, kx, ci) (ONNX's [out, in, kh, kw] kernel
+  transposed to [out, kh, kw, in]; the array's pad lanes are not stored: they load as 0 and multiply zero inputs),
+  a dense layer after a conv layer's columns over its HWC outputs; ``biases`` (optional): one list of int32 per
+  layer (a conv layer: one per output channel), ``null`` for a layer without ``bias``. Or ``weights_file``: an
   ``.npz`` beside the file holding ``w0, w1, ...`` and ``b0, b1, ...`` (the same shapes). A file with weights
   starts training from them; without, the trainer's seeded start is used.
 * ``source`` (optional, free text): where the network came from (e.g. the ONNX file it was imported from).
@@ -289,7 +291,7 @@ def _weights(weights, config: NetConfig) -> tuple:
             a = np.asarray(0.5)
         shape, what = (layer.outputs, layer.inputs), "outputs x inputs"
         if layer.kind == "conv":
-            shape, what = (layer.out_channels, layer.patch), "out_channels x in_channels * kernel^2"
+            shape, what = (layer.out_channels, layer.patch), "out_channels x kernel^2 * in_channels"
         if a.shape != shape:
             raise ValueError(f"key 'weights[{i}]' must have shape {list(shape)} ({what}), got {list(a.shape)}")
         if a.dtype.kind not in "iu" or a.min() < WEIGHT_MIN or a.max() > WEIGHT_MAX:

@@ -12,10 +12,13 @@ bias)``, executed on the R x C array one layer at a time, one batch tile of R ex
   reads it as its input. The network's input is the batch: int8 in [-128, 127].
 * the last layer's int32 accumulators are the logits (no shift, no ReLU): the loss reads them.
 * a **convolution** (``golden.engine.conv.Conv2D``: k x k kernels, stride 1 or 2, zero padding, optional 2 x 2
-  max / avg pool) is the same matmul over im2col patches: its weight matrix is [out_channels, in_channels * k^2
-  padded to a multiple of C] (``NetConfig.weight_shape``), its output the requantised, ReLU'd, pooled maps
-  flattened channel-major (Flatten is free). A conv layer is never the last one nor in the backprop tail; the RTL
-  has no conv address generator yet (the CLI's RTL commands refuse such a net).
+  max / avg pool) is the same matmul over im2col patches read in place: its weight matrix is [out_channels,
+  k^2 * in_channels in the lane order (ky, kx, ci), padded to a multiple of C] (``NetConfig.weight_shape``), its
+  output the requantised, ReLU'd, pooled maps stored pixel-major, channel-innermost (HWC: one activation word = C
+  channels of one pixel), and a dense layer after it reads that flattening (Flatten is free). A conv layer 0 reads
+  the batch im2col'd by the host (``golden.engine.conv.batch_patches``); a later conv layer needs ``in_channels``
+  a multiple of C (refused otherwise, naming the layer). A conv layer is never the last one nor in the backprop
+  tail; the RTL runs it (``hw.engine.conv_path``; ``pezo sim engine``; the board top refuses such a net).
 
 **Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
 order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``
@@ -36,9 +39,17 @@ and the same for -epsilon; the losses L+ and L- and g (``golden.engine.loss``); 
 update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g)`` the host-g mode.
 
 **Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
+<<<<<<< HEAD
 step needs at least ``cycle_bound`` = 2 * (B / R) * |W| / C (two forward passes) + |W| / C (update)
 + ``NET_FORWARD_LATENCY`` + ``NET_UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
 stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
+=======
+step needs at least ``cycle_bound`` = 2 * (B / R) * sum_l cycles_l (two forward passes) + |W| / C (update)
++ ``NET_FORWARD_LATENCY`` + ``UPDATE_LATENCY``, where a dense layer's cycles_l per tile are its |W_l| / C
+words and a conv layer's are OH * OW * out_channels * row_words (its words once per output pixel; the row buffer is
+written through on the first pixel, no fill cycles: ``golden.engine.conv``). Measured steps add a cycle per stream
+command and the stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
+>>>>>>> main
 activation buffer before the next layer reads them), the loss/g tail and any wait for the batch.
 """
 
@@ -218,6 +229,12 @@ class NetConfig(EngineFlatConfig):
                     f"layer {i} ({layer.describe()}) takes {layer.inputs} inputs but layer {i - 1} "
                     f"({layers[i - 1].describe()}) has {layers[i - 1].outputs} outputs"
                 )
+            if layer.kind == "conv" and i and layer.in_channels % cols:
+                raise ValueError(
+                    f"layer {i} ({layer.describe()}): a conv layer after the first reads one activation word of "
+                    f"cols={cols} channels per pixel, so its in_channels ({layer.in_channels}) must be a multiple of "
+                    f"{cols} (give layer {i - 1} a multiple of {cols} outputs per pixel, or use another cols)"
+                )
             if layer.kind == "dense" and layer.inputs % cols:
                 raise ValueError(
                     f"layer {i} ({layer.describe()}) does not tile the array: its inputs must be a "
@@ -313,13 +330,23 @@ class NetConfig(EngineFlatConfig):
         return self.layer_weights(i) // self.array.cols
 
     def layer_cycles(self, i: int) -> int:
-        """Array cycles of layer i per batch tile: its words, once per output pixel for a conv layer."""
+        """Array issue cycles of layer i per batch tile: its words; a conv layer's once per output pixel,
+        OH * OW * out_channels * row_words (no row-buffer fill: ``golden.engine.conv``'s write-through)."""
         layer = self.layers[i]
         return self.layer_words(i) * (layer.pixels if layer.kind == "conv" else 1)
 
     def layer_offsets(self) -> list[int]:
         """First global weight of each layer."""
         return [sum(self.layer_weights(j) for j in range(i)) for i in range(len(self.layers))]
+
+    @property
+    def input_words(self) -> int:
+        """Batch-memory words of one example: a dense layer 0's inputs / C, a conv layer 0's im2col'd patches
+        OH * OW * row_length / C (``golden.engine.conv.batch_patches``)."""
+        first = self.layers[0]
+        if first.kind == "conv":
+            return first.pixels * first.row_length(self.array.cols) // self.array.cols
+        return first.inputs // self.array.cols
 
     @property
     def hidden_width(self) -> int:
@@ -337,8 +364,14 @@ class NetConfig(EngineFlatConfig):
         return 2 * self.array.tiles * sum(self.layer_cycles(i) for i in range(len(self.layers)))
 
     def cycle_bound(self) -> int:
+<<<<<<< HEAD
         """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY (module docstring)."""
         return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
+=======
+        """2 * (B / R) * sum of ``layer_cycles`` (|W| / C for a dense-only net) + |W| / C + NET_FORWARD_LATENCY +
+        UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
+>>>>>>> main
 
     def bp_cycle_bound(self, split: int) -> int:
         """Issue cycles of the backprop tail at partition ``split`` (C, 0..L; ``hw.engine.bp_tail``): per tail
@@ -421,7 +454,7 @@ def forward_pass(config: NetConfig, x, weights: list[np.ndarray], biases: list[n
     for i, (layer, w, b) in enumerate(zip(config.layers, weights, biases)):
         inputs.append(h)
         if layer.kind == "conv":  # im2col matmul, requantise, ReLU, pool (golden.engine.conv)
-            h = conv_output(conv_acc(h, layer, w, b, config.array.cols), layer)
+            h = conv_output(conv_acc(h, layer, w, b, config.array.cols, from_batch=i == 0), layer)
             continue
         acc = exact_matmul(h, w) + b
         if i == last:

@@ -7,6 +7,10 @@ layer: the int8 weights as an initializer -> ``DequantizeLinear`` (scale 2^weigh
 (transB = 1) with the int32 bias through ``DequantizeLinear``; a hidden layer then ``Relu`` (or ``Clip`` at -127 LSB
 without one) -> ``QuantizeLinear`` / ``DequantizeLinear`` at the layer's output exponent (accumulator exponent +
 ``shift``). Outputs: ``logits`` (float, = the engine's int32 logits x 2^exponent) and ``label`` (``ArgMax``).
+A conv layer (``golden.engine.conv``) is a ``Conv`` on NCHW tensors (a ``Reshape`` of the channel-major input
+first) with its rows turned back into [out, in, kh, kw] kernels (``kernel_tensor``), then the 2 x 2 pool; the dense
+layer after it gets a ``Flatten`` and its columns permuted from the engine's HWC flattening back to NCHW's (the
+inverse of the import's ``hwc_order``), so the model is a plain NCHW CNN.
 
 **Exactness**: every float in the graph is an integer times a power of two, so float32 products and sums are
 exact while an accumulator stays below 2^23 (``exact_in_float32``). The engine rounds its shifts half up,
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pezo.golden.engine.conv import hwc_order, kernel_tensor
 from pezo.golden.engine.int8 import ACT_MAX, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.net_file import NetFile, write_whole
 
@@ -69,12 +74,12 @@ def export_qdq(net: NetFile):
         w = np.asarray(w, dtype=np.int64).clip(WEIGHT_MIN, WEIGHT_MAX)
         conv = layer.kind == "conv"
         if conv:
-            w = w[:, : layer.patch].reshape(layer.out_channels, layer.in_channels, layer.kernel, layer.kernel)
+            w = kernel_tensor(w, layer)
             if not image:
-                shape = const(f"layer{i}.image_shape", [-1, layer.in_channels, layer.height, layer.width], np.int64)
-                nodes.append(helper.make_node("Reshape", [current, shape], [f"layer{i}.in"], name=f"layer{i}/Reshape"))
-                current, image = f"layer{i}.in", True
+                current, image = _to_image(nodes, const, current, layer, i), True
         elif image:
+            previous = net.config.layers[i - 1]
+            w = w[:, np.argsort(hwc_order(*previous.out_shape))]  # the engine's HWC columns -> NCHW Flatten's
             nodes.append(helper.make_node("Flatten", [current], [f"layer{i}.in"], name=f"layer{i}/Flatten", axis=1))
             current, image = f"layer{i}.in", False
         w_name = const(f"layer{i}.weight", w, np.int8)
@@ -136,6 +141,25 @@ def export_qdq(net: NetFile):
     model.ir_version = 8
     model.doc_string = f"pezo int8 network {net.name} (QDQ); {net.source}".strip("; ")
     return model
+
+
+def _to_image(nodes, const, current: str, layer, i: int) -> str:
+    """``current`` [batch, features] as the NCHW tensor conv layer ``i`` reads: the channel-major network input
+    reshaped (layer 0), or a dense layer's output, which the engine reads HWC, reshaped and transposed."""
+    from onnx import helper
+
+    c, h, w = layer.in_channels, layer.height, layer.width
+    shape = [-1, c, h, w] if i == 0 else [-1, h, w, c]
+    shape = const(f"layer{i}.image_shape", shape, np.int64)
+    nodes.append(helper.make_node("Reshape", [current, shape], [f"layer{i}.in"], name=f"layer{i}/Reshape"))
+    if i == 0:
+        return f"layer{i}.in"
+    nodes.append(
+        helper.make_node(
+            "Transpose", [f"layer{i}.in"], [f"layer{i}.nchw"], name=f"layer{i}/Transpose", perm=[0, 3, 1, 2]
+        )
+    )
+    return f"layer{i}.nchw"
 
 
 def _pool(nodes, const, kind: str, current: str, exponent: int, tag: str, qdq) -> str:

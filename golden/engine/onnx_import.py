@@ -25,8 +25,16 @@ s_(l+1) = pow2_exponent of the float model's activations after the layer (and it
 requantisation ``shift`` = s_(l+1) - s_l - e_w (clamped to 0 when the activations need less than the
 accumulator's resolution; more than 31 is refused). The logits stay int32 at s_L + e_w.
 
-**Columns**: the imported network's array width ``cols`` is the largest of 8, 4, 2, 1 that divides every layer's
-inputs (written to the network file when it is not the default 8).
+**Convolutions** (``Conv``, then optionally ``Relu`` and a 2 x 2 ``MaxPool`` / ``AveragePool``, before the dense
+layers): the engine's layout (``golden.engine.conv``) is taken at import -- a kernel [out, in, kh, kw] becomes the
+weight row in the lane order (ky, kx, ci) (``kernel_rows``), and the dense layer after the last convolution, which
+ONNX feeds with the NCHW ``Flatten``, gets its columns permuted to the engine's HWC flattening (``hwc_order``). The
+model's input stays as given (channel-major [c, y, x] flattened). ``FloatLayer`` and ``float_forward`` hold and run
+the model in this layout (the same function as the ONNX graph).
+
+**Columns**: the imported network's array width ``cols`` is the largest of 8, 4, 2, 1 that divides every dense
+layer's inputs and every later conv layer's ``in_channels`` (written to the network file when it is not the
+default 8).
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from pezo.golden.engine.calibration import pow2_exponent, quantize_rint
-from pezo.golden.engine.conv import Conv2D, float_conv
+from pezo.golden.engine.conv import Conv2D, float_conv, hwc_order, kernel_rows
 from pezo.golden.engine.int8 import SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.net_file import NetFile
 from pezo.golden.engine.network import Layer, NetConfig, forward_network
@@ -56,9 +64,10 @@ FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 @dataclass
 class FloatLayer:
-    """One layer of the float model: ``weight`` [outputs, inputs] (a convolution's [out_channels, in_channels *
-    k^2], ONNX's kernel flattened), ``bias`` [outputs] (per output channel) or None, ``relu``, the node that made it,
-    and for a convolution its geometry ``conv`` (a ``Conv2D`` whose ``relu`` and ``pool`` follow the graph)."""
+    """One layer of the float model in the engine's layout (module docstring): ``weight`` [outputs, inputs] (a
+    convolution's [out_channels, k^2 * in_channels], lanes (ky, kx, ci); a dense layer after a convolution over its
+    HWC flattening), ``bias`` [outputs] (per output channel) or None, ``relu``, the node that made it, and for a
+    convolution its geometry ``conv`` (a ``Conv2D`` whose ``relu`` and ``pool`` follow the graph)."""
 
     weight: np.ndarray
     bias: np.ndarray | None
@@ -178,7 +187,7 @@ def float_layers(model) -> list[FloatLayer]:
         node = users[0]
         op = node.op_type
         if op in DENSE_OPS:
-            layers.append(_dense(node, consts))
+            layers.append(_after_conv(_dense(node, consts), layers))
             current = node.output[0]
             nxt = consumers.get(current, [])
             if len(nxt) == 1 and nxt[0].op_type == "Add" and op == "MatMul":
@@ -286,7 +295,16 @@ def _conv(node, consts, shape) -> FloatLayer:
         if node.input[2] not in consts:
             raise _refuse(node, "its bias B is not a constant")
         bias = _bias(node, consts[node.input[2]], w.shape[0])
-    return FloatLayer(w.reshape(w.shape[0], -1), bias, False, node.name, geometry)
+    return FloatLayer(kernel_rows(w), bias, False, node.name, geometry)
+
+
+def _after_conv(layer: FloatLayer, layers: list[FloatLayer]) -> FloatLayer:
+    """A dense layer after a convolution with its columns over the NCHW ``Flatten`` permuted to the engine's HWC
+    flattening (``hwc_order``); other dense layers, or a width that does not match (refused later), as given."""
+    conv = layers[-1].conv if layers else None
+    if conv is not None and layer.weight.shape[1] == conv.outputs:
+        layer.weight = layer.weight[:, hwc_order(*conv.out_shape)]
+    return layer
 
 
 def _pool(node, layers: list[FloatLayer]) -> None:
@@ -403,7 +421,7 @@ def float_forward(layers: list[FloatLayer], x, upto: int | None = None) -> np.nd
     h = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
     for i, layer in enumerate(layers):
         if layer.conv is not None:  # its ReLU and pool included
-            h = float_conv(h, layer.conv, layer.weight, layer.bias)
+            h = float_conv(h, layer.conv, layer.weight, layer.bias, from_batch=i == 0)
         else:
             h = h @ layer.weight.T + (layer.bias if layer.bias is not None else 0.0)
         if layer.relu and layer.conv is None:
@@ -465,7 +483,8 @@ def quantize_layers(layers: list[FloatLayer], x_train, name: str, source: str = 
         weights.append(w_q)
         biases.append(b_q)
         s_in = e_acc + shift
-    widths = [l.inputs for l in out_layers if l.kind == "dense"]  # conv rows are padded to any C
+    widths = [l.inputs for l in out_layers if l.kind == "dense"]  # a conv layer 0's rows are padded to any C
+    widths += [l.in_channels for l in out_layers[1:] if l.kind == "conv"]  # one activation word: C channels
     cols = choose_cols(widths)
     settings = {"cols": cols} if cols != 8 else {}
     try:

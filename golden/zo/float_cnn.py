@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.engine.conv import patch_index
+from pezo.golden.engine.conv import patch_source
 from pezo.golden.engine.net_file import load_net
 from pezo.golden.losses import cross_entropy
 from pezo.golden.zo.int8_head import batch_schedule
@@ -26,17 +26,19 @@ LR_GRID = (1e-3, 3e-3, 1e-2)
 
 
 class FloatNet:
-    """The float twin of a layer program (module docstring): ``forward`` keeps what ``backward`` needs."""
+    """The float twin of a layer program (module docstring), in the engine's layout (``golden.engine.conv``: kernel
+    rows in the lane order (ky, kx, ci), activations HWC, layer 0 reading the channel-major input): ``forward`` keeps
+    what ``backward`` needs."""
 
     def __init__(self, layers, seed: int):
         self.layers = layers
         rng = np.random.default_rng([seed, 0xC0])
         self.weights, self.index = [], []
-        for layer in layers:
+        for i, layer in enumerate(layers):
             fan_in = layer.patch if layer.kind == "conv" else layer.inputs
             shape = (layer.out_channels, layer.patch) if layer.kind == "conv" else (layer.outputs, layer.inputs)
             self.weights.append(rng.standard_normal(shape) * np.sqrt(2.0 / fan_in))
-            self.index.append(patch_index(layer) if layer.kind == "conv" else None)
+            self.index.append(patch_source(layer, from_batch=i == 0) if layer.kind == "conv" else None)
 
     def forward(self, x, keep: bool = False) -> np.ndarray:
         h, self.cache = np.asarray(x, dtype=np.float64), []
@@ -47,15 +49,14 @@ class FloatNet:
                 self.cache.append((h, z))
                 h = out
                 continue
-            b, p = h.shape[0], layer.padding
-            xp = np.pad(h.reshape(b, layer.in_channels, layer.height, layer.width), ((0, 0), (0, 0), (p, p), (p, p)))
-            cols = xp.reshape(b, -1)[:, self.index[i]]  # [B, pixels, patch]
-            z = (cols @ w.T).transpose(0, 2, 1).reshape(b, layer.out_channels, layer.conv_height, layer.conv_width)
+            b = h.shape[0]
+            cols = np.concatenate([h, np.zeros((b, 1))], axis=1)[:, self.index[i]]  # [B, pixels, patch]
+            z = (cols @ w.T).reshape(b, layer.conv_height, layer.conv_width, layer.out_channels)  # HWC
             a = np.maximum(z, 0) if layer.relu else z
             if layer.pool != "none":
-                win = a.reshape(b, layer.out_channels, layer.conv_height // 2, 2, layer.conv_width // 2, 2)
-                a = win.max(axis=(3, 5)) if layer.pool == "max" else win.mean(axis=(3, 5))
-            self.cache.append((cols, z, xp.shape))
+                win = a.reshape(b, layer.conv_height // 2, 2, layer.conv_width // 2, 2, layer.out_channels)
+                a = win.max(axis=(2, 4)) if layer.pool == "max" else win.mean(axis=(2, 4))
+            self.cache.append((cols, z))
             h = a.reshape(b, -1)
         return h
 
@@ -71,31 +72,30 @@ class FloatNet:
                 grads[i] = grad.T @ h
                 grad = grad @ w
                 continue
-            cols, z, padded = self.cache[i]
-            b, c, oh, ow = z.shape
+            cols, z = self.cache[i]
+            b, oh, ow, c = z.shape
             a = np.maximum(z, 0) if layer.relu else z
-            g = grad.reshape(b, c, *layer.out_shape[1:])
+            _, ph, pw = layer.out_shape
+            g = grad.reshape(b, ph, pw, c)
             if layer.pool != "none":
-                win = a.reshape(b, c, oh // 2, 2, ow // 2, 2)
+                win = a.reshape(b, oh // 2, 2, ow // 2, 2, c)
                 if layer.pool == "max":
-                    flat = win.transpose(0, 1, 2, 4, 3, 5).reshape(b, c, oh // 2, ow // 2, 4)
+                    flat = win.transpose(0, 1, 3, 5, 2, 4).reshape(b, oh // 2, ow // 2, c, 4)
                     first = flat.argmax(axis=-1)[..., None] == np.arange(4)
-                    mask = first.reshape(b, c, oh // 2, ow // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5)
+                    mask = first.reshape(b, oh // 2, ow // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3)
                 else:
                     mask = np.full(win.shape, 0.25)
-                g = (mask * g[:, :, :, None, :, None]).reshape(b, c, oh, ow)
+                g = (mask * g[:, :, None, :, None, :]).reshape(b, oh, ow, c)
             if layer.relu:
                 g = g * (z > 0)
-            g = g.reshape(b, c, oh * ow).transpose(0, 2, 1)  # [B, pixels, out]
+            g = g.reshape(b, oh * ow, c)  # [B, pixels, out]
             grads[i] = np.einsum("bpo,bpj->oj", g, cols)
             if i:
                 dcols = g @ w  # [B, pixels, patch]
-                dx = np.zeros((b, int(np.prod(padded[1:]))))
+                dx = np.zeros((b, layer.inputs + 1))  # the last column collects the zero padding's share
                 for j in range(b):
                     np.add.at(dx[j], self.index[i], dcols[j])
-                p = layer.padding
-                dx = dx.reshape(padded)[:, :, p : padded[2] - p, p : padded[3] - p]
-                grad = dx.reshape(b, -1)
+                grad = dx[:, :-1]
         return grads
 
 

@@ -85,7 +85,7 @@ def _pre_activations(net, i: int, h, w) -> np.ndarray:
     for a dense layer, the im2col patches times ``w.T`` for a conv layer (float or integer ``w``)."""
     layer = net.layers[i]
     if layer.kind == "conv":
-        h = im2col(h, layer, net.array.cols).reshape(-1, net.weight_shape(i)[1])
+        h = im2col(h, layer, net.array.cols, from_batch=i == 0).reshape(-1, net.weight_shape(i)[1])
     return np.asarray(h) @ np.asarray(w).T
 
 
@@ -93,7 +93,8 @@ def _hidden_output(net, i: int, h, w) -> np.ndarray:
     """Layer i's int8 output on ``h`` (requantised, ReLU; a conv layer's pool too), no bias."""
     layer = net.layers[i]
     if layer.kind == "conv":
-        return conv_output(conv_acc(h, layer, w, np.zeros(layer.bias_size), net.array.cols), layer)
+        acc = conv_acc(h, layer, w, np.zeros(layer.bias_size), net.array.cols, from_batch=i == 0)
+        return conv_output(acc, layer)
     return saturate(round_shift(h @ w.T, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
 
 

@@ -108,7 +108,7 @@ class TailLayers:
     def __init__(self, cfg: NetConfig, l):
         C = cfg.array.cols
         layers = cfg.layers
-        offsets = [sum(x.weights for x in layers[:i]) // C for i in range(len(layers))]
+        offsets = [offset // C for offset in cfg.layer_offsets()]  # a conv layer's rows padded
         self.outputs = select(l, [x.outputs for x in layers])
         self.strips = select(l, [x.inputs // C for x in layers])
         self.blocks = select(l, [-(-x.outputs // C) for x in layers])

@@ -18,6 +18,11 @@ Datapath, one weight word (C weights of one output) per cycle for R examples:
   buffer l % 2); the last layer's sums go to the logit memory and the loss unit;
 * loss unit (``LOSS_LATENCY``): per row the label's logit and the running maximum of the others, the
   hinge term after the last output, a tree sum over the rows and an accumulator per pass.
+* a conv layer (``hw.engine.conv_path``, built only for a net with one) walks its patches in golden's order:
+  the weight word advances (and the stream is consumed) on a channel's first pixel only, later pixels take the
+  row buffer's words; the activation word is the patch word (a zero word in the padding; a conv layer 0 reads
+  the host's im2col'd batch, ``NetConfig.input_words`` words per example); the results fold in the 2 x 2 pool
+  register and the window's last writes its lane of the HWC hidden word.
 
 Operations (``op`` sampled with ``start`` while idle; ``busy`` until complete, then ``done``):
 
@@ -77,6 +82,7 @@ from pezo.hw.engine.bp_tail import (
     tail_states,
     tail_strobes,
 )
+from pezo.hw.engine.conv_path import ConvPath, row_words
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
@@ -119,6 +125,8 @@ def tag_layout(cfg: NetConfig) -> data.StructLayout:
     }
     if cfg.backprop:  # the pass kind (bp_tail.KIND_*) and a gradient word's address
         fields.update({"kind": 2, "word": index_bits(cfg.weight_words)})
+    if cfg.has_conv:  # the result's 2 x 2 pool window opens / closes (hw.engine.conv_path)
+        fields.update({"pool_first": 1, "pool_last": 1})
     return data.StructLayout(fields)
 
 
@@ -187,6 +195,7 @@ class _Control:
     g_formed: Signal
     zo_end: object = None
     bp: object = None
+    conv: object = None
 
 
 @dataclass
@@ -233,7 +242,7 @@ class NetEngine(ConfigComponent):
                 "w_we": In(1),
                 "w_rdata": Out(int8_lanes(cfg.array.cols)),
                 "x_example": In(unsigned(index_bits(cfg.array.batch))),
-                "x_word": In(unsigned(index_bits(cfg.inputs // cfg.array.cols))),
+                "x_word": In(unsigned(index_bits(cfg.input_words))),
                 "x_wdata": In(int8_lanes(cfg.array.cols)),
                 "x_we": In(1),
                 "y_example": In(unsigned(index_bits(cfg.array.batch))),
@@ -290,7 +299,7 @@ class NetEngine(ConfigComponent):
         banks, four logit banks, the ping-pong hidden buffer when ``L > 1``). Returns the stream, the array
         and the memory ports (``_Ports``); later stages drive every port."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
-        J0 = cfg.inputs // C
+        J0 = cfg.input_words
         hidden_words = _hidden_words(cfg)
         has_bias = any(l.bias for l in cfg.layers)
         tag_shape = tag_layout(cfg)
@@ -366,7 +375,7 @@ class NetEngine(ConfigComponent):
         if cfg.backprop:  # the partition C (OP_TRAIN only; other operations run full ZO) and b_BP
             split, bp_bits = Signal(range(L + 1), name="split_c"), Signal(unsigned(BP_BITS_WIDTH), name="bp_bits_q")
             zo_end = Signal(range(cfg.weight_words + 1), name="zo_end")
-            m.d.comb += zo_end.eq(select(split, [sum(x.weights for x in cfg.layers[:i]) // C for i in range(L + 1)]))
+            m.d.comb += zo_end.eq(select(split, [sum(map(cfg.layer_weights, range(i))) // C for i in range(L + 1)]))
             full_bp, has_tail = split == 0, split != L
         else:
             split = bp_bits = None
@@ -375,7 +384,7 @@ class NetEngine(ConfigComponent):
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
         word = Signal(range(max(cfg.weight_words, 2)))
-        j = Signal(range(max(l.inputs // C for l in cfg.layers) + 1), name="walk_j")
+        j = Signal(range(max(row_words(l, C) for l in cfg.layers) + 1), name="walk_j")
         o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
@@ -384,13 +393,18 @@ class NetEngine(ConfigComponent):
         issue, wanting = Signal(), Signal()
         j_last, o_last, last_layer = Signal(), Signal(), Signal()
         m.d.comb += [
-            j_last.eq(select(layer, [j == lay.inputs // C - 1 for lay in cfg.layers])),
+            j_last.eq(select(layer, [j == row_words(lay, C) - 1 for lay in cfg.layers])),
             o_last.eq(select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
             last_layer.eq(layer == L - 1),
         ]
         row_done = j_last
         layer_done = j_last & o_last
         last_word = word == cfg.weight_words - 1
+        conv = streaming = None
+        if cfg.has_conv:  # conv layers walk their patches (hw.engine.conv_path); the word advances on stream words
+            conv = ConvPath(m, cfg, layer, issue, updating, ~self.busy)
+            streaming = conv.streaming
+            layer_done = j_last & Mux(conv.active, conv.final, o_last)
 
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
@@ -453,7 +467,10 @@ class NetEngine(ConfigComponent):
                 m.next = "RUN"
             with m.State("RUN"):
                 with m.If(issue):
-                    m.d.sync += [word.eq(word + 1), j.eq(Mux(row_done, 0, j + 1))]
+                    m.d.sync += [
+                        word.eq(word + 1 if conv is None else Mux(streaming, word + 1, word)),
+                        j.eq(Mux(row_done, 0, j + 1)),
+                    ]
                     with m.If(row_done):
                         m.d.sync += [o.eq(o + 1), o_lane.eq(Mux(o_lane == C - 1, 0, o_lane + 1))]
                         with m.If(o_lane == C - 1):
@@ -544,12 +561,18 @@ class NetEngine(ConfigComponent):
         # simulators evaluate them from time 0)
         first_pass = ~updating & (sign == 0) & (tile == 0)
         commanding, running = fsm.ongoing("COMMAND"), fsm.ongoing("RUN")
+        if conv is not None:
+            m.d.comb += conv.running.eq(running)
         m.d.comb += [
             stream.next.eq(commanding & first_pass),
             stream.rewind.eq(commanding & ~first_pass),
             stream.sign.eq(sign),
-            wanting.eq(running & perturbing),
-            issue.eq(running & (~perturbing | stream.valid)),
+            wanting.eq(running & perturbing if conv is None else running & perturbing & streaming),
+            issue.eq(
+                running & (~perturbing | stream.valid)
+                if conv is None
+                else running & (~(perturbing & streaming) | stream.valid)
+            ),
             release.eq(
                 (fsm.ongoing("FORWARD_DRAIN") & (drain == 0) & ~has_tail) | fsm.ongoing("BP_END")
                 if cfg.backprop
@@ -557,6 +580,11 @@ class NetEngine(ConfigComponent):
             ),
             clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
         ]
+        if conv is not None:  # the tag's output (bias index, hidden-buffer word and lane) from the walk
+            o, o_word, o_lane = (
+                Mux(conv.active, new, old)
+                for new, old in zip((conv.channel, conv.out_word, conv.out_lane), (o, o_word, o_lane))
+            )
         return _Control(
             g,
             mode,
@@ -585,28 +613,33 @@ class NetEngine(ConfigComponent):
             g_formed,
             zo_end,
             bp,
+            conv,
         )
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
         """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
         ``en``; the activation word one cycle later (address registered: layer 0 from the batch bank at the
         head of the queue, later layers from the hidden buffer), so it meets the registered weights at S2."""
-        T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.inputs // cfg.array.cols
+        T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.input_words
         x_read, h_read, bp = mem.x_read, mem.h_read, ctl.bp
         m.d.comb += stream.en.eq(ctl.wanting)
         if bp is None:
             m.d.comb += mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))
         x_addr = Signal.like(x_read.addr)
         tile, j = (ctl.tile, ctl.j) if bp is None else (Mux(bp.grad, bp.bt, ctl.tile), Mux(bp.grad, bp.bj, ctl.j))
-        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + j)
+        x_word = j
+        if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
+            x_word = ctl.conv.walks[0]["addr"]
+        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + x_word)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
+            h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
             if bp is None:
-                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + ctl.j)
+                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
-                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + j)
+                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
             m.d.comb += h_read.addr.eq(h_addr)
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
@@ -633,6 +666,12 @@ class NetEngine(ConfigComponent):
             tag0.pas.eq(ctl.sign),
             tag0.tile.eq(ctl.tile),
         ]
+        if ctl.conv is not None:
+            conv = ctl.conv
+            m.d.comb += [
+                tag0.pool_first.eq(~conv.active | conv.pool_first),
+                tag0.pool_last.eq(~conv.active | conv.pool_last),
+            ]
         issue, first, last = ctl.issue, ctl.j == 0, ctl.row_done
         if bp is not None:  # a tail pass's word: its kind, layer, output (gradient) or input k (error), tile
             C = cfg.array.cols
@@ -677,6 +716,8 @@ class NetEngine(ConfigComponent):
         acts = x_read.data.as_value()
         if L > 1:
             acts = Mux(layer0_2, x_read.data.as_value(), h_read.data.as_value())
+        if ctl.conv is not None:  # zero padding
+            acts = ctl.conv.zeroed(m, acts)
         m.d.comb += [
             pe.valid.eq(valid2f),
             pe.first.eq(first2),
@@ -685,6 +726,8 @@ class NetEngine(ConfigComponent):
             pe.acts.eq(acts),
         ]
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
+        if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
+            weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
         if bp is not None:
             weights = tail_operands(self, m, cfg, pe, mem, bp, acts, weights)
         for c in range(C):
@@ -765,12 +808,15 @@ class NetEngine(ConfigComponent):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
             slot = h_tag.layer[0] * hidden_words if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
+            written, write_valid = [h_values[r] for r in range(R)], h_valid
+            if ctl.conv is not None:  # a conv layer's 2 x 2 pool: the window's last result writes
+                written, write_valid = ctl.conv.pool_write(m, written, h_tag, h_valid)
             m.d.comb += [
                 h_write.addr.eq(slot + h_tag.o_word),
-                h_write.data.eq(Cat(*[h_values[r].replicate(C) for r in range(R)])),
+                h_write.data.eq(Cat(*[written[r].replicate(C) for r in range(R)])),
             ]
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
-            m.d.comb += h_write.en.eq(Mux(h_valid, lane_mask, 0))
+            m.d.comb += h_write.en.eq(Mux(write_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
         m.d.comb += logit_base.eq(((ctl.parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
         m.d.comb += [
@@ -806,7 +852,7 @@ class NetEngine(ConfigComponent):
         """The host's batch writes (``x_*``, ``y_*``) into bank ``write_bank`` while ``load_ready`` (written at
         the clock edge), and its logit reads (``logit_*``: ``logit`` / ``logit_q`` ``LOGIT_READ_LATENCY``
         cycles after the address)."""
-        R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.inputs // cfg.array.cols
+        R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.input_words
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
         m.d.comb += [
             x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
@@ -823,7 +869,7 @@ class NetEngine(ConfigComponent):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
         idle), read with a row's first word (address one cycle behind the issue, like the activations);
         a layer without ``bias`` adds 0."""
-        offsets = [sum(l.outputs for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
+        offsets = [sum(l.bias_size for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
         m.submodules.bias_mem = bias_mem = Memory(shape=signed(ACC_BITS), depth=cfg.total_outputs, init=[])
         b_read, b_write = bias_mem.read_port(), bias_mem.write_port()
         m.d.comb += [b_write.addr.eq(self.b_addr), b_write.data.eq(self.b_wdata), b_write.en.eq(self.b_we & ~self.busy)]

@@ -64,13 +64,14 @@ def test_a_network_without_weights_is_not_exported():
         export_qdq(NetFile(net.config, {}, -4))
 
 
-def random_cnn_net(pool, seed=0):
-    """Issue 33: conv layers (with and without bias, ReLU, both pools, stride 2) before dense ones."""
+def random_cnn_net(pool, seed=0, channels=1):
+    """Issue 33: conv layers (with and without bias, ReLU, both pools, stride 2) before dense ones; a layer 0 of
+    ``channels`` input channels (the batch channel-major, the rows (ky, kx, ci), the activations HWC)."""
     from pezo.golden.engine.conv import Conv2D
 
     layers = (
-        Conv2D(1, 8, 8, 4, padding=1, pool=pool, shift=6, relu=True, bias=True, weight_exponent=-6),
-        Conv2D(4, 4, 4, 8, stride=2, padding=1, shift=5, relu=False, weight_exponent=-7),
+        Conv2D(channels, 8, 8, 8, padding=1, pool=pool, shift=6, relu=True, bias=True, weight_exponent=-6),
+        Conv2D(8, 4, 4, 8, stride=2, padding=1, shift=5, relu=False, weight_exponent=-7),
         Layer(32, 5, bias=True, weight_exponent=-8),
     )
     config = NetConfig(layers=layers, name="random-cnn")
@@ -80,11 +81,11 @@ def random_cnn_net(pool, seed=0):
     return NetFile(config, {}, -4, config.fit_weights(weights), biases)
 
 
-@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("pool, channels", [("max", 1), ("avg", 1), ("max", 3)])
 @pytest.mark.parametrize("level", LEVELS)
-def test_a_cnn_exports_bit_for_bit(pool, level):
-    net = random_cnn_net(pool)
-    q = np.random.default_rng(1).integers(-128, 128, (256, 64))
+def test_a_cnn_exports_bit_for_bit(pool, channels, level):
+    net = random_cnn_net(pool, channels=channels)
+    q = np.random.default_rng(1).integers(-128, 128, (256, net.config.inputs))
     engine = forward_network(net.config, q, list(net.weights), [b if b is not None else 0 for b in net.biases])
     e_logits = net.input_exponent + sum(l.weight_exponent for l in net.config.layers)
     e_logits += sum(l.shift for l in net.config.layers[:-1])

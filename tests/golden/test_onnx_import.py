@@ -199,10 +199,32 @@ def test_a_torch_style_cnn_imports_with_its_pools_and_close_logits(tmp_path):
         "32 -> 16 + bias relu",
         "16 -> 10 + bias",
     ]
-    assert np.allclose(layers[0].weight, convs[0][0].reshape(4, 9))  # ONNX's [out, in, kh, kw] flattened
+    assert np.allclose(layers[0].weight, convs[0][0].reshape(4, 9))  # 1 channel: (ci, ky, kx) = (ky, kx, ci)
+    assert net.config.array.cols == 4  # layer 1 reads 4 channels per pixel: one activation word of 4 lanes
     y = float_forward(layers, x).argmax(axis=1)
     report = accuracies(net, layers, x, y)
     assert report["float_accuracy"] == 1.0 and report["int8_accuracy"] >= 0.9
+
+
+def test_a_multichannel_cnn_imports_in_the_engine_layout_and_runs_as_onnxruntime(tmp_path):
+    """Issue 33's layout: kernels as (ky, kx, ci) rows, the dense layer's columns over the HWC flattening, the input
+    channel-major as given -- the float layers compute the ONNX model's function."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_models import random_cnn, torch_style_cnn
+
+    from pezo.golden.engine.conv import hwc_order, kernel_rows
+
+    convs, fcs = random_cnn(channels=(2, 8, 16), dense=(64, 16, 10))
+    path = save(torch_style_cnn(convs, fcs, image=(2, 8, 8)), tmp_path)
+    x = np.random.default_rng(1).uniform(-1, 1, (200, 2, 8, 8))
+    net, layers = import_onnx(path, x)
+    assert net.config.array.cols == 8 and [l.weight.shape for l in layers[:2]] == [(8, 18), (16, 72)]
+    assert np.allclose(layers[1].weight, kernel_rows(convs[1][0]))
+    assert np.allclose(layers[2].weight, fcs[0][0][:, hwc_order(16, 2, 2)])
+    expected = ort.InferenceSession(str(path)).run(None, {"input": x.astype(np.float32)})[0]
+    assert np.allclose(float_forward(layers, x), expected, atol=1e-4)
+    report = accuracies(net, layers, x.reshape(200, -1), expected.argmax(axis=1))
+    assert report["int8_accuracy"] >= 0.9
 
 
 @pytest.mark.parametrize(
