@@ -39,17 +39,11 @@ and the same for -epsilon; the losses L+ and L- and g (``golden.engine.loss``); 
 update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g)`` the host-g mode.
 
 **Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
-<<<<<<< HEAD
-step needs at least ``cycle_bound`` = 2 * (B / R) * |W| / C (two forward passes) + |W| / C (update)
-+ ``NET_FORWARD_LATENCY`` + ``NET_UPDATE_LATENCY``. Measured steps add a cycle per stream command and the
-stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
-=======
 step needs at least ``cycle_bound`` = 2 * (B / R) * sum_l cycles_l (two forward passes) + |W| / C (update)
-+ ``NET_FORWARD_LATENCY`` + ``UPDATE_LATENCY``, where a dense layer's cycles_l per tile are its |W_l| / C
++ ``NET_FORWARD_LATENCY`` + ``NET_UPDATE_LATENCY``, where a dense layer's cycles_l per tile are its |W_l| / C
 words and a conv layer's are OH * OW * out_channels * row_words (its words once per output pixel; the row buffer is
 written through on the first pixel, no fill cycles: ``golden.engine.conv``). Measured steps add a cycle per stream
 command and the stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
->>>>>>> main
 activation buffer before the next layer reads them), the loss/g tail and any wait for the batch.
 """
 
@@ -364,14 +358,9 @@ class NetConfig(EngineFlatConfig):
         return 2 * self.array.tiles * sum(self.layer_cycles(i) for i in range(len(self.layers)))
 
     def cycle_bound(self) -> int:
-<<<<<<< HEAD
-        """2 * (B / R) * |W| / C + |W| / C + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY (module docstring)."""
-        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
-=======
         """2 * (B / R) * sum of ``layer_cycles`` (|W| / C for a dense-only net) + |W| / C + NET_FORWARD_LATENCY +
-        UPDATE_LATENCY (module docstring)."""
-        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
->>>>>>> main
+        NET_UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
 
     def bp_cycle_bound(self, split: int) -> int:
         """Issue cycles of the backprop tail at partition ``split`` (C, 0..L; ``hw.engine.bp_tail``): per tail
