@@ -102,9 +102,9 @@ from pezo.hw.rng.perturb import PerturbationStream, scale_round
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
 G_HIGH_BITS = 7
 """The high part of g in the update's split product (``_elaborate_update``): g's 24 bits = 7 signed + 17 unsigned."""
-LOSS_LATENCY = 5
-"""Cycles from the last logit in the logit memory to the final loss: label read, label/best registers,
-hinge term, row sum, accumulate."""
+LOSS_LATENCY = 8
+"""Cycles from the last logit in the logit memory to the final loss: label read, "is the label", label/best
+registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
 G_LATENCY = 3
 """Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
 STEP_BITS = 16
@@ -888,61 +888,83 @@ class NetEngine(ConfigComponent):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
         the array in output order), the hinge term after the last output, the sum over rows, a loss per
         pass (``golden.engine.loss``). With the tail: the running maximum's index (the strongest rival),
-        and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``)."""
+        and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``).
+        ``LOSS_LATENCY`` registers, one carry chain each: the logits and the label (read), "is the label" per
+        row, the label/best registers, best - label, the hinge term, the two halves of the row sum, the loss."""
         R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
         margin, loss, clear_loss = ctl.margin, ctl.loss, ctl.clear_loss
         m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
-        v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
+        v1, z1, t1 = Signal(name="loss_valid_1"), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(forward_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
-        first, last = t1.o == 0, t1.o == O - 1
-        # stage 1: the label's logit and the best other logit so far (registers per row)
-        v2, pas2 = Signal(), Signal()
-        m.d.sync += [v2.eq(v1 & last), pas2.eq(t1.pas)]
+        # stage 1b: the label read compared with the output index, per row (and the label kept for the tail)
+        v1b, z1b, t1b = Signal(name="loss_valid_1b"), Signal.like(pe.sums), Signal.like(out_tag)
+        is_label = [Signal(name=f"is_label_{r}") for r in range(R)]
+        label_1b = [Signal(range(O), name=f"label_1b_{r}") for r in range(R)]
+        m.d.sync += [v1b.eq(v1), z1b.eq(z1), t1b.eq(t1)]
+        m.d.sync += [is_label[r].eq(t1.o == y_read.data[r]) for r in range(R)]
+        m.d.sync += [label_1b[r].eq(y_read.data[r]) for r in range(R)]
+        first, last = Signal(name="loss_first"), Signal(name="loss_last")
+        m.d.sync += [first.eq(t1.o == 0), last.eq(t1.o == O - 1)]
+        # stage 2: the label's logit and the best other logit so far (registers per row)
+        v2, pas2 = Signal(name="loss_valid_2"), Signal()
+        m.d.sync += [v2.eq(v1b & last), pas2.eq(t1b.pas)]
+        v3, pas3 = Signal(name="loss_valid_3"), Signal()
+        m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         labels, rivals = [], []
         for r in range(R):
-            z, is_label = z1[r], t1.o == y_read.data[r]
+            z = z1b[r]
             label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
             best = Signal(signed(ACC_BITS), name=f"best_other_{r}")
-            with m.If(v1 & is_label):
+            with m.If(v1b & is_label[r]):
                 m.d.sync += label_logit.eq(z)
-            with m.If(v1 & ~is_label & (first | (z > best))):
+            with m.If(v1b & ~is_label[r] & (first | (z > best))):
                 m.d.sync += best.eq(z)
                 if ctl.bp is not None:
                     rival = Signal(range(O), name=f"rival_{r}")
-                    m.d.sync += rival.eq(t1.o)
-            with m.Elif(v1 & is_label & first):
+                    m.d.sync += rival.eq(t1b.o)
+            with m.Elif(v1b & is_label[r] & first):
                 m.d.sync += best.eq(-(1 << (ACC_BITS - 1)))
             if ctl.bp is not None:  # the state of the tile: label (at its last output), rival (one later)
                 label_q, rival_q = Signal(range(O), name=f"label_q_{r}"), Signal(range(O), name=f"rival_q_{r}")
-                with m.If(v1 & last):
-                    m.d.sync += label_q.eq(y_read.data[r])
+                label_3, rival_3 = Signal(range(O), name=f"label_3_{r}"), Signal(range(O), name=f"rival_3_{r}")
+                with m.If(v1b & last):
+                    m.d.sync += label_q.eq(label_1b[r])
                 with m.If(v2):
                     m.d.sync += rival_q.eq(rival)
-                labels.append(label_q)
-                rivals.append(rival_q)
-            # stage 2 (after a tile's last output): the hinge term from the two registers
+                m.d.sync += [label_3.eq(label_q), rival_3.eq(rival_q)]
+                labels.append(label_3)
+                rivals.append(rival_3)
+            # stage 3 (after a tile's last output): best - label; stage 4: the hinge term max(margin + that, 0)
+            gap = Signal(signed(ACC_BITS + 1), name=f"hinge_gap_{r}")
+            m.d.sync += gap.eq(best - label_logit)
             term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
-            m.d.comb += term.eq(margin + best - label_logit)
+            m.d.comb += term.eq(margin + gap)
             m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
-        v3, pas3 = Signal(), Signal()
-        m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
+        v4, pas4 = Signal(name="loss_valid_4"), Signal()
+        m.d.sync += [v4.eq(v3), pas4.eq(pas3)]
         if ctl.bp is not None:
             tm = self.tail_memories
-            tile2, tile3 = Signal.like(t1.tile), Signal.like(t1.tile)
-            m.d.sync += [tile2.eq(t1.tile), tile3.eq(tile2)]
-            m.d.comb += [tm.st_write.addr.eq(tile3), tm.st_write.en.eq(v3 & pas3)]
+            tiles = [t1b.tile]
+            for stage in range(2, 5):
+                t = Signal.like(t1b.tile, name=f"loss_tile_{stage}")
+                m.d.sync += t.eq(tiles[-1])
+                tiles.append(t)
+            m.d.comb += [tm.st_write.addr.eq(tiles[-1]), tm.st_write.en.eq(v4 & pas4)]
             for r in range(R):
                 m.d.comb += [
                     tm.st_write.data[r].label.eq(labels[r]),
                     tm.st_write.data[r].rival.eq(rivals[r]),
                     tm.st_write.data[r].active.eq(terms[r] != 0),
                 ]
-        # stage 3: the sum over the rows; stage 4: the loss of the pass
-        total, v4, pas4 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
-        m.d.sync += [total.eq(tree_sum(terms)), v4.eq(v3), pas4.eq(pas3)]
+        # stages 5-6: the sum over the rows in two halves of the adder tree; stage 7: the loss of the pass
+        half_rows = (R + 1) // 2
+        partial = [Signal(unsigned(LOSS_BITS), name=f"loss_rows_{i}") for i in range(2)]
+        m.d.sync += [partial[0].eq(tree_sum(terms[:half_rows])), partial[1].eq(tree_sum(terms[half_rows:] or [0]))]
+        total, v5, pas5, v6, pas6 = Signal(unsigned(LOSS_BITS)), Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [total.eq(partial[0] + partial[1]), v5.eq(v4), pas5.eq(pas4), v6.eq(v5), pas6.eq(pas5)]
         for s in range(2):
             with m.If(clear_loss):
                 m.d.sync += loss[s].eq(0)
-            with m.Elif(v4 & (pas4 == s)):
+            with m.Elif(v6 & (pas6 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)
