@@ -96,9 +96,13 @@ WEIGHT_STAGES = 1
 """Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
 not followed by the add and the saturation in one cycle); the activation reads are issued this many
 cycles late so that both meet at the array."""
-NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES
+OPERAND_STAGES = 1
+"""Registers between the operands' reads (the activation words, the perturbed weight word, the tail's operands)
+and the array's input register: a block RAM's clock-to-out is followed by no logic in its cycle."""
+NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
-``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add."""
+``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the ``OPERAND_STAGES``
+in front of the array."""
 NET_UPDATE_LATENCY = UPDATE_LATENCY + 1
 """Cycles after the last weight word's read is issued until its new value is written back in the network
 engine: the memory read, the split g * p (two partial products), their sum and rounding with the decay, the

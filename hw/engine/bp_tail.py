@@ -419,11 +419,12 @@ def tail_strobes(engine, m, fsm, bp: TailControl) -> None:
     bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
 
-def tail_operands(engine, m, cfg, pe, mem, bp, forward_acts, forward_weights):
+def tail_operands(engine, m, cfg, pe, mem, bp, forward_weights):
     """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
     registered one cycle after the issue, data and selects at S2. Gradient: weights e[tR + c, o],
     activations the transposed input block; error: weights column k % C of the cached block, activations
-    e[tR + r, bC + c]. Drives ``pe.acts`` in a tail pass; returns the weights (the forward's otherwise)."""
+    e[tR + r, bC + c]. Returns (weights, acts, tail): the weights (the forward's outside a tail pass), the tail
+    pass's activations and "a tail pass", all at S2 (the issue pipeline registers them before the array)."""
     R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
     tm = engine.tail_memories
     e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
@@ -468,13 +469,12 @@ def tail_operands(engine, m, cfg, pe, mem, bp, forward_acts, forward_weights):
                 transposed[r][c].eq(h),
                 error_rows[r][c].eq(Mux(gen2, generated_block[r][c], errors[r * C + c])),
             ]
-    with m.If(kind2 == KIND_ERROR):
-        m.d.comb += pe.acts.eq(pack_rows(error_rows))
-    with m.Elif(kind2 != KIND_FORWARD):
-        m.d.comb += pe.acts.eq(pack_rows(transposed))
-    return [
+    acts = Signal.like(pe.acts, name="tail_acts_2")
+    m.d.comb += acts.eq(Mux(kind2 == KIND_ERROR, pack_rows(error_rows), pack_rows(transposed)))
+    weights = [
         Mux(kind2 == KIND_FORWARD, forward_weights[c], Mux(kind2 == KIND_ERROR, cached[c], column[c])) for c in range(C)
     ]
+    return weights, acts, kind2 != KIND_FORWARD
 
 
 def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):

@@ -59,7 +59,14 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, NET_UPDATE_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.network import (
+    LAYER_GAP,
+    NET_FORWARD_LATENCY,
+    NET_UPDATE_LATENCY,
+    OPERAND_STAGES,
+    WEIGHT_STAGES,
+    NetConfig,
+)
 from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
@@ -108,7 +115,8 @@ registers, best - label, hinge term, the row sum's two halves, accumulate (``_lo
 G_LATENCY = 3
 """Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
 STEP_BITS = 16
-assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
+assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == OPERAND_STAGES == 1
+assert NET_FORWARD_LATENCY == 3 + PE_LATENCY
 
 
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
@@ -701,7 +709,7 @@ class NetEngine(ConfigComponent):
             ),
         ]
         m.d.comb += self.w_rdata.eq(w_read.data)
-        # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
+        # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
         m.d.sync += [
@@ -713,25 +721,46 @@ class NetEngine(ConfigComponent):
             layer0_2.eq(layer0_1),
             tag2.eq(tag1),
         ]
-        acts = x_read.data.as_value()
-        if L > 1:
-            acts = Mux(layer0_2, x_read.data.as_value(), h_read.data.as_value())
-        if ctl.conv is not None:  # zero padding
-            acts = ctl.conv.zeroed(m, acts)
-        m.d.comb += [
-            pe.valid.eq(valid2f),
-            pe.first.eq(first2),
-            pe.last.eq(last2),
-            pe.tag.eq(tag2.as_value()),
-            pe.acts.eq(acts),
-        ]
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
             weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
+        tail_acts = tail_pass = None
         if bp is not None:
-            weights = tail_operands(self, m, cfg, pe, mem, bp, acts, weights)
+            weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, weights)
+        # -- S3 (OPERAND_STAGES): every operand in a register before the array's input register: a block RAM's
+        # clock-to-out is followed by no logic in its cycle (the activation words are registered as read)
+        weights3 = Signal(int8_lanes(C), name="weights_3")
+        x3 = Signal.like(x_read.data, name="acts_x_3")
+        valid3f, first3, last3, layer0_3, tag3 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
+        m.d.sync += [
+            *[weights3[c].eq(weights[c]) for c in range(C)],
+            x3.eq(x_read.data),
+            valid3f.eq(valid2f),
+            first3.eq(first2),
+            last3.eq(last2),
+            layer0_3.eq(layer0_2),
+            tag3.eq(tag2),
+        ]
+        acts = x3.as_value()
+        if L > 1:
+            h3 = Signal.like(h_read.data, name="acts_h_3")
+            m.d.sync += h3.eq(h_read.data)
+            acts = Mux(layer0_3, x3.as_value(), h3.as_value())
+        if ctl.conv is not None:  # zero padding
+            acts = ctl.conv.zeroed(m, acts, stages=2 + OPERAND_STAGES)
+        if bp is not None:
+            tail_acts3, tail_pass3 = Signal.like(tail_acts, name="tail_acts_3"), Signal(name="tail_pass_3")
+            m.d.sync += [tail_acts3.eq(tail_acts), tail_pass3.eq(tail_pass)]
+            acts = Mux(tail_pass3, tail_acts3.as_value(), acts)
+        m.d.comb += [
+            pe.valid.eq(valid3f),
+            pe.first.eq(first3),
+            pe.last.eq(last3),
+            pe.tag.eq(tag3.as_value()),
+            pe.acts.eq(acts),
+        ]
         for c in range(C):
-            m.d.comb += pe.weights[c].eq(weights[c])
+            m.d.comb += pe.weights[c].eq(weights3[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
         return _Stage1(p, valid1, update1, addr1, w2)
@@ -882,7 +911,9 @@ class NetEngine(ConfigComponent):
         if tail_issue is not None:  # a tail pass starts its sums from 0
             uses = uses & ~tail_issue
         m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
-        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(Mux(uses2, b_read.data, 0))]
+        bias3 = Signal(signed(ACC_BITS), name="bias_3")  # with the operands (OPERAND_STAGES)
+        m.d.sync += bias3.eq(Mux(uses2, b_read.data, 0))
+        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(bias3)]
 
     def _loss_unit(self, m, cfg, pe, out_tag, forward_valid, y_read, rp, ctl):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
