@@ -101,25 +101,29 @@ def requantize_registered(m: Module, acc, shift, name: str = "requant"):
     return out
 
 
-LOGIT_READ_LATENCY = 3 + REQUANT_STAGES
-"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` six cycles after the address (the address
-register, memory, lane select, rounding shift, saturation: the address's arithmetic, the block RAM's
-clock-to-out and the requantisation's three steps each have a cycle of their own)."""
+LOGIT_READ_LATENCY = 4 + REQUANT_STAGES
+"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` seven cycles after the address (the address
+register, the memory, the row register, the lane select, the rounding add, the shift, the saturation: the
+address's arithmetic, the block RAM's clock-to-out, the lane mux and the requantisation's three steps each
+have a cycle of their own)."""
 
 
 def logit_read(m, port, addr, row, shift, logit, logit_q):
     """The host's logit read through the synchronous memory read ``port``: ``addr`` (the memory row), ``row``
-    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read, its lane
-    selected into a register in the cycle the memory answers, then requantised over ``REQUANT_STAGES``
+    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read into a register,
+    its lane selected into a register, then requantised over ``REQUANT_STAGES``
     registers; ``logit`` is delayed to match. ``logit`` and ``logit_q`` are valid ``LOGIT_READ_LATENCY``
     cycles after the address."""
     addr0, row0, shift0 = Signal.like(port.addr, name="logit_addr"), Signal(range(len(port.data))), Signal.like(shift)
-    row1, shift1, shift2 = Signal.like(row0), Signal.like(shift), Signal.like(shift)
-    m.d.sync += [addr0.eq(addr), row0.eq(row), shift0.eq(shift), row1.eq(row0), shift1.eq(shift0), shift2.eq(shift1)]
+    row1, row2 = Signal.like(row0), Signal.like(row0)
+    shift1, shift2, shift3 = Signal.like(shift), Signal.like(shift), Signal.like(shift)
+    m.d.sync += [addr0.eq(addr), row0.eq(row), shift0.eq(shift)]
+    m.d.sync += [row1.eq(row0), row2.eq(row1), shift1.eq(shift0), shift2.eq(shift1), shift3.eq(shift2)]
     m.d.comb += port.addr.eq(addr0)
+    row_data = Signal.like(port.data, name="logit_row")
     chosen = Signal(signed(ACC_BITS))
-    m.d.sync += chosen.eq(port.data[row1])
-    m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift2, "logit_requant"))
+    m.d.sync += [row_data.eq(port.data), chosen.eq(row_data[row2])]
+    m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift3, "logit_requant"))
     delayed = chosen
     for i in range(REQUANT_STAGES):
         reg = Signal(signed(ACC_BITS), name=f"logit_{i + 1}")
