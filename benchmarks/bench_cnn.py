@@ -25,6 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from curves import plot_seed_bands  # noqa: E402
+
 from pezo.golden.zo.float_cnn import float_cnn_reference  # noqa: E402
 from pezo.golden.zo.int8_net import train_int8_net  # noqa: E402
 from pezo.golden.zo.net_config import NetTrainConfig, split_config  # noqa: E402
@@ -119,25 +121,13 @@ def write(rows: list[dict], out: Path) -> None:
 
 
 def plot(runs: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for method, results in runs.items():
-        steps = [c["step"] for c in results[0]["curve"]]
-        vals = np.array([[c["val_accuracy"] for c in r["curve"]] for r in results]) * 100
-        ax.plot(steps, vals.mean(axis=0), label=f"{method} (mean of {len(results)})")
-        ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), alpha=0.2)
-    ax.set_xlabel("training steps (ZO: 2 forward passes each)")
-    ax.set_ylabel("validation accuracy (%)")
-    ax.set_title("digits-cnn: golden INT8 ZO / elastic hybrids vs float backprop")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_seed_bands(
+        runs,
+        "step",
+        "training steps (ZO: 2 forward passes each)",
+        "digits-cnn: golden INT8 ZO / elastic hybrids vs float backprop",
+        path,
+    )
 
 
 def main(argv=None) -> int:

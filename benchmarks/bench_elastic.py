@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_int8_net import backprop_reference  # noqa: E402
+from curves import plot_seed_bands  # noqa: E402
 
 from pezo.golden.engine.backprop import split_name, split_point  # noqa: E402
 from pezo.golden.engine.nets import NETS  # noqa: E402
@@ -153,25 +154,9 @@ def write_accuracy(rows: list[dict], out: Path) -> None:
 
 
 def plot(net: str, runs: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for split, results in runs.items():
-        passes = [c["forward_passes"] for c in results[0]["curve"]]
-        vals = np.array([[c["val_accuracy"] for c in r["curve"]] for r in results]) * 100
-        ax.plot(passes, vals.mean(axis=0), label=f"{split} (mean of {len(results)})")
-        ax.fill_between(passes, vals.min(axis=0), vals.max(axis=0), alpha=0.2)
-    ax.set_xlabel("forward passes")
-    ax.set_ylabel("validation accuracy (%)")
-    ax.set_title(f"{net}: the elastic trainer's splits (golden INT8 engine)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_seed_bands(
+        runs, "forward_passes", "forward passes", f"{net}: the elastic trainer's splits (golden INT8 engine)", path
+    )
 
 
 def memory_specs(net: str) -> tuple[LayerSpec, ...]:

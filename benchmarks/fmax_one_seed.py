@@ -1,30 +1,95 @@
 """One nextpnr seed of a network engine in pezo's ECP5 timing flow (``boards.flow.timing``: the register wrapper,
-synth_ecp5, nextpnr-ecp5 --85k), for a quick before/after when three seeds (``pezo report --timing-path``) do not
-fit the time at hand.
+synth_ecp5, nextpnr-ecp5 --85k), for a before/after when three seeds (``pezo report --timing-path``) do not fit
+the time at hand; and the table of the seeds' runs kept in a directory.
 
     .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED     # prints one JSON line
+    .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
+
+Each run's JSON (``> DIR/fmax-NET[-backprop]-seedS.json``) holds ``net``, ``backprop``, ``seed``, ``fmax_mhz``,
+``critical_path`` (nextpnr's report lines) and ``seconds``.
 """
 
 import json
+import re
+import statistics
 import sys
 import time
+from pathlib import Path
 
-from pezo.boards.flow.synth import run_yosys
-from pezo.boards.flow.timing import ECP5_SCRIPT, WRAP_TOP, _nextpnr, parse_nextpnr_log, register_wrapper, unit_verilog
-from pezo.golden.engine.nets import net_config
 
-net, backprop, seed = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
-text, top, _ = unit_verilog(net_config(net, batch=16, backprop=backprop), "engine")
-started = time.time()
-netlist = run_yosys(
-    register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
-)
-run = parse_nextpnr_log(_nextpnr(netlist, seed, top))
-out = {
-    "net": net,
-    "backprop": backprop,
-    "seed": seed,
-    "fmax_mhz": run["fmax_mhz"],
-    "critical_path": run["critical_path"],
-}
-print(json.dumps({**out, "seconds": round(time.time() - started)}))
+def run_one(net: str, backprop: bool, seed: int) -> dict:
+    from pezo.boards.flow.synth import run_yosys
+    from pezo.boards.flow.timing import (
+        ECP5_SCRIPT,
+        WRAP_TOP,
+        _nextpnr,
+        parse_nextpnr_log,
+        register_wrapper,
+        unit_verilog,
+    )
+    from pezo.golden.engine.nets import net_config
+
+    text, top, _ = unit_verilog(net_config(net, batch=16, backprop=backprop), "engine")
+    started = time.time()
+    netlist = run_yosys(
+        register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
+    )
+    run = parse_nextpnr_log(_nextpnr(netlist, seed, top))
+    out = {"net": net, "backprop": backprop, "seed": seed, "fmax_mhz": run["fmax_mhz"]}
+    return {**out, "critical_path": run["critical_path"], "seconds": round(time.time() - started)}
+
+
+def path_ends(lines: list) -> str:
+    """``source -> sink`` of a nextpnr critical path (its first Source and last Sink cells)."""
+    cells = [line.split()[-1] for line in lines if " Source " in f" {line.strip()} " or "Sink " in line]
+    sources = [line.split("Source", 1)[1].split()[0] for line in lines if "Source" in line]
+    sinks = [line.split("Sink", 1)[1].split()[0] for line in lines if "Sink" in line]
+    return f"{sources[0]} -> {sinks[-1]}" if sources and sinks else (cells[0] if cells else "")
+
+
+def summarise(directory: Path) -> list[dict]:
+    """Per (net, backprop): the seeds' Fmax, their median and the median seed's path ends; writes fmax.{md,json}."""
+    runs: dict = {}
+    for path in sorted(directory.glob("fmax-*-seed*.json")):
+        if not re.fullmatch(r"fmax-.+-seed\d+\.json", path.name):  # e.g. a run kept from before a change
+            continue
+        run = json.loads(path.read_text())
+        runs.setdefault((run["net"], run["backprop"]), []).append(run)
+    rows = []
+    for (net, backprop), group in sorted(runs.items()):
+        group.sort(key=lambda r: r["seed"])
+        median = statistics.median(r["fmax_mhz"] for r in group)
+        closest = min(group, key=lambda r: abs(r["fmax_mhz"] - median))
+        rows.append(
+            {
+                "net": net,
+                "tail": backprop,
+                "seeds": {str(r["seed"]): r["fmax_mhz"] for r in group},
+                "median_mhz": median if len(group) >= 3 else None,
+                "critical_path": path_ends(closest["critical_path"]),
+            }
+        )
+    (directory / "fmax.json").write_text(json.dumps(rows, indent=2) + "\n")
+    lines = [
+        "# Fmax on ECP5-85 -6 (nextpnr, pezo's register wrapper), per seed",
+        "",
+        f"`.venv/bin/python benchmarks/fmax_one_seed.py NET 0|1 SEED` per row and seed; this table: "
+        f"`.venv/bin/python benchmarks/fmax_one_seed.py --summarise {directory}`. The median needs three seeds.",
+        "",
+        "| net | tail | Fmax per seed (MHz) | median (MHz) | critical path (the median seed's) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        seeds = ", ".join(f"{s}: {v}" for s, v in r["seeds"].items())
+        median = "—" if r["median_mhz"] is None else f"**{r['median_mhz']}**"
+        lines.append(f"| {r['net']} | {'yes' if r['tail'] else 'no'} | {seeds} | {median} | `{r['critical_path']}` |")
+    (directory / "fmax.md").write_text("\n".join(lines) + "\n")
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--summarise":
+        for row in summarise(Path(sys.argv[2])):
+            print(json.dumps(row))
+    else:
+        print(json.dumps(run_one(sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]))))

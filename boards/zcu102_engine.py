@@ -131,7 +131,7 @@ int main(void)
         return 1;
     }
     for (uint32_t b = 0; b < PEZO_BATCH; b++) {          /* x: 64-bit stores, in address order */
-        for (uint32_t k = 0; k < PEZO_INPUTS; k += 8)
+        for (uint32_t k = 0; k < PEZO_X_BYTES; k += 8)    /* a conv layer 0: its im2col'd patches */
             win[(PEZO_WIN_X + b * PEZO_X_STRIDE + k) / 8] = 0;
         win[PEZO_WIN_LABELS / 8 + b] = 0;
     }

@@ -50,7 +50,11 @@ With the backprop tail (``NetConfig.backprop``; SHAPE bit 25 reads 1) three more
 each, window ``i`` at ``i * slot``; 8-byte "entries" are one beat):
 
 * ``weights`` (rw, idle only): global weight i (int8, ``golden.engine.network`` order) at byte i.
-* ``x`` (w): the batch being loaded into the free bank: input k of example b at ``b * x_stride + k``.
+* ``x`` (w): the batch being loaded into the free bank: byte k of example b at ``b * x_stride + k``, ``x_bytes``
+  bytes per example -- what the batch memory holds (``golden.engine.network.batch_words``): the example's
+  inputs for a dense layer 0 (``x_bytes`` = inputs), its im2col'd patches for a conv layer 0 (``x_bytes`` =
+  ``NetConfig.input_words`` * cols; ``golden.engine.conv.batch_patches``: ``conv0`` in ``to_dict`` and the
+  ``PEZO_CONV0_*`` defines of the C header give the geometry a host needs to build them).
 * ``labels`` (w): label of example b in the low byte of entry b.
 * ``biases`` (w, idle only, nets with a bias): the int32 bias of global output o in the low word of entry o.
 * ``logits`` (r): entry ``((bank * 2 + pass) * example_stride + b) * output_stride + o``: the int32 logit in
@@ -190,9 +194,21 @@ class BoardMap:
         raise ValueError(f"register must be one of {', '.join(r.name for r in self.registers)}, got {name!r}")
 
     @property
+    def x_bytes(self) -> int:
+        """Bytes of one example in the x window: the batch memory's ``input_words`` words of ``cols`` lanes (a
+        dense layer 0's inputs; a conv layer 0's im2col'd patches)."""
+        return self.config.input_words * self.config.array.cols
+
+    @property
     def x_stride(self) -> int:
-        """Bytes between two examples of the x window (inputs rounded up to a power of two)."""
-        return _pow2(self.config.inputs)
+        """Bytes between two examples of the x window (``x_bytes`` rounded up to a power of two)."""
+        return _pow2(self.x_bytes)
+
+    @property
+    def conv0(self):
+        """Layer 0 if it is a convolution (the host writes its patches), else None."""
+        first = self.config.layers[0]
+        return first if first.kind == "conv" else None
 
     @property
     def example_stride(self) -> int:
@@ -210,7 +226,7 @@ class BoardMap:
         cfg = self.config
         return {
             "weights": cfg.memory_words * cfg.array.cols,
-            "x": (cfg.array.batch - 1) * self.x_stride + cfg.inputs,
+            "x": (cfg.array.batch - 1) * self.x_stride + self.x_bytes,
             "labels": cfg.array.batch * BEAT_BYTES,
             "biases": cfg.total_outputs * BEAT_BYTES if self.has_bias else 0,
             "logits": 4 * self.example_stride * self.output_stride * BEAT_BYTES,
@@ -239,7 +255,11 @@ class BoardMap:
         )
         what = {
             "weights": "int8 weight i at byte i (global order); idle only",
-            "x": f"int8 input k of example b at b*{self.x_stride} + k (the free bank)",
+            "x": f"int8 input k of example b at b*{self.x_stride} + k (the free bank)"
+            if self.conv0 is None
+            else f"int8 patch byte k (0..{self.x_bytes - 1}: layer 0's im2col'd patches, {self.conv0.pixels} "
+            f"pixels x {self.conv0.row_length(self.config.array.cols)} lanes) of example b at b*{self.x_stride} + k "
+            "(the free bank)",
             "labels": "label of example b in the low byte of entry b (the free bank)",
             "biases": "int32 bias of global output o in the low word of entry o; idle only",
             "logits": f"entry ((bank*2+pass)*{self.example_stride}+b)*{self.output_stride}+o: int32 logit "
@@ -304,9 +324,29 @@ class BoardMap:
                 for w in self.windows
             ],
             "x_stride": self.x_stride,
+            "x_bytes": self.x_bytes,
+            "x_layout": "inputs" if self.conv0 is None else "patches",
+            "conv0": None if self.conv0 is None else self._conv0_geometry(),
             "example_stride": self.example_stride,
             "output_stride": self.output_stride,
             "step_log_depth": STEP_LOG_DEPTH,
+        }
+
+    def _conv0_geometry(self) -> dict:
+        """What a host needs to im2col a conv layer 0's input (``golden.engine.conv``: patch lane (ky, kx, ci),
+        pixels row-major, zero padding; each patch padded with zero lanes to ``row_length``)."""
+        layer = self.conv0
+        return {
+            "in_channels": layer.in_channels,
+            "height": layer.height,
+            "width": layer.width,
+            "kernel": layer.kernel,
+            "stride": layer.stride,
+            "padding": layer.padding,
+            "conv_height": layer.conv_height,
+            "conv_width": layer.conv_width,
+            "patch": layer.patch,
+            "row_length": layer.row_length(self.config.array.cols),
         }
 
     def to_json(self) -> str:
@@ -355,9 +395,20 @@ class BoardMap:
             f"#define PEZO_STEP_LOG_DEPTH {STEP_LOG_DEPTH}u",
             f"#define PEZO_BATCH {cfg.array.batch}u",
             f"#define PEZO_INPUTS {cfg.inputs}u",
+            f"#define PEZO_X_BYTES {self.x_bytes}u  /* bytes of one example in the x window */",
             f"#define PEZO_OUTPUTS {cfg.outputs}u",
             f"#define PEZO_WEIGHTS {cfg.weights}u",
             f"#define PEZO_COLS {cfg.array.cols}u",
+        ]
+        if self.conv0 is not None:
+            lines += [
+                "/* layer 0 is a convolution: the x window takes its im2col'd patches. Output pixel p (row-major) at",
+                " * bytes p * ROW_LENGTH .. of an example; lane (ky * KERNEL + kx) * IN_CHANNELS + ci holds input",
+                " * (ci, p / CONV_WIDTH * STRIDE - PADDING + ky, p % CONV_WIDTH * STRIDE - PADDING + kx) of the",
+                " * channel-major [c, y, x] example, 0 outside the image and in lanes >= PATCH. */",
+            ]
+            lines += [f"#define PEZO_CONV0_{k.upper()} {v}u" for k, v in self._conv0_geometry().items()]
+        lines += [
             "/* logit entry (bank, pass, example, output) */",
             "#define PEZO_LOGIT_OFFSET(bank, pass, b, o) (PEZO_WIN_LOGITS + 8u * ((((bank) * 2u + (pass)) * "
             "PEZO_EXAMPLE_STRIDE + (b)) * PEZO_OUTPUT_STRIDE + (o)))",

@@ -12,6 +12,8 @@ The register file's command bits reach the engine one cycle after the write hand
   ``load_ready``; otherwise the beat is dropped, answered SLVERR and STATUS.ERROR is set (sticky until
   CONTROL.CLEAR_ERROR) -- never a write into the bank in use. Whether a bank is free is decided in
   the cycle the beat reaches the engine (S2).
+* The x window carries the batch memory's words as they are (``BoardMap.x_bytes`` per example: a dense layer 0's
+  inputs, a conv layer 0's im2col'd patches, ``golden.engine.network.batch_words``).
 * ``irq`` (registered) = any of the pending bits (DONE: the engine's ``done`` rose; STEP: a TRAIN step
   finished) enabled in IRQ_ENABLE; CONTROL.ACK_DONE / ACK_STEP clear them.
 * The step log: at each ``step_done``, record ``(steps_done - 1) % STEP_LOG_DEPTH`` gets the step's L+,
@@ -132,7 +134,7 @@ class EngineTop(ConfigComponent):
             w_word < cfg.memory_words,
             Mux(
                 is_x,
-                (x_example < B) & (x_k < cfg.inputs),
+                (x_example < B) & (x_k < bmap.x_bytes),
                 Mux(
                     is_y,
                     (entry < B) & (wdata[:8] < O) & strb[0],
@@ -144,7 +146,7 @@ class EngineTop(ConfigComponent):
         s2_valid, s2_bad, s2_kind = Signal(), Signal(), Signal(4)  # kind: one-hot w, x, y, b
         s2_we, s2_word, s2_example, s2_data = (
             Signal(),
-            Signal(range(max(cfg.memory_words, 2))),
+            Signal(range(max(cfg.memory_words, cfg.input_words, 2))),  # a weight or a batch word
             Signal(range(B)),
             Signal(data.ArrayLayout(8, C)),
         )

@@ -20,9 +20,8 @@ from collections import deque
 
 import numpy as np
 
-from pezo.golden.engine.conv import batch_patches
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
-from pezo.golden.engine.network import NetConfig, NetEngine, weights_digest
+from pezo.golden.engine.network import NetConfig, NetEngine, batch_words, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
 from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
@@ -206,14 +205,6 @@ class NetDriver(HostDriver):
         )
         await self.drain_reads()
         return out[list(passes)]
-
-
-def batch_words(config: NetConfig, x) -> np.ndarray:
-    """What the host writes to the batch memory for the network input ``x`` [batch, inputs]: ``x`` itself, or for a
-    conv layer 0 its im2col'd patches (``golden.engine.conv.batch_patches``), ``config.input_words`` words of C
-    lanes per example."""
-    first = config.layers[0]
-    return batch_patches(x, first, config.array.cols) if first.kind == "conv" else np.asarray(x)
 
 
 def host_g(logits_plus, logits_minus, labels, loss: LossConfig) -> int:

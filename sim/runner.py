@@ -338,7 +338,8 @@ def run_net_engine(
         "weights": np.asarray(weights, dtype=np.int64).ravel(),
     }
     for i, bias in enumerate(biases or ()):
-        arrays[f"biases_{i}"] = np.zeros(config.layers[i].outputs, dtype=np.int64) if bias is None else np.asarray(bias)
+        zeros = np.zeros(config.layers[i].bias_size, dtype=np.int64)
+        arrays[f"biases_{i}"] = zeros if bias is None else np.asarray(bias)
     np.savez(data_file, **arrays)
     env = {
         "PEZO_NET": config.to_json(),
@@ -384,7 +385,8 @@ def run_board(
         "weights": np.asarray(weights, dtype=np.int64).ravel(),
     }
     for i, bias in enumerate(biases or ()):
-        arrays[f"biases_{i}"] = np.zeros(config.layers[i].outputs, dtype=np.int64) if bias is None else np.asarray(bias)
+        zeros = np.zeros(config.layers[i].bias_size, dtype=np.int64)
+        arrays[f"biases_{i}"] = zeros if bias is None else np.asarray(bias)
     np.savez(data_file, **arrays)
     env = {
         "PEZO_NET": config.to_json(),

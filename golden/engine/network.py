@@ -18,7 +18,8 @@ bias)``, executed on the R x C array one layer at a time, one batch tile of R ex
   channels of one pixel), and a dense layer after it reads that flattening (Flatten is free). A conv layer 0 reads
   the batch im2col'd by the host (``golden.engine.conv.batch_patches``); a later conv layer needs ``in_channels``
   a multiple of C (refused otherwise, naming the layer). A conv layer is never the last one nor in the backprop
-  tail; the RTL runs it (``hw.engine.conv_path``; ``pezo sim engine``; the board top refuses such a net).
+  tail; the RTL runs it (``hw.engine.conv_path``; ``pezo sim engine``, the board top). What the host writes to
+  the batch memory for an input is ``batch_words`` (the one function of the simulators' hosts and the driver).
 
 **Weights** -- every layer's int8 weights ([-127, 127]) live in one weight memory in a fixed global
 order: layer 0's rows (output-major, ``w_0[o, k]`` row-major), then layer 1's, ... Memory word ``i``
@@ -58,7 +59,7 @@ import numpy as np
 
 from pezo.golden.config import PerturbConfig, StreamConfig, check_int
 from pezo.golden.engine.backprop import MAX_LAYERS, TailRecord, check_tail, split_point, tail_backward
-from pezo.golden.engine.conv import Conv2D, conv_acc, conv_output
+from pezo.golden.engine.conv import Conv2D, batch_patches, conv_acc, conv_output
 from pezo.golden.engine.int8 import (
     ACC_BITS,
     ACT_MIN,
@@ -454,6 +455,16 @@ def forward_pass(config: NetConfig, x, weights: list[np.ndarray], biases: list[n
             return acc, inputs
         h = saturate(round_shift(acc, layer.shift), 0 if layer.relu else WEIGHT_MIN, WEIGHT_MAX)
     raise AssertionError("unreachable")
+
+
+def batch_words(config: NetConfig, x) -> np.ndarray:
+    """What the host writes to the batch memory for the network input ``x`` [batch, inputs] (int64): ``x`` itself,
+    or for a conv layer 0 its im2col'd patches (``golden.engine.conv.batch_patches``) -- ``config.input_words``
+    words of C int8 lanes per example, so [batch, input_words * C] either way (a dense layer 0's inputs are a
+    multiple of C)."""
+    first = config.layers[0]
+    x = np.asarray(x, dtype=np.int64)
+    return batch_patches(x, first, config.array.cols) if first.kind == "conv" else x
 
 
 def forward_network(config: NetConfig, x, weights: list[np.ndarray], biases: list[np.ndarray]) -> np.ndarray:

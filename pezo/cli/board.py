@@ -61,11 +61,10 @@ def add_parsers(sub) -> None:
 
 
 def board_train_config(args):
-    from pezo.cli.net import check_rtl_layers, net_train_config
+    from pezo.cli.net import net_train_config
     from pezo.golden.board_map import check_board_config
 
     train = net_train_config(args)
-    check_rtl_layers(train.net_config)
     try:
         check_board_config(train.net_config)
     except ValueError as exc:
@@ -224,7 +223,7 @@ def check_build_design(args) -> None:
 
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
-    from pezo.cli.net import check_hardware_data, check_rtl_layers, net_train_config
+    from pezo.cli.net import check_hardware_data, net_train_config
     from pezo.golden.board_map import check_board_config
 
     if args.board not in ("zcu102", ULX3S_BOARD):
@@ -246,7 +245,8 @@ def engine_build_config(args):
         pool_size=args.pool_size,
     )
     net = net_train_config(fields).net_config
-    check_rtl_layers(net)
+    if args.board == ULX3S_BOARD:
+        check_uart_trainer_layers(net)
     try:
         if getattr(args, "backprop", False):
             net = net.replace(backprop=True)
@@ -254,6 +254,18 @@ def engine_build_config(args):
     except ValueError as exc:
         raise CLIError(f"--{exc}") from None
     return net
+
+
+def check_uart_trainer_layers(net) -> None:
+    """One error for a network with a conv layer 0 on the ULX3S trainer: its on-chip data memory holds each example
+    as the batch memory takes it, and a conv layer 0's im2col'd patches (``BoardMap.x_bytes`` per example) would not
+    fit the ECP5's block RAM for a useful training set."""
+    if net.layers[0].kind == "conv":
+        raise CLIError(
+            f"--net {net.name}: layer 0 ({net.layers[0].describe()}) is a convolution; the {ULX3S_BOARD} trainer's "
+            f"data memory would hold its im2col'd patches ({net.input_words * net.array.cols} bytes per example, not "
+            f"{net.inputs}): build it for --board zcu102 (the AXI engine top takes conv nets)"
+        )
 
 
 def run_vivado(vivado: str, out: Path) -> dict:
@@ -369,7 +381,7 @@ def cmd_report_board(args, strategy: str) -> int:
     network engine that ``pezo report --strategy engine-S --net N`` synthesises (same ``NetConfig``, so the
     AXI overhead is the difference; default net digits-mlp)."""
     from pezo.boards.flow.report import RESOURCE_KEYS, board_report
-    from pezo.cli.net import check_rtl_layers, resolve_net
+    from pezo.cli.net import resolve_net
     from pezo.cli.timing import print_timing, timing_keys
     from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.net_file import net_file_config
@@ -386,7 +398,6 @@ def cmd_report_board(args, strategy: str) -> int:
         net = net_file_config(resolve_net(args) or "digits-mlp", strategy=strategy, **fields)
     except ValueError as exc:
         raise option_error(exc, tuple(fields), fields) from None
-    check_rtl_layers(net)
     try:
         check_board_config(net)
     except ValueError as exc:

@@ -230,7 +230,7 @@ def cmd_sim_engine(args) -> int:
             "install verilator"
         )
     if args.net:
-        rtl_net_config(train, conv=True)  # one error for a split the RTL cannot run, before the simulator
+        rtl_net_config(train)  # one error for a split the RTL cannot run, before the simulator
         print(
             f"co-simulating {steps} ZO steps of {train.net_name} on the {train.array.rows}x{train.array.cols} network "
             "engine "

@@ -328,28 +328,11 @@ def net_train_config(args, steps: int | None = None):
         ) from None
 
 
-def check_rtl_layers(net) -> None:
-    """One error for a network (``NetConfig``) with convolution layers where the RTL command cannot take them: the
-    network engine runs conv layers (``hw.engine.conv_path``; ``pezo sim engine``), but the board top's batch port,
-    the builds and the reports take dense layers only so far."""
-    convs = [i for i, layer in enumerate(net.layers) if layer.kind == "conv"]
-    if convs:
-        i = convs[0]
-        raise CLIError(
-            f"--net {net.name}: layer {i} ({net.layers[i].describe()}) is a convolution; the board top, the builds "
-            f"and the reports take dense layers only so far (pezo sim engine --net {net.name} co-simulates the conv "
-            f"engine; the golden trainer: pezo train-int8 --net {net.name})"
-        )
-
-
-def rtl_net_config(train, conv: bool = False):
+def rtl_net_config(train):
     """The ``NetConfig`` the RTL runs for ``train``: with a split C < L the engine is generated with its
-    backprop tail (``NetConfig.backprop``). One error for what the RTL cannot run: conv layers unless ``conv``
-    (the network engine's co-simulation; ``check_rtl_layers``), the host-g loss with a tail (the tail runs inside
-    the engine's TRAIN steps) or a non-square array."""
+    backprop tail (``NetConfig.backprop``). One error for what the RTL cannot run: the host-g loss with a tail
+    (the tail runs inside the engine's TRAIN steps) or a non-square array."""
     net = train.net_config
-    if not conv:
-        check_rtl_layers(net)
     if train.split_c == len(train.layers):
         return net
     if train.loss != "on-chip":
@@ -433,7 +416,7 @@ def start_biases(train):
 def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
     """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
     ``pezo sim engine --net``."""
-    net = rtl_net_config(train, conv=True)
+    net = rtl_net_config(train)
     from pezo.golden.zo.int8_head import batch_schedule
     from pezo.golden.zo.net_init import init_weights
     from pezo.golden.zo.user_data import load_run_data

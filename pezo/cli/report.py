@@ -16,7 +16,7 @@ from pezo.boards.flow.vivado import VivadoReportError
 from pezo.cli.args import CLIError, option_error
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.generator import _add_generator_args, _config, _design_name, _given
-from pezo.cli.net import add_net_path_args, check_hardware_data, check_rtl_layers, resolve_net
+from pezo.cli.net import add_net_path_args, check_hardware_data, resolve_net
 from pezo.cli.output import check_new_file, quoted, staged_output
 from pezo.cli.timing import print_timing, timing_keys
 from pezo.golden.engine.net_file import net_file_config
@@ -146,8 +146,6 @@ def _report_engine(args) -> int:
         )
     except ValueError as exc:
         raise option_error(exc, (*ENGINE_REPORT_FIELDS, "backprop"), fields) from None
-    if args.net:
-        check_rtl_layers(config)
     print("synthesizing the engine with Yosys (first run takes 1-3 min) ...", file=sys.stderr)  # stderr: --json too
     if args.net:
         return _report_net_engine(config, args)

@@ -32,6 +32,7 @@ from pezo.golden.board_map import (
     BoardMap,
 )
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
+from pezo.golden.engine.network import batch_words
 from pezo.golden.engine.zo_engine import G_BITS
 from pezo.golden.host import HOST_ID, RESP_OKAY
 
@@ -132,10 +133,11 @@ class EngineDriver:
         return np.frombuffer(bytes(data), dtype=np.int8).astype(np.int64)
 
     async def load_biases(self, biases) -> None:
-        """Per-layer int32 biases (None for a layer without one), written as entries of the biases window."""
+        """Per-layer int32 biases (None for a layer without one; a conv layer's one per output channel), written as
+        consecutive entries of the biases window."""
         values = np.concatenate(
             [
-                np.zeros(l.outputs, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
+                np.zeros(l.bias_size, dtype=np.int64) if b is None else np.asarray(b, dtype=np.int64)
                 for l, b in zip(self.config.layers, biases)
             ]
         )
@@ -144,20 +146,22 @@ class EngineDriver:
             raise BusError("loading the biases answered SLVERR (is the engine busy, does the net have biases?)")
 
     async def write_batch(self, x, labels) -> bool:
-        """Write one batch (x [batch, inputs] int8, labels [batch]) into the free bank; False (and nothing
-        pushed) when the engine refused it (no free bank: SLVERR, STATUS.ERROR)."""
+        """Write one batch (x [batch, inputs] int8, the network's input; labels [batch]) into the free bank as the
+        batch memory holds it (``golden.engine.network.batch_words``: a conv layer 0's im2col'd patches); False
+        (and nothing pushed) when the engine refused it (no free bank: SLVERR, STATUS.ERROR)."""
         cfg, bmap = self.config, self.map
         x = np.asarray(x, dtype=np.int64)
         if x.shape != (cfg.array.batch, cfg.inputs):
             raise ValueError(f"x must have shape {(cfg.array.batch, cfg.inputs)}, got {x.shape}")
+        n = bmap.x_bytes
         rows = np.zeros((cfg.array.batch, bmap.x_stride), dtype=np.int8)
-        rows[:, : cfg.inputs] = x
+        rows[:, :n] = batch_words(cfg, x)
         ok = True
-        if bmap.x_stride == cfg.inputs:  # one burst for the whole batch
+        if bmap.x_stride == n:  # one burst for the whole batch
             ok &= await self._write("x", bmap.x_offset(0), rows.tobytes()) == RESP_OKAY
         else:
             for b in range(cfg.array.batch):
-                ok &= await self._write("x", bmap.x_offset(b), rows[b, : cfg.inputs].tobytes()) == RESP_OKAY
+                ok &= await self._write("x", bmap.x_offset(b), rows[b, :n].tobytes()) == RESP_OKAY
         entries = np.asarray(labels, dtype=np.int64).astype("<u8")
         ok &= await self._write("labels", bmap.label_offset(0), entries.tobytes()) == RESP_OKAY
         return bool(ok)

@@ -208,10 +208,12 @@ def test_bad_arguments_name_the_parameter():
         engine_block_design_tcl(16, windows_base=0xA000_0000)
 
 
-def test_written_design_instantiates_the_wrapper_and_describes_the_map(tmp_path):
-    files = write_engine_design(CONFIG, tmp_path)
+@pytest.mark.parametrize("config", [CONFIG, net_config("digits-cnn", batch=16)], ids=["digits-mlp", "digits-cnn"])
+def test_written_design_instantiates_the_wrapper_and_describes_the_map(config, tmp_path):
+    """Also a conv net (issue 33): its map sizes the x window by layer 0's patches, the header compiles."""
+    files = write_engine_design(config, tmp_path)
     assert {"top.v", "top.xdc", "top.tcl", "build_top.sh", "config.json", "pezo_regs.h", "pezo_example.c"} <= set(files)
-    bmap = BoardMap(CONFIG)
+    bmap = BoardMap(config)
     wrapper = engine_wrapper_ports(bmap.addr_width)
     top = (tmp_path / "top.v").read_text()
     instance = top[top.index(f"{wrapper.module} ps (") :]
@@ -220,9 +222,10 @@ def test_written_design_instantiates_the_wrapper_and_describes_the_map(tmp_path)
     assert "create_bd_design" in (tmp_path / "top.tcl").read_text()
     described = json.loads((tmp_path / "config.json").read_text())
     assert described["design"] == "engine" and described["map"] == json.loads(bmap.to_json())
-    assert {k: described[k] for k in ("regs_base", "windows_base", "windows_size", "regs_size")} == addresses(CONFIG)
+    assert {k: described[k] for k in ("regs_base", "windows_base", "windows_size", "regs_size")} == addresses(config)
     header = (tmp_path / "pezo_regs.h").read_text()
-    assert "#define PEZO_WINDOWS_BASE 0xA0010000u" in header and "#define PEZO_REG_STATUS" in header
+    assert f"#define PEZO_WINDOWS_BASE 0x{addresses(config)['windows_base']:08X}u" in header
+    assert "#define PEZO_REG_STATUS" in header and f"#define PEZO_X_BYTES {bmap.x_bytes}u" in header
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("gcc is not installed: the C header and example were not compiled")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pezo.cli.main import main
@@ -30,6 +32,15 @@ def test_build_engine_writes_the_design_and_refuses_an_existing_run(tmp_path, ca
     (out / "top.bit").write_text("a Vivado run")
     assert main(["build", "--design", "engine", "--batch", "16", "--out", str(out)]) == 2
     assert "is not empty" in capsys.readouterr().err and (out / "top.bit").read_text() == "a Vivado run"
+
+
+def test_build_engine_takes_a_conv_net(tmp_path, capsys):
+    """Issue 33: the ZCU102 engine top of digits-cnn; its config.json tells the host to write layer 0's patches."""
+    out = tmp_path / "cnn"
+    assert main(["build", "--design", "engine", "--net", "digits-cnn", "--batch", "16", "--out", str(out)]) == 0
+    described = json.loads((out / "config.json").read_text())
+    assert described["map"]["x_layout"] == "patches" and described["map"]["x_bytes"] == 1024
+    assert "engine top of digits-cnn" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -13,20 +13,27 @@ import pytest
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
 from pezo.golden.board_map import BoardMap
+from pezo.golden.engine.conv import batch_patches
 from pezo.golden.engine.nets import net_config
+from pezo.golden.engine.network import batch_words
 from pezo.golden.host import HOST_ID
 
 REGS_BASE = 4 * mmap.PAGESIZE  # offsets inside the stand-in file, as physical addresses would be
 
 
-@pytest.fixture
-def fake_mem(tmp_path):
-    """A file the size of the register page plus the AXI4 windows, standing in for /dev/mem."""
-    bmap = BoardMap(net_config("digits-mlp", batch=16))
+def _stand_in(tmp_path, bmap: BoardMap):
+    """(bus, path, windows_base): a file the size of the register page plus the AXI4 windows of ``bmap``, standing
+    in for /dev/mem."""
     windows_base = REGS_BASE + mmap.PAGESIZE
     path = tmp_path / "not-the-board-devmem"
     path.write_bytes(bytes(windows_base + (1 << bmap.addr_width)))
-    bus = MmapBus(str(path), REGS_BASE, windows_base, 1 << bmap.addr_width)
+    return MmapBus(str(path), REGS_BASE, windows_base, 1 << bmap.addr_width), path, windows_base
+
+
+@pytest.fixture
+def fake_mem(tmp_path):
+    bmap = BoardMap(net_config("digits-mlp", batch=16))
+    bus, path, windows_base = _stand_in(tmp_path, bmap)
     yield bmap, bus, path, windows_base
     bus.close()
 
@@ -66,6 +73,23 @@ def test_the_driver_writes_the_maps_layouts_through_the_file(fake_mem):
     asyncio.run(bus.write_burst(bmap.logit_offset(1, 1, 0), entries.tobytes()))
     logits, quant = asyncio.run(driver.read_logits(1, passes=(1,)))
     assert logits[0, 2, 3] == -77 and quant[0, 2, 3] == -1 and np.count_nonzero(logits) == 1
+
+
+def test_a_conv_net_batch_is_written_as_its_patches(tmp_path):
+    """digits-cnn: the x window takes layer 0's im2col'd patches (``batch_words``: the sim hosts' function),
+    ``x_bytes`` = input_words * cols per example."""
+    bmap = BoardMap(net_config("digits-cnn", batch=8))
+    cfg = bmap.config
+    bus, path, windows_base = _stand_in(tmp_path, bmap)
+    rng = np.random.default_rng(4)
+    x, y = rng.integers(-128, 128, size=(cfg.array.batch, cfg.inputs)), rng.integers(0, 10, size=cfg.array.batch)
+    assert asyncio.run(EngineDriver(bus, bmap).write_batch(x, y))
+    bus.close()
+    raw = np.frombuffer(path.read_bytes(), dtype=np.uint8).astype(np.int8)
+    assert bmap.x_bytes == cfg.input_words * cfg.array.cols == 1024 != cfg.inputs
+    example = windows_base + bmap.x_offset(3)
+    assert np.array_equal(raw[example : example + bmap.x_bytes], batch_patches(x, cfg.layers[0], cfg.array.cols)[3])
+    assert np.array_equal(batch_words(cfg, x), batch_patches(x, cfg.layers[0], cfg.array.cols))
 
 
 def test_a_file_that_is_no_engine_is_refused_and_bad_arguments_name_the_parameter(fake_mem, tmp_path):

@@ -16,6 +16,7 @@ from pezo.golden.engine.nets import net_config
         ("digits-mlp", {"batch": 16}),
         ("rt-mlp", {"rows": 1, "cols": 64, "batch": 256}),
         ("digits-mlp", {"rows": 4, "cols": 16, "batch": 24}),
+        ("digits-cnn", {"batch": 16}),
     ],
 )
 def test_windows_fit_their_slots_and_do_not_overlap(net, array):
@@ -27,7 +28,7 @@ def test_windows_fit_their_slots_and_do_not_overlap(net, array):
     assert all(w.size <= m.slot for w in m.windows) and len(m.windows) * m.slot <= 1 << m.addr_width
     assert m.window("weights").size == cfg.weights
     # the last byte of the last example and the last logit entry are inside their windows
-    assert m.x_offset(cfg.array.batch - 1) + cfg.inputs - 1 < m.window("x").base + m.window("x").size
+    assert m.x_offset(cfg.array.batch - 1) + m.x_bytes - 1 < m.window("x").base + m.window("x").size
     last = m.logit_offset(1, 1, cfg.array.batch - 1, cfg.outputs - 1)
     assert m.window("logits").base <= last < m.window("logits").base + m.window("logits").size
     assert m.step_offset(STEP_LOG_DEPTH) == m.step_offset(0) == m.window("steps").base
@@ -72,3 +73,30 @@ def test_the_backprop_tail_adds_its_three_registers_and_a_shape_bit():
     assert tail.shape_word() == plain.shape_word() | 1 << 25
     with pytest.raises(ValueError, match="register must be one of"):
         plain.register("SPLIT")
+
+
+def test_a_conv_layer_0_sizes_the_x_window_by_its_patches_and_describes_them():
+    """Issue 33: the x window holds the batch memory's words (a conv layer 0's im2col'd patches, input_words * cols
+    bytes per example); the JSON and the header carry the geometry a host needs. A dense net's x_bytes is its
+    inputs, and its map only gains keys."""
+    conv, dense = BoardMap(net_config("digits-cnn", batch=16)), BoardMap(net_config("digits-mlp", batch=16))
+    assert conv.x_bytes == conv.config.input_words * 8 == 64 * 16 and conv.x_stride == 1024
+    assert conv.window("x").size == 16 * 1024 and dense.x_bytes == dense.config.inputs == 64
+    described, plain = json.loads(conv.to_json()), json.loads(dense.to_json())
+    assert described["x_layout"] == "patches" and described["x_bytes"] == 1024
+    assert described["conv0"] == {
+        "in_channels": 1,
+        "height": 8,
+        "width": 8,
+        "kernel": 3,
+        "stride": 1,
+        "padding": 1,
+        "conv_height": 8,
+        "conv_width": 8,
+        "patch": 9,
+        "row_length": 16,
+    }
+    assert plain["x_layout"] == "inputs" and plain["conv0"] is None and plain["x_bytes"] == 64
+    header = conv.c_header()
+    assert "#define PEZO_X_BYTES 1024u" in header and "#define PEZO_CONV0_ROW_LENGTH 16u" in header
+    assert "#define PEZO_X_BYTES 64u" in dense.c_header() and "PEZO_CONV0" not in dense.c_header()

@@ -1,14 +1,17 @@
 """The engine top through AXI (``hw.engine_top``, ``sim.board_tb``, ``pezo.driver.engine``): a ZO training
 job of 10 steps on Icarus and Verilator equals golden bit for bit; SLVERR, the batch queue and the AXI4
-corners; the bus is not the bottleneck (<= 1.2x the engine's cycle bound)."""
+corners; the bus is not the bottleneck (<= 1.2x the engine's cycle bound); a conv net (issue 33) through the x
+window's im2col'd patches."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pezo.golden.engine.conv import Conv2D
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
+from pezo.golden.engine.network import Layer, NetConfig
 from pezo.sim.runner import run_board
 
 STEPS = 10
@@ -97,3 +100,33 @@ def test_the_elastic_trainer_through_axi(require_simulator, sim_build):
     r = run_board(cfg, loss, xs, ys, weights, "verilator", sim_build / "board-tail" / "verilator")
     assert r["match"], r["mismatches"]
     assert r["logit_steps_checked"] > 0 and all(r["queue"].values()), r["queue"]
+
+
+# two input channels (patch 18 lanes of a 24-lane row: 384 x bytes in a 512-byte stride), biases per channel
+SMALL_CNN = NetConfig().replace(
+    layers=(
+        Conv2D(2, 4, 4, 8, kernel=3, padding=1, pool="max", shift=7, relu=True, bias=True),
+        Layer(32, 3, bias=True),
+    ),
+    rows=2,
+    cols=8,
+    batch=4,
+    name="small-cnn",
+)
+
+
+@pytest.mark.rtl
+def test_a_conv_net_through_axi(require_simulator, sim_build):
+    """Issue 33: the driver writes a conv layer 0's im2col'd patches (``batch_words``) into the x window, one burst
+    per example, and the per-channel biases; every step's losses, logits and the final weights equal golden."""
+    require_simulator("verilator")
+    cfg = SMALL_CNN
+    rng = np.random.default_rng(5)
+    xs = rng.integers(-128, 128, size=(3, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, size=(3, cfg.array.batch))
+    weights = rng.integers(-40, 41, size=cfg.weights)
+    biases = [rng.integers(-500, 501, size=l.bias_size) for l in cfg.layers]
+    r = run_board(cfg, LOSS, xs, ys, weights, "verilator", sim_build / "board-cnn" / "verilator", biases=biases)
+    assert r["match"], r["mismatches"]
+    assert r["steps"] == 3 and r["logit_steps_checked"] == 3 and r["wait_cycles"] == 0
+    assert all(r["slverr"].values()) and all(r["queue"].values()) and all(r["protocol"].values())
