@@ -113,11 +113,11 @@ LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
 buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
-BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 7, "error": NET_FORWARD_LATENCY + 5, "requantise": 6}
+BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 7, "error": NET_FORWARD_LATENCY + 6, "requantise": 6}
 """Cycles after a backprop pass's last issue until its last result is stored (``hw.engine.bp_tail``): the
-array's latency plus the gradient's six-register rounding pipeline and write-back; the error's sums register,
-ReLU mask and E buffer write, |E| register, OR and its bit width (registered); or the requantisation's read,
-read register, three registers and write (error buffer)."""
+array's latency plus the gradient's six-register rounding pipeline and write-back; the error's sums and
+activation registers, the ReLU mask and E buffer write, |E| register, OR and its bit width (registered); or
+the requantisation's read, read register, three registers and write (error buffer)."""
 
 
 @dataclass(frozen=True)

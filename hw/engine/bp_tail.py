@@ -525,29 +525,36 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
         k1.eq(out_tag.o),
         lane1e.eq(out_tag.o_lane),
     ]  # fmt: skip
+    # stage 2: the activation word registered as read (a block RAM's output meets no logic in its cycle);
+    # stage 3: the ReLU mask, the E buffer write; then |E| (registered) into e_or
     e2, sums2 = Signal(name="error_valid_2"), Signal.like(sums, name="error_sums_2")
-    tile2, k2 = Signal.like(tile1), Signal.like(k1)
-    m.d.sync += [e2.eq(e1), sums2.eq(sums1), tile2.eq(tile1), k2.eq(k1)]
+    tile2, k2, lane2e = Signal.like(tile1), Signal.like(k1), Signal.like(lane1e)
+    m.d.sync += [e2.eq(e1), sums2.eq(sums1), tile2.eq(tile1), k2.eq(k1), lane2e.eq(lane1e)]
+    e3, sums3 = Signal(name="error_valid_3"), Signal.like(sums, name="error_sums_3")
+    tile3, k3 = Signal.like(tile1), Signal.like(k1)
+    m.d.sync += [e3.eq(e2), sums3.eq(sums2), tile3.eq(tile2), k3.eq(k2)]
     if L > 1:
         with m.If(bp.error_phase):
             m.d.comb += mem.h_read.addr.eq(hidden_slot(cfg, out_tag.tile, (bp.l - 1)[: len(bp.l)]) + out_tag.o_word)
-        h = mem.h_read.data.as_value()
+        h2 = Signal.like(mem.h_read.data, name="error_acts_2")
+        m.d.sync += h2.eq(mem.h_read.data)
+        h = h2.as_value()
         dead = [Signal(name=f"error_relu_dead_{r}") for r in range(R)]  # layer l - 1's ReLU output is 0
         m.d.sync += [
-            dead[r].eq(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane1e, C) <= 0))
+            dead[r].eq(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane2e, C) <= 0))
             for r in range(R)
         ]
-        masked = [Mux(dead[r], 0, sums2[r]) for r in range(R)]
+        masked = [Mux(dead[r], 0, sums3[r]) for r in range(R)]
     else:
-        masked = [sums2[r] for r in range(R)]
+        masked = [sums3[r] for r in range(R)]
     masked_sums = Signal(data.ArrayLayout(signed(ACC_BITS), R))
     m.d.comb += [masked_sums[r].eq(masked[r]) for r in range(R)]
     m.d.comb += [
-        tm.s_write.addr.eq(tile2 * max(1, cfg.hidden_width) + k2),
+        tm.s_write.addr.eq(tile3 * max(1, cfg.hidden_width) + k3),
         tm.s_write.data.eq(masked_sums),
-        tm.s_write.en.eq(e2),
+        tm.s_write.en.eq(e3),
     ]
-    or_of_magnitudes(m, [masked_sums[r] for r in range(R)], e2, bp.e_or, "error_or")
+    or_of_magnitudes(m, [masked_sums[r] for r in range(R)], e3, bp.e_or, "error_or")
     # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row; the read registered,
     # then the rounding shift and the saturation one register each (REQUANT_STAGE_DELAY cycles read -> write)
     m.d.comb += tm.s_read.addr.eq(bp.bt * max(1, cfg.hidden_width) + bp.bk)
