@@ -2,12 +2,16 @@
 synth_ecp5, nextpnr-ecp5 --85k), for a before/after when three seeds (``pezo report --timing-path``) do not fit
 the time at hand; and the table of the seeds' runs kept in a directory.
 
-    .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED     # prints one JSON line
+    .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED [FIELDS]  # prints one JSON line
     .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
 
+FIELDS: a JSON object of ``NetConfig`` fields over the report's batch 16, e.g. ``'{"rows": 2, "cols": 2, "batch": 4}'``
+for a quick probe (a 2 x 2 array places and routes in minutes and shows the same kinds of paths as 8 x 8).
 Each run's JSON (``> DIR/fmax-NET[-backprop]-seedS.json``) holds ``net``, ``backprop``, ``seed``, ``fmax_mhz``,
 ``critical_path`` (nextpnr's report lines) and ``seconds``.
 """
+
+from __future__ import annotations
 
 import json
 import re
@@ -17,7 +21,7 @@ import time
 from pathlib import Path
 
 
-def run_one(net: str, backprop: bool, seed: int) -> dict:
+def run_one(net: str, backprop: bool, seed: int, fields: dict | None = None) -> dict:
     from pezo.boards.flow.synth import run_yosys
     from pezo.boards.flow.timing import (
         ECP5_SCRIPT,
@@ -29,13 +33,15 @@ def run_one(net: str, backprop: bool, seed: int) -> dict:
     )
     from pezo.golden.engine.nets import net_config
 
-    text, top, _ = unit_verilog(net_config(net, batch=16, backprop=backprop), "engine")
+    text, top, _ = unit_verilog(net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop), "engine")
     started = time.time()
     netlist = run_yosys(
         register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
     )
     run = parse_nextpnr_log(_nextpnr(netlist, seed, top))
     out = {"net": net, "backprop": backprop, "seed": seed, "fmax_mhz": run["fmax_mhz"]}
+    if fields:
+        out["fields"] = fields
     return {**out, "critical_path": run["critical_path"], "seconds": round(time.time() - started)}
 
 
@@ -54,6 +60,8 @@ def summarise(directory: Path) -> list[dict]:
         if not re.fullmatch(r"fmax-.+-seed\d+\.json", path.name):  # e.g. a run kept from before a change
             continue
         run = json.loads(path.read_text())
+        if run.get("fields"):  # a probe of another array size: not the report's design
+            continue
         runs.setdefault((run["net"], run["backprop"]), []).append(run)
     rows = []
     for (net, backprop), group in sorted(runs.items()):
@@ -92,4 +100,5 @@ if __name__ == "__main__":
         for row in summarise(Path(sys.argv[2])):
             print(json.dumps(row))
     else:
-        print(json.dumps(run_one(sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]))))
+        fields = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+        print(json.dumps(run_one(sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), fields)))
