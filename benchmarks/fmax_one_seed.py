@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import sys
 import time
 from pathlib import Path
+
+from pezo.boards.flow.timing import median_run, path_ends
 
 
 def run_one(net: str, backprop: bool, seed: int, fields: dict | None = None) -> dict:
@@ -45,14 +46,6 @@ def run_one(net: str, backprop: bool, seed: int, fields: dict | None = None) -> 
     return {**out, "critical_path": run["critical_path"], "seconds": round(time.time() - started)}
 
 
-def path_ends(lines: list) -> str:
-    """``source -> sink`` of a nextpnr critical path (its first Source and last Sink cells)."""
-    cells = [line.split()[-1] for line in lines if " Source " in f" {line.strip()} " or "Sink " in line]
-    sources = [line.split("Source", 1)[1].split()[0] for line in lines if "Source" in line]
-    sinks = [line.split("Sink", 1)[1].split()[0] for line in lines if "Sink" in line]
-    return f"{sources[0]} -> {sinks[-1]}" if sources and sinks else (cells[0] if cells else "")
-
-
 def summarise(directory: Path) -> list[dict]:
     """Per (net, backprop): the seeds' Fmax, their median and the median seed's path ends; writes fmax.{md,json}."""
     runs: dict = {}
@@ -65,16 +58,15 @@ def summarise(directory: Path) -> list[dict]:
         runs.setdefault((run["net"], run["backprop"]), []).append(run)
     rows = []
     for (net, backprop), group in sorted(runs.items()):
-        group.sort(key=lambda r: r["seed"])
-        median = statistics.median(r["fmax_mhz"] for r in group)
-        closest = min(group, key=lambda r: abs(r["fmax_mhz"] - median))
+        by_seed = {r["seed"]: r for r in sorted(group, key=lambda r: r["seed"])}
+        median, median_seed = median_run({seed: r["fmax_mhz"] for seed, r in by_seed.items()})
         rows.append(
             {
                 "net": net,
                 "tail": backprop,
-                "seeds": {str(r["seed"]): r["fmax_mhz"] for r in group},
+                "seeds": {str(seed): r["fmax_mhz"] for seed, r in by_seed.items()},
                 "median_mhz": median if len(group) >= 3 else None,
-                "critical_path": path_ends(closest["critical_path"]),
+                "critical_path": path_ends(by_seed[median_seed]["critical_path"]),
             }
         )
     (directory / "fmax.json").write_text(json.dumps(rows, indent=2) + "\n")

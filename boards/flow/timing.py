@@ -204,6 +204,13 @@ def is_timing_cached(key: str) -> bool:
     return _cache_path("fmax", key).exists()
 
 
+def median_run(fmax_per_seed: dict) -> tuple[float, object]:
+    """The median Fmax of the seeds' runs and the seed whose run is closest to it (the first on a tie): the run
+    whose critical path a median is reported with."""
+    median = statistics.median(fmax_per_seed.values())
+    return median, min(fmax_per_seed, key=lambda seed: abs(fmax_per_seed[seed] - median))
+
+
 def fmax(verilog: str, top: str, *, key: str | None = None, use_cache: bool = True) -> dict:
     """Median Fmax (MHz) over ``SEEDS`` of ``top`` wrapped register to register, placed and routed on ECP5.
 
@@ -215,8 +222,7 @@ def fmax(verilog: str, top: str, *, key: str | None = None, use_cache: bool = Tr
             register_wrapper(verilog, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
         )
         runs = {seed: parse_nextpnr_log(_nextpnr(netlist, seed, top)) for seed in SEEDS}
-        median = statistics.median(r["fmax_mhz"] for r in runs.values())
-        median_seed = min(runs, key=lambda s: abs(runs[s]["fmax_mhz"] - median))
+        median, median_seed = median_run({seed: r["fmax_mhz"] for seed, r in runs.items()})
         return {
             "fmax_mhz": round(median, 2),
             "fmax_source": "nextpnr-ecp5",

@@ -27,7 +27,7 @@ from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine.conv_walk import WalkShape, walk_fields
-from pezo.hw.engine.pe_array import int8_lanes, select
+from pezo.hw.engine.pe_array import delayed, int8_lanes, select
 
 MUXED_FIELDS = ("stream", "final", "addr", "zero", "channel", "out_word", "out_lane", "pool_first", "pool_last")
 """The walk fields the engine reads for the conv layer being issued."""
@@ -36,15 +36,6 @@ MUXED_FIELDS = ("stream", "final", "addr", "zero", "channel", "out_word", "out_l
 def row_words(layer, cols: int) -> int:
     """Words of one weight row (one dot product): a dense layer's inputs / C, a conv layer's row_length / C."""
     return layer.row_length(cols) // cols if layer.kind == "conv" else layer.inputs // cols
-
-
-def _delayed(m, value, stages: int, name: str):
-    """``value`` through ``stages`` registers."""
-    for i in range(stages):
-        reg = Signal.like(value, name=f"{name}_{i + 1}")
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value
 
 
 class ConvPath:
@@ -78,7 +69,7 @@ class ConvPath:
     def zeroed(self, m, acts, stages: int = 2):
         """``acts`` (the activation word at S2) or 0 where the issued word was zero padding ``stages`` cycles
         earlier."""
-        zero = _delayed(m, self.active & self.zero, stages, "conv_zero")
+        zero = delayed(m, self.active & self.zero, stages, "conv_zero")
         return Mux(zero, 0, acts)
 
     def row_buffer(self, m, j, weights, valid2):
@@ -91,10 +82,10 @@ class ConvPath:
         m.submodules.conv_row_buffer = buffer
         write = buffer.write_port()
         read = buffer.read_port(transparent_for=(write,))
-        j1 = _delayed(m, j, 1, "conv_row_word")
-        j2 = _delayed(m, j1, 1, "conv_row_word_s2")
-        through = _delayed(m, self.active & self.stream, 2, "conv_write_through")
-        reuse = _delayed(m, self.active & ~self.stream, 2, "conv_reuse")
+        j1 = delayed(m, j, 1, "conv_row_word")
+        j2 = delayed(m, j1, 1, "conv_row_word_s2")
+        through = delayed(m, self.active & self.stream, 2, "conv_write_through")
+        reuse = delayed(m, self.active & ~self.stream, 2, "conv_reuse")
         m.d.comb += [read.addr.eq(j1), write.addr.eq(j2), write.en.eq(valid2 & through)]
         for c in range(C):
             m.d.comb += write.data[c].eq(weights[c])

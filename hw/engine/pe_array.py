@@ -58,6 +58,15 @@ def select(index, values):
     return out
 
 
+def delayed(m: Module, value, stages: int, name: str):
+    """``value`` through ``stages`` registers (named ``name_1`` .. ``name_stages``)."""
+    for i in range(stages):
+        reg = Signal.like(value, name=f"{name}_{i + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
 def saturate(value, lo: int, hi: int):
     """Clamp a signed value to [lo, hi] (comparators and a mux)."""
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
@@ -124,12 +133,7 @@ def logit_read(m, port, addr, row, shift, logit, logit_q):
     chosen = Signal(signed(ACC_BITS))
     m.d.sync += [row_data.eq(port.data), chosen.eq(row_data[row2])]
     m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift3, "logit_requant"))
-    delayed = chosen
-    for i in range(REQUANT_STAGES):
-        reg = Signal(signed(ACC_BITS), name=f"logit_{i + 1}")
-        m.d.sync += reg.eq(delayed)
-        delayed = reg
-    m.d.comb += logit.eq(delayed)
+    m.d.comb += logit.eq(delayed(m, chosen, REQUANT_STAGES, "logit"))
 
 
 def weight_write(m, port, engine, valid, addr, word):
