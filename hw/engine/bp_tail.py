@@ -43,6 +43,7 @@ from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.network import BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
 from pezo.hw.engine.pe_array import (
     REQUANT_STAGES,
+    delayed,
     index_bits,
     int8_lanes,
     requantize_registered,
@@ -419,12 +420,13 @@ def tail_strobes(engine, m, fsm, bp: TailControl) -> None:
     bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
 
-def tail_operands(engine, m, cfg, pe, mem, bp, forward_weights):
+def tail_operands(engine, m, cfg, pe, mem, bp, x3, h3):
     """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
-    registered one cycle after the issue, data and selects at S2. Gradient: weights e[tR + c, o],
-    activations the transposed input block; error: weights column k % C of the cached block, activations
-    e[tR + r, bC + c]. Returns (weights, acts, tail): the weights (the forward's outside a tail pass), the tail
-    pass's activations and "a tail pass", all at S2 (the issue pipeline registers them before the array)."""
+    registered one cycle after the issue, the memories' data registered as read (S3: a block RAM's clock-to-out
+    is followed by no logic in its cycle), then the lane selects into the array's input register. Gradient:
+    weights e[tR + c, o], activations the transposed input block (``x3``/``h3``: the forward's registered
+    activation words); error: weights column k % C of the cached block, activations e[tR + r, bC + c].
+    Returns (weights, acts, tail) at S3: the tail pass's weights and activations and "a tail pass"."""
     R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
     tm = engine.tail_memories
     e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
@@ -434,47 +436,34 @@ def tail_operands(engine, m, cfg, pe, mem, bp, forward_weights):
         st_addr.eq(bp.bt),
     ]
     m.d.comb += [tm.e_read.addr.eq(e_addr), tm.b_read.addr.eq(b_addr), tm.st_read.addr.eq(st_addr)]
-    kind1, kind2 = Signal(2), Signal(2, name="kind_2")
-    sel1, sel2 = Signal(range(C)), Signal(range(C), name="lane_select_2")
-    o1, o2 = Signal.like(bp.bo), Signal.like(bp.bo, name="bp_o_2")
-    oc1, oc2 = Signal.like(bp.boc), Signal.like(bp.boc, name="bp_block_2")
-    gen1, gen2, first1, first2 = Signal(), Signal(name="generated_2"), Signal(), Signal(name="tail_layer0_2")
-    m.d.sync += [
-        kind1.eq(Mux(bp.issue, bp.kind, KIND_FORWARD)),
-        kind2.eq(kind1),
-        sel1.eq(Mux(bp.error, bp.br, bp.bo_lane)),
-        sel2.eq(sel1),
-        o1.eq(bp.bo),
-        o2.eq(o1),
-        oc1.eq(bp.boc),
-        oc2.eq(oc1),
-        gen1.eq(bp.layers.last),
-        gen2.eq(gen1),
-        first1.eq(bp.layers.first),
-        first2.eq(first1),
-    ]
-    errors, state, blocks = tm.e_read.data, tm.st_read.data, tm.b_read.data
+    kind = delayed(m, Mux(bp.issue, bp.kind, KIND_FORWARD), 3, "kind")
+    sel = delayed(m, Mux(bp.error, bp.br, bp.bo_lane), 3, "lane_select")
+    o = delayed(m, bp.bo, 3, "bp_o")
+    oc = delayed(m, bp.boc, 3, "bp_block")
+    gen = delayed(m, bp.layers.last, 3, "generated")
+    first = delayed(m, bp.layers.first, 3, "tail_layer0")
+    errors = Signal.like(tm.e_read.data, name="tail_errors_3")
+    state = Signal(tm.st_read.data.shape(), name="tail_state_3")
+    blocks = Signal(tm.b_read.data.shape(), name="tail_blocks_3")
+    m.d.sync += [errors.eq(tm.e_read.data), state.eq(tm.st_read.data), blocks.eq(tm.b_read.data)]
     row = lambda r: errors.as_value()[r * C * 8 : (r + 1) * C * 8]  # noqa: E731
-    generated_column = error_column(m, cfg, state, o2)
-    column = [Mux(gen2, generated_column[c], lane_of(row(c), sel2, C)) for c in range(C)]
-    cached = [lane_of(blocks[c], sel2, C) for c in range(C)]
-    generated_block = error_block(m, cfg, state, oc2)
-    x_block, h_block = mem.x_read.data, (mem.h_read.data if L > 1 else None)
+    generated_column = error_column(m, cfg, state, o)
+    column = [Mux(gen, generated_column[c], lane_of(row(c), sel, C)) for c in range(C)]
+    cached = [lane_of(blocks[c], sel, C) for c in range(C)]
+    generated_block = error_block(m, cfg, state, oc)
     transposed = [[Signal(signed(8), name=f"input_t_{r}_{c}") for c in range(C)] for r in range(R)]
     error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
     for r in range(R):
         for c in range(C):
-            h = x_block[c][r] if L == 1 else Mux(first2, x_block[c][r], h_block[c * C + r])
+            h = x3[c][r] if L == 1 else Mux(first, x3[c][r], h3[c * C + r])
             m.d.comb += [
                 transposed[r][c].eq(h),
-                error_rows[r][c].eq(Mux(gen2, generated_block[r][c], errors[r * C + c])),
+                error_rows[r][c].eq(Mux(gen, generated_block[r][c], errors[r * C + c])),
             ]
-    acts = Signal.like(pe.acts, name="tail_acts_2")
-    m.d.comb += acts.eq(Mux(kind2 == KIND_ERROR, pack_rows(error_rows), pack_rows(transposed)))
-    weights = [
-        Mux(kind2 == KIND_FORWARD, forward_weights[c], Mux(kind2 == KIND_ERROR, cached[c], column[c])) for c in range(C)
-    ]
-    return weights, acts, kind2 != KIND_FORWARD
+    acts = Signal.like(pe.acts, name="tail_acts_3")
+    m.d.comb += acts.eq(Mux(kind == KIND_ERROR, pack_rows(error_rows), pack_rows(transposed)))
+    weights = [Mux(kind == KIND_ERROR, cached[c], column[c]) for c in range(C)]
+    return weights, acts, kind != KIND_FORWARD
 
 
 def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):

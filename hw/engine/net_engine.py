@@ -724,9 +724,6 @@ class NetEngine(ConfigComponent):
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
             weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
-        tail_acts = tail_pass = None
-        if bp is not None:
-            weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, weights)
         # -- S3 (OPERAND_STAGES): every operand in a register before the array's input register: a block RAM's
         # clock-to-out is followed by no logic in its cycle (the activation words are registered as read)
         weights3 = Signal(int8_lanes(C), name="weights_3")
@@ -742,16 +739,18 @@ class NetEngine(ConfigComponent):
             tag3.eq(tag2),
         ]
         acts = x3.as_value()
+        h3 = None
         if L > 1:
             h3 = Signal.like(h_read.data, name="acts_h_3")
             m.d.sync += h3.eq(h_read.data)
             acts = Mux(layer0_3, x3.as_value(), h3.as_value())
         if ctl.conv is not None:  # zero padding
             acts = ctl.conv.zeroed(m, acts, stages=2 + OPERAND_STAGES)
-        if bp is not None:
-            tail_acts3, tail_pass3 = Signal.like(tail_acts, name="tail_acts_3"), Signal(name="tail_pass_3")
-            m.d.sync += [tail_acts3.eq(tail_acts), tail_pass3.eq(tail_pass)]
-            acts = Mux(tail_pass3, tail_acts3.as_value(), acts)
+        array_weights = [weights3[c] for c in range(C)]
+        if bp is not None:  # a tail pass's operands, selected from registered reads into the array's register
+            tail_weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, x3, h3)
+            acts = Mux(tail_pass, tail_acts.as_value(), acts)
+            array_weights = [Mux(tail_pass, tail_weights[c], weights3[c]) for c in range(C)]
         m.d.comb += [
             pe.valid.eq(valid3f),
             pe.first.eq(first3),
@@ -760,7 +759,7 @@ class NetEngine(ConfigComponent):
             pe.acts.eq(acts),
         ]
         for c in range(C):
-            m.d.comb += pe.weights[c].eq(weights3[c])
+            m.d.comb += pe.weights[c].eq(array_weights[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
         return _Stage1(p, valid1, update1, addr1, w2)
@@ -943,19 +942,26 @@ class NetEngine(ConfigComponent):
         m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         labels, rivals = [], []
+        lowest = -(1 << (ACC_BITS - 1))
         for r in range(R):
             z = z1b[r]
             label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
             best = Signal(signed(ACC_BITS), name=f"best_other_{r}")
+            # "z > best" one stage early, against the best this cycle's update leaves (three compares side by
+            # side from registers, a mux by this cycle's update), so no carry chain drives the registers' enable
+            above = Signal(name=f"above_best_{r}")
+            takes_z = Signal(name=f"takes_z_{r}")
+            m.d.comb += takes_z.eq(v1b & ~is_label[r] & (first | above))
+            m.d.sync += above.eq(Mux(takes_z, z1[r] > z, Mux(v1b & is_label[r] & first, z1[r] != lowest, z1[r] > best)))
             with m.If(v1b & is_label[r]):
                 m.d.sync += label_logit.eq(z)
-            with m.If(v1b & ~is_label[r] & (first | (z > best))):
+            with m.If(takes_z):
                 m.d.sync += best.eq(z)
                 if ctl.bp is not None:
                     rival = Signal(range(O), name=f"rival_{r}")
                     m.d.sync += rival.eq(t1b.o)
             with m.Elif(v1b & is_label[r] & first):
-                m.d.sync += best.eq(-(1 << (ACC_BITS - 1)))
+                m.d.sync += best.eq(lowest)
             if ctl.bp is not None:  # the state of the tile: label (at its last output), rival (one later)
                 label_q, rival_q = Signal(range(O), name=f"label_q_{r}"), Signal(range(O), name=f"rival_q_{r}")
                 label_3, rival_3 = Signal(range(O), name=f"label_3_{r}"), Signal(range(O), name=f"rival_3_{r}")

@@ -30,6 +30,11 @@ from pezo.hw.component import ConfigComponent, ConfigSignature
 PE_LATENCY = 4
 """Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
 
+REPLICA_ATTR = "pezo_replica"
+"""Attribute of registers that hold the same value on purpose (a copy per consumer, placed beside it): the
+synthesis scripts mark their flip-flops ``keep`` so that Yosys's ``opt_merge`` does not fold them into one
+(``boards.flow.synth.KEEP_REPLICAS``)."""
+
 
 def index_bits(count: int) -> int:
     """Bits of an index into ``count`` items (at least 1): the engines' address and index ports."""
@@ -192,11 +197,16 @@ class PEArray(ConfigComponent):
         m = Module()
         cfg = self.config
         # stage 0: the inputs in registers
-        weights = Signal.like(self.weights, name="weights_q")
+        # one copy of the weight word per row, each beside its row's multipliers (``REPLICA_ATTR``: the
+        # synthesis scripts keep the copies apart instead of merging them into one register of fan-out R)
+        weights = [
+            Signal(int8_lanes(cfg.cols), name=f"weights_q_{r}", attrs={REPLICA_ATTR: 1, "keep": "true"})
+            for r in range(cfg.rows)
+        ]
         acts = Signal.like(self.acts, name="acts_q")
         v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
+        m.d.sync += [w.eq(self.weights) for w in weights]
         m.d.sync += [
-            weights.eq(self.weights),
             acts.eq(self.acts),
             v0.eq(self.valid),
             f0.eq(self.first),
@@ -212,7 +222,7 @@ class PEArray(ConfigComponent):
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
-                m.d.sync += products[r][c].eq(weights[c] * acts[r][c])
+                m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
         v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
         # stage 2: one adder tree per row
