@@ -48,6 +48,7 @@ from pezo.hw.engine.pe_array import (
     int8_lanes,
     requantize_registered,
     saturate,
+    scaled,
     select,
     weight_write,
 )
@@ -124,7 +125,7 @@ def hidden_slot(cfg: NetConfig, tile, layer):
     """First word of the activation buffer's slot for ``layer``'s output of ``tile`` (with the tail every
     tile and hidden layer has its own slot: the tail reads them after the pass)."""
     words = max(1, -(-cfg.hidden_width // cfg.array.cols))
-    return (tile * (len(cfg.layers) - 1) + layer) * words
+    return scaled(scaled(tile, len(cfg.layers) - 1) + layer, words)
 
 
 def hidden_depth(cfg: NetConfig) -> int:
@@ -431,7 +432,7 @@ def tail_operands(engine, m, cfg, pe, mem, bp, x3, h3):
     tm = engine.tail_memories
     e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
     m.d.sync += [
-        e_addr.eq(bp.bt * tm.words + Mux(bp.error, bp.boc, bp.bo_word)),
+        e_addr.eq(scaled(bp.bt, tm.words) + Mux(bp.error, bp.boc, bp.bo_word)),
         b_addr.eq(bp.boc),
         st_addr.eq(bp.bt),
     ]
@@ -562,7 +563,7 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
     valid, tile, word, lane = stage[-1]
     lane_mask = Cat(*[(Const(1, C) << lane)[:C] for _ in range(R)])
     m.d.comb += [
-        tm.e_write.addr.eq(tile * tm.words + word),
+        tm.e_write.addr.eq(scaled(tile, tm.words) + word),
         tm.e_write.data.eq(Cat(*[q_values[r].replicate(C) for r in range(R)])),
         tm.e_write.en.eq(Mux(valid, lane_mask, 0)),
     ]

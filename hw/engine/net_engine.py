@@ -100,6 +100,7 @@ from pezo.hw.engine.pe_array import (
     logit_read,
     requantize,
     saturate,
+    scaled,
     select,
     tree_sum,
     weight_write,
@@ -638,13 +639,13 @@ class NetEngine(ConfigComponent):
         x_word = j
         if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
             x_word = ctl.conv.walks[0]["addr"]
-        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + x_word)
+        m.d.sync += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
             h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
             if bp is None:
-                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + h_word)
+                m.d.sync += h_addr.eq(scaled(~ctl.layer[0], _hidden_words(cfg)) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
                 m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
@@ -687,7 +688,7 @@ class NetEngine(ConfigComponent):
                 m.d.comb += [
                     tag0.hidden.eq(0),
                     tag0.layer.eq(bp.l),
-                    tag0.o.eq(Mux(bp.error, bp.bj * C + bp.br, bp.bo)),
+                    tag0.o.eq(Mux(bp.error, scaled(bp.bj, C) + bp.br, bp.bo)),
                     tag0.o_word.eq(bp.bj),
                     tag0.o_lane.eq(bp.br),
                     tag0.pas.eq(0),
@@ -835,7 +836,7 @@ class NetEngine(ConfigComponent):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
-            slot = h_tag.layer[0] * hidden_words if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
+            slot = scaled(h_tag.layer[0], hidden_words) if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
             written, write_valid = [h_values[r] for r in range(R)], h_valid
             if ctl.conv is not None:  # a conv layer's 2 x 2 pool: the window's last result writes
                 written, write_valid = ctl.conv.pool_write(m, written, h_tag, h_valid)
@@ -846,7 +847,7 @@ class NetEngine(ConfigComponent):
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
             m.d.comb += h_write.en.eq(Mux(write_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
-        m.d.comb += logit_base.eq(((ctl.parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
+        m.d.comb += logit_base.eq(scaled(scaled(ctl.parity * 2 + out_tag.pas, T) + out_tag.tile, O) + out_tag.o)
         m.d.comb += [
             l_write.addr.eq(logit_base),
             l_write.data.eq(pe.sums),
@@ -883,14 +884,16 @@ class NetEngine(ConfigComponent):
         R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.input_words
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
         m.d.comb += [
-            x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
+            x_write.addr.eq(scaled(scaled(wp, T) + self.x_example // R, J0) + self.x_word),
             x_write.data.eq(self.x_wdata.as_value().replicate(R)),
         ]
         m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
-        m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
+        m.d.comb += [y_write.addr.eq(scaled(wp, T) + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
         # read: address register -> memory row -> the example's lane (registered) -> requantise (REQUANT_STAGES)
-        l_addr = ((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O + self.logit_output
+        l_addr = (
+            scaled(scaled(self.logit_bank * 2 + self.logit_pass, T) + self.logit_example // R, O) + self.logit_output
+        )
         logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
     def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
@@ -923,7 +926,7 @@ class NetEngine(ConfigComponent):
         row, the label/best registers, best - label, the hinge term, the two halves of the row sum, the loss."""
         R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
         margin, loss, clear_loss = ctl.margin, ctl.loss, ctl.clear_loss
-        m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
+        m.d.comb += y_read.addr.eq(scaled(rp, T) + out_tag.tile)
         v1, z1, t1 = Signal(name="loss_valid_1"), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(forward_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
         # stage 1b: the label read compared with the output index, per row (and the label kept for the tail)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
@@ -52,6 +52,15 @@ def tree_sum(values):
         pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
         values = pairs + ([values[-1]] if len(values) % 2 else [])
     return values[0]
+
+
+def scaled(value, factor: int):
+    """``value * factor`` for a constant ``factor`` >= 0 as shifted adds (one term per set bit, a balanced
+    tree): exact, and no multiplier (Yosys maps a constant product to a DSP block on ECP5, whose delay an
+    address computation then carries)."""
+    value = Value.cast(value)
+    terms = [value << i for i in range(factor.bit_length()) if factor >> i & 1]
+    return tree_sum(terms) if terms else Const(0, 1)
 
 
 def select(index, values):
