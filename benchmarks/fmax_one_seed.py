@@ -2,11 +2,13 @@
 synth_ecp5, nextpnr-ecp5 --85k), for a before/after when three seeds (``pezo report --timing-path``) do not fit
 the time at hand; and the table of the seeds' runs kept in a directory.
 
-    .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED [FIELDS]  # prints one JSON line
+    .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED [FIELDS] [--unit board] [--strategy pregen]
     .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
 
 FIELDS: a JSON object of ``NetConfig`` fields over the report's batch 16, e.g. ``'{"rows": 2, "cols": 2, "batch": 4}'``
 for a quick probe (a 2 x 2 array places and routes in minutes and shows the same kinds of paths as 8 x 8).
+``--unit board``: the ZCU102 trainer's engine top (AXI, registers, windows) instead of the engine alone;
+``--strategy pregen``: the pool strategy (otf by default).
 Each run's JSON (``> DIR/fmax-NET[-backprop]-seedS.json``) holds ``net``, ``backprop``, ``seed``, ``fmax_mhz``,
 ``critical_path`` (nextpnr's report lines) and ``seconds``.
 """
@@ -22,7 +24,9 @@ from pathlib import Path
 from pezo.boards.flow.timing import median_run, path_ends
 
 
-def run_one(net: str, backprop: bool, seed: int, fields: dict | None = None) -> dict:
+def run_one(
+    net: str, backprop: bool, seed: int, fields: dict | None = None, unit: str = "engine", strategy: str = "otf"
+) -> dict:
     from pezo.boards.flow.synth import run_yosys
     from pezo.boards.flow.timing import (
         ECP5_SCRIPT,
@@ -34,13 +38,18 @@ def run_one(net: str, backprop: bool, seed: int, fields: dict | None = None) -> 
     )
     from pezo.golden.engine.nets import net_config
 
-    text, top, _ = unit_verilog(net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop), "engine")
+    config = net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop, strategy=strategy)
+    text, top, _ = unit_verilog(config, unit)
     started = time.time()
     netlist = run_yosys(
         register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
     )
     run = parse_nextpnr_log(_nextpnr(netlist, seed, top))
     out = {"net": net, "backprop": backprop, "seed": seed, "fmax_mhz": run["fmax_mhz"]}
+    if unit != "engine":
+        out["unit"] = unit
+    if strategy != "otf":
+        out["strategy"] = strategy
     if fields:
         out["fields"] = fields
     return {**out, "critical_path": run["critical_path"], "seconds": round(time.time() - started)}
@@ -55,15 +64,18 @@ def summarise(directory: Path) -> list[dict]:
         run = json.loads(path.read_text())
         if run.get("fields"):  # a probe of another array size: not the report's design
             continue
-        runs.setdefault((run["net"], run["backprop"]), []).append(run)
+        key = (run["net"], run["backprop"], run.get("unit", "engine"), run.get("strategy", "otf"))
+        runs.setdefault(key, []).append(run)
     rows = []
-    for (net, backprop), group in sorted(runs.items()):
+    for (net, backprop, unit, strategy), group in sorted(runs.items()):
         by_seed = {r["seed"]: r for r in sorted(group, key=lambda r: r["seed"])}
         median, median_seed = median_run({seed: r["fmax_mhz"] for seed, r in by_seed.items()})
         rows.append(
             {
                 "net": net,
                 "tail": backprop,
+                "unit": unit,
+                "strategy": strategy,
                 "seeds": {str(seed): r["fmax_mhz"] for seed, r in by_seed.items()},
                 "median_mhz": median if len(group) >= 3 else None,
                 "critical_path": path_ends(by_seed[median_seed]["critical_path"]),
@@ -76,13 +88,16 @@ def summarise(directory: Path) -> list[dict]:
         f"`.venv/bin/python benchmarks/fmax_one_seed.py NET 0|1 SEED` per row and seed; this table: "
         f"`.venv/bin/python benchmarks/fmax_one_seed.py --summarise {directory}`. The median needs three seeds.",
         "",
-        "| net | tail | Fmax per seed (MHz) | median (MHz) | critical path (the median seed's) |",
-        "|---|---|---|---|---|",
+        "| net | unit | strategy | tail | Fmax per seed (MHz) | median (MHz) | critical path (the median seed's) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         seeds = ", ".join(f"{s}: {v}" for s, v in r["seeds"].items())
         median = "—" if r["median_mhz"] is None else f"**{r['median_mhz']}**"
-        lines.append(f"| {r['net']} | {'yes' if r['tail'] else 'no'} | {seeds} | {median} | `{r['critical_path']}` |")
+        tail = "yes" if r["tail"] else "no"
+        lines.append(
+            f"| {r['net']} | {r['unit']} | {r['strategy']} | {tail} | {seeds} | {median} | `{r['critical_path']}` |"
+        )
     (directory / "fmax.md").write_text("\n".join(lines) + "\n")
     return rows
 
@@ -92,5 +107,11 @@ if __name__ == "__main__":
         for row in summarise(Path(sys.argv[2])):
             print(json.dumps(row))
     else:
-        fields = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
-        print(json.dumps(run_one(sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), fields)))
+        args, options = sys.argv[1:], {}
+        for flag in ("--unit", "--strategy"):
+            if flag in args:
+                at = args.index(flag)
+                options[flag[2:]] = args[at + 1]
+                del args[at : at + 2]
+        fields = json.loads(args[3]) if len(args) > 3 else None
+        print(json.dumps(run_one(args[0], args[1] == "1", int(args[2]), fields, **options)))

@@ -27,6 +27,7 @@ from amaranth.lib.cdc import FFSynchronizer
 from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
 from pezo.boards.flow import tools
+from pezo.boards.flow.synth import KEEP_REPLICAS
 from pezo.boards.flow.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
@@ -146,7 +147,7 @@ def run_flow(top, directory: Path) -> dict:
     os.environ.update(tool_environment())
     try:
         # the plan alone: the platform's programming tool (openFPGALoader) is not needed to build
-        plan = platform.build(top, name="top", do_build=False)
+        plan = platform.build(top, name="top", do_build=False, script_after_read=f"proc; {KEEP_REPLICAS}")
         plan.execute_local(str(directory))
     except subprocess.CalledProcessError as error:
         raise FlowError(flow_failure(directory, error.returncode)) from None

@@ -29,7 +29,7 @@ from pezo.golden.host import RESP_OKAY, RESP_SLVERR
 
 DATA_BITS = 64
 BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2
-READ_FIFO_DEPTH = 8
+READ_FIFO_DEPTH = 16
 
 
 class AXI4Signature(wiring.Signature):

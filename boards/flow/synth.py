@@ -18,10 +18,15 @@ import os
 from pathlib import Path
 
 from pezo.boards.flow import tools
+from pezo.hw.engine.pe_array import REPLICA_ATTR
 from pezo.sim.runner import cache_dir
 
+KEEP_REPLICAS = f"setattr -set keep 1 a:{REPLICA_ATTR} %ci1 t:$dff %i"
+"""Yosys commands (after ``proc``) that keep the flip-flops of registers the RTL replicates on purpose
+(``hw.engine.pe_array.REPLICA_ATTR``: one copy beside each consumer) apart: ``opt_merge`` would fold copies
+with the same input into one register of the whole fan-out. Vivado keeps them by their ``keep`` attribute."""
 YOSYS_SCRIPT = (
-    "read_verilog -sv {src}; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "read_verilog -sv {src}; hierarchy -top {top}; proc; " + KEEP_REPLICAS + "; opt_clean -purge; autoname; "
     "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; "
     "tee -q -o stat.json stat -json"
 )

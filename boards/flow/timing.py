@@ -29,7 +29,7 @@ from amaranth.back import verilog as amaranth_verilog
 
 from pezo.boards.flow import tools
 from pezo.boards.flow.report import BOARD_TOP, ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
-from pezo.boards.flow.synth import SynthesisError, run_yosys
+from pezo.boards.flow.synth import KEEP_REPLICAS, SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.rng.perturb import stream_lanes
@@ -46,11 +46,11 @@ WRAP_TOP = "pezo_timing_wrap"
 XOR_FANIN = 4
 FLOW_VERSION = 1  # part of every cache key: bump when the wrapper or the parsing of results changes
 ECP5_SCRIPT = (
-    "read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "read_verilog -sv top.v; hierarchy -top {top}; proc; " + KEEP_REPLICAS + "; opt_clean -purge; autoname; "
     "synth_ecp5 -top {top} -json top.json"
 )
 LEVELS_SCRIPT = (
-    "read_verilog -sv top.v; hierarchy -top {top}; proc; opt_clean -purge; autoname; "
+    "read_verilog -sv top.v; hierarchy -top {top}; proc; " + KEEP_REPLICAS + "; opt_clean -purge; autoname; "
     "synth_xilinx -family xcup -top {top} -noiopad -noclkbuf; flatten; "
     "delete t:FD* t:RAMB* t:DSP48E2 t:SRL*; tee -q -o ltp.txt ltp -noff"
 )

@@ -41,7 +41,7 @@ update. ``train_step`` is the engine's on-chip step; ``forward_zo`` + ``update(g
 
 **Cycles** (``hw.engine.net_engine``): the array takes one weight word per cycle for R examples, so a
 step needs at least ``cycle_bound`` = 2 * (B / R) * sum_l cycles_l (two forward passes) + |W| / C (update)
-+ ``NET_FORWARD_LATENCY`` + ``UPDATE_LATENCY``, where a dense layer's cycles_l per tile are its |W_l| / C
++ ``NET_FORWARD_LATENCY`` + ``NET_UPDATE_LATENCY``, where a dense layer's cycles_l per tile are its |W_l| / C
 words and a conv layer's are OH * OW * out_channels * row_words (its words once per output pixel; the row buffer is
 written through on the first pixel, no fill cycles: ``golden.engine.conv``). Measured steps add a cycle per stream
 command and the stream's refill after it, ``LAYER_GAP`` cycles between layers (the last outputs of a layer reach the
@@ -97,18 +97,27 @@ WEIGHT_STAGES = 1
 """Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
 not followed by the add and the saturation in one cycle); the activation reads are issued this many
 cycles late so that both meet at the array."""
-NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES
+OPERAND_STAGES = 1
+"""Registers between the operands' reads (the activation words, the perturbed weight word, the tail's operands)
+and the array's input register: a block RAM's clock-to-out is followed by no logic in its cycle."""
+NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
-``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add."""
+``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the ``OPERAND_STAGES``
+in front of the array."""
+NET_UPDATE_LATENCY = UPDATE_LATENCY + 1
+"""Cycles after the last weight word's read is issued until its new value is written back in the network
+engine: the memory read, the split g * p (two partial products), their sum and rounding with the decay, the
+saturating subtract + write (one stage more than the head engine's ``UPDATE_LATENCY``)."""
 LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
 buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
-BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 5, "error": NET_FORWARD_LATENCY + 2, "requantise": 5}
+BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 7, "error": NET_FORWARD_LATENCY + 6, "requantise": 6}
 """Cycles after a backprop pass's last issue until its last result is stored (``hw.engine.bp_tail``): the
-array's latency plus the gradient's rounding pipeline (write-back), the error's ReLU mask (E buffer), or the
-requantisation read and register (error buffer)."""
+array's latency plus the gradient's six-register rounding pipeline and write-back; the error's sums and
+activation registers, the ReLU mask and E buffer write, |E| register, OR and its bit width (registered); or
+the requantisation's read, read register, three registers and write (error buffer)."""
 
 
 @dataclass(frozen=True)
@@ -355,8 +364,8 @@ class NetConfig(EngineFlatConfig):
 
     def cycle_bound(self) -> int:
         """2 * (B / R) * sum of ``layer_cycles`` (|W| / C for a dense-only net) + |W| / C + NET_FORWARD_LATENCY +
-        UPDATE_LATENCY (module docstring)."""
-        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + UPDATE_LATENCY
+        NET_UPDATE_LATENCY (module docstring)."""
+        return self.useful_mac_cycles() + self.weight_words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
 
     def bp_cycle_bound(self, split: int) -> int:
         """Issue cycles of the backprop tail at partition ``split`` (C, 0..L; ``hw.engine.bp_tail``): per tail

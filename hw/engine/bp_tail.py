@@ -40,23 +40,28 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
-from pezo.golden.engine.network import BP_DRAINS, NetConfig
+from pezo.golden.engine.network import BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
 from pezo.hw.engine.pe_array import (
     REQUANT_STAGES,
+    delayed,
     index_bits,
     int8_lanes,
     requantize_registered,
     saturate,
+    scaled,
     select,
     weight_write,
 )
 
 KIND_FORWARD, KIND_GRAD_MAX, KIND_GRAD_UPDATE, KIND_ERROR = 0, 1, 2, 3
 BP_BITS_WIDTH = 3
-ROUND_STAGES = 4
-"""Registers from a gradient word leaving the array to its write-back: the sums (the old word is read), |G|
-and the sign, the quotient and remainder, the rounded step (then the saturating subtract, written)."""
-assert BP_DRAINS["gradient"] >= ROUND_STAGES + 1
+ROUND_STAGES = 6
+"""Registers from a gradient word leaving the array to its write-back, one carry chain or one barrel shifter
+each: the sums (the old word is read), |G| and the sign, the quotient and the remainder, the remainder's upper
+and lower parts (the quotient saturated to 127), their compare, the rounded signed step (then the saturating
+subtract, written)."""
+assert BP_DRAINS["gradient"] >= NET_FORWARD_LATENCY + ROUND_STAGES + 1
+assert BP_DRAINS["requantise"] == 1 + 1 + REQUANT_STAGES + 1  # read, read register, requantise, write
 
 
 def or_all(values):
@@ -68,13 +73,24 @@ def or_all(values):
 
 
 def bit_width(m, value, name: str):
-    """floor(log2(value)) + 1 of an unsigned value (0 for 0) as a combinational priority encoder."""
+    """floor(log2(value)) + 1 of an unsigned value (0 for 0): a priority encoder into a register (valid one
+    cycle after ``value``)."""
     out = Signal(range(len(value) + 1), name=name)
     chain = Const(0, out.shape())
     for i in range(len(value)):
         chain = Mux(value[i], i + 1, chain)
-    m.d.comb += out.eq(chain)
+    m.d.sync += out.eq(chain)
     return out
+
+
+def or_of_magnitudes(m, values, enable, accumulator, name: str):
+    """``accumulator |= |v|`` over ``values`` in the cycle after ``enable`` (the magnitudes registered first:
+    one carry chain per cycle, then the OR tree)."""
+    mags = [Signal(unsigned(len(v) + 1), name=f"{name}_mag_{i}") for i, v in enumerate(values)]
+    valid = Signal(name=f"{name}_valid")
+    m.d.sync += [valid.eq(enable), *[mag.eq(magnitude(v)) for mag, v in zip(mags, values)]]
+    with m.If(valid):
+        m.d.sync += accumulator.eq(accumulator | or_all(mags))
 
 
 def magnitude(value):
@@ -109,7 +125,7 @@ def hidden_slot(cfg: NetConfig, tile, layer):
     """First word of the activation buffer's slot for ``layer``'s output of ``tile`` (with the tail every
     tile and hidden layer has its own slot: the tail reads them after the pass)."""
     words = max(1, -(-cfg.hidden_width // cfg.array.cols))
-    return (tile * (len(cfg.layers) - 1) + layer) * words
+    return scaled(scaled(tile, len(cfg.layers) - 1) + layer, words)
 
 
 def hidden_depth(cfg: NetConfig) -> int:
@@ -119,45 +135,59 @@ def hidden_depth(cfg: NetConfig) -> int:
 def round_pipeline(m, sums, shift, old, valid, addr, name="psr"):
     """``ROUND_STAGES`` registers from the R gradient sums (valid with ``valid``) to the new weight word:
     w - psr(G, bits) with the shift given (``golden.engine.int8.pseudo_stochastic_round``), saturated.
-    ``old``: the weight word, valid one cycle after ``valid``. Returns (valid, addr, word) of the write."""
-    lanes = len(sums)
-    s1 = [Signal(signed(ACC_BITS), name=f"{name}_g_{c}") for c in range(lanes)]
-    v1, a1 = Signal(name=f"{name}_valid_1"), Signal.like(addr, name=f"{name}_addr_1")
-    m.d.sync += [v1.eq(valid), a1.eq(addr), *[s1[c].eq(sums[c]) for c in range(lanes)]]
-    # stage 2: magnitude and sign; the old word
-    mag = [Signal(unsigned(ACC_BITS + 1), name=f"{name}_m_{c}") for c in range(lanes)]
-    neg = [Signal(name=f"{name}_neg_{c}") for c in range(lanes)]
-    old2 = Signal.like(old, name=f"{name}_old_2")
-    v2, a2 = Signal(name=f"{name}_valid_2"), Signal.like(addr, name=f"{name}_addr_2")
-    m.d.sync += [v2.eq(v1), a2.eq(a1), old2.eq(old)]
-    for c in range(lanes):
-        m.d.sync += [mag[c].eq(magnitude(s1[c])), neg[c].eq(s1[c] < 0)]
-    # stage 3: quotient q = m >> shift, upper and lower part of the remainder
+    ``shift`` is constant over a pass (its masks are registers, valid a cycle after it); ``old``: the weight
+    word, valid one cycle after ``valid``. Returns (valid, addr, word) of the write."""
+    lanes, wide = len(sums), ACC_BITS + 1
+    valid_at, addr_at = [valid], [addr]
+    for stage in range(1, ROUND_STAGES + 1):
+        v, a = Signal(name=f"{name}_valid_{stage}"), Signal.like(addr, name=f"{name}_addr_{stage}")
+        m.d.sync += [v.eq(valid_at[-1]), a.eq(addr_at[-1])]
+        valid_at.append(v)
+        addr_at.append(a)
+    olds = [old]  # the old word from stage 2 on
+    for stage in range(2, ROUND_STAGES + 1):
+        o = Signal.like(old, name=f"{name}_old_{stage}")
+        m.d.sync += o.eq(olds[-1])
+        olds.append(o)
+    # the shift's masks: r = m & (2^shift - 1), h = shift >> 1, the lower part r & (2^h - 1)
     half = Signal.like(shift, name=f"{name}_half")
-    m.d.comb += half.eq(shift >> 1)
-    q3 = [Signal(unsigned(ACC_BITS + 1), name=f"{name}_q_{c}") for c in range(lanes)]
-    up3 = [Signal(name=f"{name}_up_{c}") for c in range(lanes)]
-    neg3 = [Signal(name=f"{name}_neg3_{c}") for c in range(lanes)]
-    old3 = Signal.like(old, name=f"{name}_old_3")
-    v3, a3 = Signal(name=f"{name}_valid_3"), Signal.like(addr, name=f"{name}_addr_3")
-    m.d.sync += [v3.eq(v2), a3.eq(a2), old3.eq(old2)]
-    for c in range(lanes):
-        rem = (mag[c] & ((Const(1, ACC_BITS + 2) << shift) - 1))[: ACC_BITS + 1]
-        upper = rem >> half
-        lower = (rem & ((Const(1, ACC_BITS + 2) << half) - 1)) << shift[0]
-        m.d.sync += [q3[c].eq(mag[c] >> shift), up3[c].eq(upper > lower), neg3[c].eq(neg[c])]
-    # stage 4: the rounded, saturated step
-    step4 = [Signal(signed(8), name=f"{name}_step_{c}") for c in range(lanes)]
-    old4 = Signal.like(old, name=f"{name}_old_4")
-    v4, a4 = Signal(name=f"{name}_valid_4"), Signal.like(addr, name=f"{name}_addr_4")
-    m.d.sync += [v4.eq(v3), a4.eq(a3), old4.eq(old3)]
-    for c in range(lanes):
-        rounded = Mux(q3[c] + up3[c] > WEIGHT_MAX, WEIGHT_MAX, q3[c] + up3[c])
-        m.d.sync += step4[c].eq(Mux(neg3[c], -rounded.as_signed(), rounded.as_signed()))
+    mask, half_mask = Signal(unsigned(wide), name=f"{name}_mask"), Signal(unsigned(wide), name=f"{name}_half_mask")
+    m.d.sync += [
+        half.eq(shift >> 1),
+        mask.eq(((Const(1, wide + 1) << shift) - 1)[:wide]),
+        half_mask.eq(((Const(1, wide + 1) << (shift >> 1)) - 1)[:wide]),
+    ]
     word = Signal(int8_lanes(lanes), name=f"{name}_word")
     for c in range(lanes):
-        m.d.comb += word[c].eq(saturate(old4[c] - step4[c], WEIGHT_MIN, WEIGHT_MAX))
-    return v4, a4, word
+        g1 = Signal(signed(ACC_BITS), name=f"{name}_g_{c}")  # stage 1: the sum
+        mag2, neg2 = Signal(unsigned(wide), name=f"{name}_m_{c}"), Signal(name=f"{name}_neg_{c}")  # 2: |G|, sign
+        q3, rem3 = Signal(unsigned(wide), name=f"{name}_q_{c}"), Signal(unsigned(wide), name=f"{name}_rem_{c}")
+        q4 = Signal(unsigned(7), name=f"{name}_q_sat_{c}")  # 4: the quotient saturated, the remainder's parts
+        upper4 = Signal(unsigned(wide), name=f"{name}_upper_{c}")
+        lower4 = Signal(unsigned(wide + 1), name=f"{name}_lower_{c}")
+        q5, up5 = Signal.like(q4, name=f"{name}_q_5_{c}"), Signal(name=f"{name}_up_{c}")  # 5: the compare
+        step6 = Signal(signed(8), name=f"{name}_step_{c}")  # 6: the signed rounded step
+        negs = [neg2]
+        for stage in range(3, 6):
+            n = Signal(name=f"{name}_neg_{stage}_{c}")
+            m.d.sync += n.eq(negs[-1])
+            negs.append(n)
+        rounded = Mux(q5 + up5 > WEIGHT_MAX, WEIGHT_MAX, q5 + up5)
+        m.d.sync += [
+            g1.eq(sums[c]),
+            mag2.eq(magnitude(g1)),
+            neg2.eq(g1 < 0),
+            q3.eq(mag2 >> shift),
+            rem3.eq(mag2 & mask),
+            q4.eq(Mux(q3 > WEIGHT_MAX, WEIGHT_MAX, q3)),
+            upper4.eq(rem3 >> half),
+            lower4.eq((rem3 & half_mask) << shift[0]),
+            q5.eq(q4),
+            up5.eq(upper4 > lower4),
+            step6.eq(Mux(negs[-1], -rounded, rounded)),
+        ]
+        m.d.comb += word[c].eq(saturate(olds[-1][c] - step6, WEIGHT_MIN, WEIGHT_MAX))
+    return valid_at[-1], addr_at[-1], word
 
 
 class TailMemories:
@@ -391,62 +421,50 @@ def tail_strobes(engine, m, fsm, bp: TailControl) -> None:
     bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
 
-def tail_operands(engine, m, cfg, pe, mem, bp, forward_acts, forward_weights):
+def tail_operands(engine, m, cfg, pe, mem, bp, x3, h3):
     """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
-    registered one cycle after the issue, data and selects at S2. Gradient: weights e[tR + c, o],
-    activations the transposed input block; error: weights column k % C of the cached block, activations
-    e[tR + r, bC + c]. Drives ``pe.acts`` in a tail pass; returns the weights (the forward's otherwise)."""
+    registered one cycle after the issue, the memories' data registered as read (S3: a block RAM's clock-to-out
+    is followed by no logic in its cycle), then the lane selects into the array's input register. Gradient:
+    weights e[tR + c, o], activations the transposed input block (``x3``/``h3``: the forward's registered
+    activation words); error: weights column k % C of the cached block, activations e[tR + r, bC + c].
+    Returns (weights, acts, tail) at S3: the tail pass's weights and activations and "a tail pass"."""
     R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
     tm = engine.tail_memories
     e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
     m.d.sync += [
-        e_addr.eq(bp.bt * tm.words + Mux(bp.error, bp.boc, bp.bo_word)),
+        e_addr.eq(scaled(bp.bt, tm.words) + Mux(bp.error, bp.boc, bp.bo_word)),
         b_addr.eq(bp.boc),
         st_addr.eq(bp.bt),
     ]
     m.d.comb += [tm.e_read.addr.eq(e_addr), tm.b_read.addr.eq(b_addr), tm.st_read.addr.eq(st_addr)]
-    kind1, kind2 = Signal(2), Signal(2, name="kind_2")
-    sel1, sel2 = Signal(range(C)), Signal(range(C), name="lane_select_2")
-    o1, o2 = Signal.like(bp.bo), Signal.like(bp.bo, name="bp_o_2")
-    oc1, oc2 = Signal.like(bp.boc), Signal.like(bp.boc, name="bp_block_2")
-    gen1, gen2, first1, first2 = Signal(), Signal(name="generated_2"), Signal(), Signal(name="tail_layer0_2")
-    m.d.sync += [
-        kind1.eq(Mux(bp.issue, bp.kind, KIND_FORWARD)),
-        kind2.eq(kind1),
-        sel1.eq(Mux(bp.error, bp.br, bp.bo_lane)),
-        sel2.eq(sel1),
-        o1.eq(bp.bo),
-        o2.eq(o1),
-        oc1.eq(bp.boc),
-        oc2.eq(oc1),
-        gen1.eq(bp.layers.last),
-        gen2.eq(gen1),
-        first1.eq(bp.layers.first),
-        first2.eq(first1),
-    ]
-    errors, state, blocks = tm.e_read.data, tm.st_read.data, tm.b_read.data
+    kind = delayed(m, Mux(bp.issue, bp.kind, KIND_FORWARD), 3, "kind")
+    sel = delayed(m, Mux(bp.error, bp.br, bp.bo_lane), 3, "lane_select")
+    o = delayed(m, bp.bo, 3, "bp_o")
+    oc = delayed(m, bp.boc, 3, "bp_block")
+    gen = delayed(m, bp.layers.last, 3, "generated")
+    first = delayed(m, bp.layers.first, 3, "tail_layer0")
+    errors = Signal.like(tm.e_read.data, name="tail_errors_3")
+    state = Signal(tm.st_read.data.shape(), name="tail_state_3")
+    blocks = Signal(tm.b_read.data.shape(), name="tail_blocks_3")
+    m.d.sync += [errors.eq(tm.e_read.data), state.eq(tm.st_read.data), blocks.eq(tm.b_read.data)]
     row = lambda r: errors.as_value()[r * C * 8 : (r + 1) * C * 8]  # noqa: E731
-    generated_column = error_column(m, cfg, state, o2)
-    column = [Mux(gen2, generated_column[c], lane_of(row(c), sel2, C)) for c in range(C)]
-    cached = [lane_of(blocks[c], sel2, C) for c in range(C)]
-    generated_block = error_block(m, cfg, state, oc2)
-    x_block, h_block = mem.x_read.data, (mem.h_read.data if L > 1 else None)
+    generated_column = error_column(m, cfg, state, o)
+    column = [Mux(gen, generated_column[c], lane_of(row(c), sel, C)) for c in range(C)]
+    cached = [lane_of(blocks[c], sel, C) for c in range(C)]
+    generated_block = error_block(m, cfg, state, oc)
     transposed = [[Signal(signed(8), name=f"input_t_{r}_{c}") for c in range(C)] for r in range(R)]
     error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
     for r in range(R):
         for c in range(C):
-            h = x_block[c][r] if L == 1 else Mux(first2, x_block[c][r], h_block[c * C + r])
+            h = x3[c][r] if L == 1 else Mux(first, x3[c][r], h3[c * C + r])
             m.d.comb += [
                 transposed[r][c].eq(h),
-                error_rows[r][c].eq(Mux(gen2, generated_block[r][c], errors[r * C + c])),
+                error_rows[r][c].eq(Mux(gen, generated_block[r][c], errors[r * C + c])),
             ]
-    with m.If(kind2 == KIND_ERROR):
-        m.d.comb += pe.acts.eq(pack_rows(error_rows))
-    with m.Elif(kind2 != KIND_FORWARD):
-        m.d.comb += pe.acts.eq(pack_rows(transposed))
-    return [
-        Mux(kind2 == KIND_FORWARD, forward_weights[c], Mux(kind2 == KIND_ERROR, cached[c], column[c])) for c in range(C)
-    ]
+    acts = Signal.like(pe.acts, name="tail_acts_3")
+    m.d.comb += acts.eq(Mux(kind == KIND_ERROR, pack_rows(error_rows), pack_rows(transposed)))
+    weights = [Mux(kind == KIND_ERROR, cached[c], column[c]) for c in range(C)]
+    return weights, acts, kind != KIND_FORWARD
 
 
 def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
@@ -459,8 +477,7 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
     bp, tm = ctl.bp, engine.tail_memories
     kind, sums = out_tag.kind, pe.sums
     # first gradient pass: the bit width of max |G| is the bit width of the OR of every |G|
-    with m.If(pe.out_valid & (kind == KIND_GRAD_MAX)):
-        m.d.sync += bp.g_or.eq(bp.g_or | or_all([magnitude(sums[r]) for r in range(R)]))
+    or_of_magnitudes(m, [sums[r] for r in range(R)], pe.out_valid & (kind == KIND_GRAD_MAX), bp.g_or, "grad_or")
     # second gradient pass: the old weight word is read as the word's G leaves the array
     grad_out = pe.out_valid & (kind == KIND_GRAD_UPDATE)
     m.d.comb += mem.w_read.addr.eq(
@@ -482,9 +499,11 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
         tm.b_write.en.eq(Mux(load1, 1 << lane1, 0)),
     ]
     # error pass: E masked by layer l-1's ReLU (its activations read as the sums arrive)
+    # the error pass's results: the sums and the activation word of layer l - 1 (read as the sums leave the
+    # array) in registers; then the ReLU mask and the E buffer write; then |E| ORed into e_or
     e1, sums1, tile1, k1, lane1e = (
-        Signal(),
-        Signal.like(sums),
+        Signal(name="error_valid_1"),
+        Signal.like(sums, name="error_sums_1"),
         Signal.like(out_tag.tile),
         Signal.like(out_tag.o),
         Signal.like(out_tag.o_lane),
@@ -496,25 +515,36 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
         k1.eq(out_tag.o),
         lane1e.eq(out_tag.o_lane),
     ]  # fmt: skip
+    # stage 2: the activation word registered as read (a block RAM's output meets no logic in its cycle);
+    # stage 3: the ReLU mask, the E buffer write; then |E| (registered) into e_or
+    e2, sums2 = Signal(name="error_valid_2"), Signal.like(sums, name="error_sums_2")
+    tile2, k2, lane2e = Signal.like(tile1), Signal.like(k1), Signal.like(lane1e)
+    m.d.sync += [e2.eq(e1), sums2.eq(sums1), tile2.eq(tile1), k2.eq(k1), lane2e.eq(lane1e)]
+    e3, sums3 = Signal(name="error_valid_3"), Signal.like(sums, name="error_sums_3")
+    tile3, k3 = Signal.like(tile1), Signal.like(k1)
+    m.d.sync += [e3.eq(e2), sums3.eq(sums2), tile3.eq(tile2), k3.eq(k2)]
     if L > 1:
         with m.If(bp.error_phase):
             m.d.comb += mem.h_read.addr.eq(hidden_slot(cfg, out_tag.tile, (bp.l - 1)[: len(bp.l)]) + out_tag.o_word)
-        h = mem.h_read.data.as_value()
-        masked = [
-            Mux(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane1e, C) <= 0), 0, sums1[r])
+        h2 = Signal.like(mem.h_read.data, name="error_acts_2")
+        m.d.sync += h2.eq(mem.h_read.data)
+        h = h2.as_value()
+        dead = [Signal(name=f"error_relu_dead_{r}") for r in range(R)]  # layer l - 1's ReLU output is 0
+        m.d.sync += [
+            dead[r].eq(bp.layers.below_relu & (lane_of(h[r * C * 8 : (r + 1) * C * 8], lane2e, C) <= 0))
             for r in range(R)
         ]
+        masked = [Mux(dead[r], 0, sums3[r]) for r in range(R)]
     else:
-        masked = [sums1[r] for r in range(R)]
+        masked = [sums3[r] for r in range(R)]
     masked_sums = Signal(data.ArrayLayout(signed(ACC_BITS), R))
     m.d.comb += [masked_sums[r].eq(masked[r]) for r in range(R)]
     m.d.comb += [
-        tm.s_write.addr.eq(tile1 * max(1, cfg.hidden_width) + k1),
+        tm.s_write.addr.eq(tile3 * max(1, cfg.hidden_width) + k3),
         tm.s_write.data.eq(masked_sums),
-        tm.s_write.en.eq(e1),
+        tm.s_write.en.eq(e3),
     ]
-    with m.If(e1):
-        m.d.sync += bp.e_or.eq(bp.e_or | or_all([magnitude(masked_sums[r]) for r in range(R)]))
+    or_of_magnitudes(m, [masked_sums[r] for r in range(R)], e3, bp.e_or, "error_or")
     # requantisation: E (tile, k) -> lane k % C of error word (tile, k // C), every row; the read registered,
     # then the rounding shift and the saturation one register each (REQUANT_STAGE_DELAY cycles read -> write)
     m.d.comb += tm.s_read.addr.eq(bp.bt * max(1, cfg.hidden_width) + bp.bk)
@@ -533,7 +563,7 @@ def tail_results(engine, m, cfg, pe, mem, ctl, out_tag):
     valid, tile, word, lane = stage[-1]
     lane_mask = Cat(*[(Const(1, C) << lane)[:C] for _ in range(R)])
     m.d.comb += [
-        tm.e_write.addr.eq(tile * tm.words + word),
+        tm.e_write.addr.eq(scaled(tile, tm.words) + word),
         tm.e_write.data.eq(Cat(*[q_values[r].replicate(C) for r in range(R)])),
         tm.e_write.en.eq(Mux(valid, lane_mask, 0)),
     ]

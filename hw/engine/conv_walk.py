@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.conv import WALK_FIELDS, Conv2D, patch_word_addresses
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.pe_array import index_bits
+from pezo.hw.engine.pe_array import index_bits, scaled
 
 
 @dataclass(frozen=True)
@@ -151,23 +151,25 @@ def walk_fields(m: Module, cfg: WalkShape, advance, clear, prefix: str = "walk")
     ox = Signal(unsigned(index_bits(layer.conv_width)), name=f"{prefix}_ox")
     pixel = Signal(unsigned(index_bits(layer.pixels)), name=f"{prefix}_pixel")
     word = Signal(unsigned(index_bits(cfg.row_words)), name=f"{prefix}_word")
-    m.d.comb += [oy.eq(ctr["wy"] * d + ctr["dy"]), ox.eq(ctr["wx"] * d + ctr["dx"])]
-    m.d.comb += pixel.eq(oy * layer.conv_width + ox)
+    m.d.comb += [oy.eq(scaled(ctr["wy"], d) + ctr["dy"]), ox.eq(scaled(ctr["wx"], d) + ctr["dx"])]
+    m.d.comb += pixel.eq(scaled(oy, layer.conv_width) + ox)
     if cfg.from_batch:
         m.d.comb += word.eq(ctr["w"])
-        out.update({"addr": pixel * cfg.row_words + ctr["w"], "zero": Const(0, 1)})
+        out.update({"addr": scaled(pixel, cfg.row_words) + ctr["w"], "zero": Const(0, 1)})
     else:
         coord = signed((max(layer.conv_height, layer.conv_width) * s + k).bit_length() + 1)
         iy, ix = Signal(coord, name=f"{prefix}_iy"), Signal(coord, name=f"{prefix}_ix")
         oy_s, ox_s = Signal(coord, name=f"{prefix}_oy_s"), Signal(coord, name=f"{prefix}_ox_s")
         m.d.comb += [oy_s.eq(oy), ox_s.eq(ox)]
-        m.d.comb += [iy.eq(oy_s * s - p + ctr["ky"]), ix.eq(ox_s * s - p + ctr["kx"])]
+        m.d.comb += [iy.eq(scaled(oy_s, s) - p + ctr["ky"]), ix.eq(scaled(ox_s, s) - p + ctr["kx"])]
         outside = Signal(name=f"{prefix}_outside")
         m.d.comb += outside.eq((iy < 0) | (iy >= layer.height) | (ix < 0) | (ix >= layer.width))
-        m.d.comb += word.eq((ctr["ky"] * k + ctr["kx"]) * cfg.blocks + ctr["cb"])
-        out.update({"addr": Mux(outside, 0, (iy * layer.width + ix) * cfg.blocks + ctr["cb"]), "zero": outside})
+        m.d.comb += word.eq(scaled(scaled(ctr["ky"], k) + ctr["kx"], cfg.blocks) + ctr["cb"])
+        out.update(
+            {"addr": Mux(outside, 0, scaled(scaled(iy, layer.width) + ix, cfg.blocks) + ctr["cb"]), "zero": outside}
+        )
     element = Signal(unsigned(index_bits(layer.outputs)), name=f"{prefix}_element")
-    m.d.comb += element.eq((ctr["wy"] * (layer.conv_width // d) + ctr["wx"]) * layer.out_channels + ctr["o"])
+    m.d.comb += element.eq(scaled(scaled(ctr["wy"], layer.conv_width // d) + ctr["wx"], layer.out_channels) + ctr["o"])
     window_start = (ctr["wy"] == 0) & (ctr["wx"] == 0) & (ctr["dy"] == 0) & (ctr["dx"] == 0)
     out.update(
         {

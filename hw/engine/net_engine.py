@@ -59,14 +59,20 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
-from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, WEIGHT_STAGES, NetConfig
+from pezo.golden.engine.network import (
+    LAYER_GAP,
+    NET_FORWARD_LATENCY,
+    NET_UPDATE_LATENCY,
+    OPERAND_STAGES,
+    WEIGHT_STAGES,
+    NetConfig,
+)
 from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
     G_FRAC_BITS,
     G_MAX,
     G_MIN,
-    UPDATE_LATENCY,
     WD_EVERY_BITS,
     WD_SHIFT_RANGE,
 )
@@ -94,6 +100,7 @@ from pezo.hw.engine.pe_array import (
     logit_read,
     requantize,
     saturate,
+    scaled,
     select,
     tree_sum,
     weight_write,
@@ -101,13 +108,16 @@ from pezo.hw.engine.pe_array import (
 from pezo.hw.rng.perturb import PerturbationStream, scale_round
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
-LOSS_LATENCY = 5
-"""Cycles from the last logit in the logit memory to the final loss: label read, label/best registers,
-hinge term, row sum, accumulate."""
-G_LATENCY = 2
-"""Registers between the final losses and g: the difference (and half of the shift), then the shift."""
+G_HIGH_BITS = 7
+"""The high part of g in the update's split product (``_elaborate_update``): g's 24 bits = 7 signed + 17 unsigned."""
+LOSS_LATENCY = 8
+"""Cycles from the last logit in the logit memory to the final loss: label read, "is the label", label/best
+registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
+G_LATENCY = 3
+"""Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
 STEP_BITS = 16
-assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and NET_FORWARD_LATENCY == 2 + PE_LATENCY
+assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == OPERAND_STAGES == 1
+assert NET_FORWARD_LATENCY == 3 + PE_LATENCY
 
 
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
@@ -383,11 +393,8 @@ class NetEngine(ConfigComponent):
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
         sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
         word = Signal(range(max(cfg.weight_words, 2)))
-        # Amaranth's tracer cannot name these two (the generator inside the call): ``$signal`` in the Verilog
-        j, o = (
-            Signal(range(max(row_words(l, C) for l in cfg.layers) + 1)),
-            Signal(range(max(l.outputs for l in cfg.layers) + 1)),
-        )
+        j = Signal(range(max(row_words(l, C) for l in cfg.layers) + 1), name="walk_j")
+        o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
         o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
@@ -479,7 +486,7 @@ class NetEngine(ConfigComponent):
                             m.d.sync += o_word.eq(o_word + 1)
                     with m.If(updating):
                         with m.If(last_word):
-                            m.d.sync += drain.eq(UPDATE_LATENCY - 1)
+                            m.d.sync += drain.eq(NET_UPDATE_LATENCY - 1)
                             m.next = "UPDATE_DRAIN"
                     with m.Elif(layer_done):
                         m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
@@ -632,13 +639,13 @@ class NetEngine(ConfigComponent):
         x_word = j
         if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
             x_word = ctl.conv.walks[0]["addr"]
-        m.d.sync += x_addr.eq((queue.rp * T + tile) * J0 + x_word)
+        m.d.sync += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
         m.d.comb += x_read.addr.eq(x_addr)
         if L > 1:
             h_addr = Signal.like(h_read.addr)
             h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
             if bp is None:
-                m.d.sync += h_addr.eq(~ctl.layer[0] * _hidden_words(cfg) + h_word)
+                m.d.sync += h_addr.eq(scaled(~ctl.layer[0], _hidden_words(cfg)) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
                 m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
@@ -681,7 +688,7 @@ class NetEngine(ConfigComponent):
                 m.d.comb += [
                     tag0.hidden.eq(0),
                     tag0.layer.eq(bp.l),
-                    tag0.o.eq(Mux(bp.error, bp.bj * C + bp.br, bp.bo)),
+                    tag0.o.eq(Mux(bp.error, scaled(bp.bj, C) + bp.br, bp.bo)),
                     tag0.o_word.eq(bp.bj),
                     tag0.o_lane.eq(bp.br),
                     tag0.pas.eq(0),
@@ -703,7 +710,7 @@ class NetEngine(ConfigComponent):
             ),
         ]
         m.d.comb += self.w_rdata.eq(w_read.data)
-        # -- S2: the registered weight word + p, saturated, and the activation word into the array --------
+        # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
         m.d.sync += [
@@ -715,65 +722,95 @@ class NetEngine(ConfigComponent):
             layer0_2.eq(layer0_1),
             tag2.eq(tag1),
         ]
-        acts = x_read.data.as_value()
-        if L > 1:
-            acts = Mux(layer0_2, x_read.data.as_value(), h_read.data.as_value())
-        if ctl.conv is not None:  # zero padding
-            acts = ctl.conv.zeroed(m, acts)
-        m.d.comb += [
-            pe.valid.eq(valid2f),
-            pe.first.eq(first2),
-            pe.last.eq(last2),
-            pe.tag.eq(tag2.as_value()),
-            pe.acts.eq(acts),
-        ]
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
             weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
-        if bp is not None:
-            weights = tail_operands(self, m, cfg, pe, mem, bp, acts, weights)
+        # -- S3 (OPERAND_STAGES): every operand in a register before the array's input register: a block RAM's
+        # clock-to-out is followed by no logic in its cycle (the activation words are registered as read)
+        weights3 = Signal(int8_lanes(C), name="weights_3")
+        x3 = Signal.like(x_read.data, name="acts_x_3")
+        valid3f, first3, last3, layer0_3, tag3 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
+        m.d.sync += [
+            *[weights3[c].eq(weights[c]) for c in range(C)],
+            x3.eq(x_read.data),
+            valid3f.eq(valid2f),
+            first3.eq(first2),
+            last3.eq(last2),
+            layer0_3.eq(layer0_2),
+            tag3.eq(tag2),
+        ]
+        acts = x3.as_value()
+        h3 = None
+        if L > 1:
+            h3 = Signal.like(h_read.data, name="acts_h_3")
+            m.d.sync += h3.eq(h_read.data)
+            acts = Mux(layer0_3, x3.as_value(), h3.as_value())
+        if ctl.conv is not None:  # zero padding
+            acts = ctl.conv.zeroed(m, acts, stages=2 + OPERAND_STAGES)
+        array_weights = [weights3[c] for c in range(C)]
+        if bp is not None:  # a tail pass's operands, selected from registered reads into the array's register
+            tail_weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, x3, h3)
+            acts = Mux(tail_pass, tail_acts.as_value(), acts)
+            array_weights = [Mux(tail_pass, tail_weights[c], weights3[c]) for c in range(C)]
+        m.d.comb += [
+            pe.valid.eq(valid3f),
+            pe.first.eq(first3),
+            pe.last.eq(last3),
+            pe.tag.eq(tag3.as_value()),
+            pe.acts.eq(acts),
+        ]
         for c in range(C):
-            m.d.comb += pe.weights[c].eq(weights[c])
+            m.d.comb += pe.weights[c].eq(array_weights[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
         return _Stage1(p, valid1, update1, addr1, w2)
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1):
-        """The update of an update pass: S1 ``g * p``, S2 round and the decay of the old word in ``w2``, S3
-        saturating subtract, written back in the same cycle (the host's ``w_*`` writes while idle).
-        Weight decay (``wd_shift`` 1..7; 0 = off; on the updates ``decay_on`` picks): d = round_shift(w, s) =
-        ((w >> (s - 1)) + 1) >> 1 (equal to (w + 2^(s-1)) >> s: one variable shift, an increment, a fixed
-        shift), subtracted with the step in the same saturating subtract."""
+        """The update of an update pass, no stage holding more than one multiplier or one carry chain (and a
+        compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
+        round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
+        one 18 x 18 multiplier. S2 holds the two partial products; S3 the low one rounded, the old word and the
+        decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
+        ``decay_on`` picks); S4 the step and w - d, and writes ``sat(w - d - step)`` back in the same cycle
+        (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle)."""
         C = cfg.array.cols
         word, w2, p, wd_shift = ctl.word, s1.w2, s1.p, ctl.wd_shift
         w_write = mem.w_write
-        product_bits = G_BITS + STREAM_BITS
-        products = [Signal(signed(product_bits), name=f"g_p_{c}") for c in range(C)]
-        steps = [Signal(signed(product_bits - G_FRAC_BITS + 1), name=f"step_{c}") for c in range(C)]
-        decays = [Signal(signed(8), name=f"decay_{c}") for c in range(C)]
-        old3 = Signal(int8_lanes(C))
-        valid2, addr2, valid3, addr3 = Signal(), Signal.like(word), Signal(), Signal.like(word)
-        m.d.sync += [
-            valid2.eq(s1.valid1 & s1.update1),
-            addr2.eq(s1.addr1),
-            valid3.eq(valid2),
-            addr3.eq(addr2),
-            old3.eq(w2),
-        ]
+        low_bits = G_BITS - G_HIGH_BITS
+        g_low, g_high = ctl.g[:low_bits], ctl.g[low_bits:].as_signed()
+        # S2..S5: valid and address ride along
+        valid, addr = [s1.valid1 & s1.update1], [s1.addr1]
+        for stage in range(2, NET_UPDATE_LATENCY + 1):
+            v, a = Signal(name=f"update_valid_{stage}"), Signal.like(word, name=f"update_addr_{stage}")
+            m.d.sync += [v.eq(valid[-1]), a.eq(addr[-1])]
+            valid.append(v)
+            addr.append(a)
         wd_minus_1 = (wd_shift - 1)[: wd_shift.shape().width]
-        for c in range(C):
-            m.d.sync += [
-                products[c].eq(ctl.g * p[c]),
-                steps[c].eq(scale_round(products[c], -G_FRAC_BITS)),
-                decays[c].eq(Mux((wd_shift == 0) | ~ctl.decay_on, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
-            ]
+        decay_off = (wd_shift == 0) | ~ctl.decay_on
         new = Signal(int8_lanes(C))
         for c in range(C):
-            m.d.comb += new[c].eq(saturate(old3[c] - steps[c] - decays[c], WEIGHT_MIN, WEIGHT_MAX))
+            low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S2
+            high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
+            low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S3
+            high3 = Signal.like(high, name=f"g_p_high_3_{c}")
+            old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
+            step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S4
+            decayed = Signal(signed(9), name=f"decayed_{c}")
+            m.d.sync += [
+                low.eq(g_low * p[c]),
+                high.eq(g_high * p[c]),
+                low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
+                high3.eq(high),
+                old3.eq(w2[c]),
+                decay3.eq(Mux(decay_off, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
+                step.eq((high3 << (low_bits - G_FRAC_BITS)) + low_rounded),
+                decayed.eq(old3 - decay3),
+            ]
+            m.d.comb += new[c].eq(saturate(decayed - step, WEIGHT_MIN, WEIGHT_MAX))
         if ctl.bp is None:
-            weight_write(m, w_write, self, valid3, addr3, new)
+            weight_write(m, w_write, self, valid[-1], addr[-1], new)
         else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write
-            self.zo_write = (valid3 & (addr3 < ctl.zo_end), addr3, new)
+            self.zo_write = (valid[-1] & (addr[-1] < ctl.zo_end), addr[-1], new)
 
     def _elaborate_results(self, m, cfg, pe, mem, queue, ctl):
         """The array's results, ``NET_FORWARD_LATENCY`` cycles after a row's last word: a hidden layer's sums
@@ -799,7 +836,7 @@ class NetEngine(ConfigComponent):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
-            slot = h_tag.layer[0] * hidden_words if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
+            slot = scaled(h_tag.layer[0], hidden_words) if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
             written, write_valid = [h_values[r] for r in range(R)], h_valid
             if ctl.conv is not None:  # a conv layer's 2 x 2 pool: the window's last result writes
                 written, write_valid = ctl.conv.pool_write(m, written, h_tag, h_valid)
@@ -810,7 +847,7 @@ class NetEngine(ConfigComponent):
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
             m.d.comb += h_write.en.eq(Mux(write_valid, lane_mask, 0))
         logit_base = Signal(range(4 * T * O + 1))
-        m.d.comb += logit_base.eq(((ctl.parity * 2 + out_tag.pas) * T + out_tag.tile) * O + out_tag.o)
+        m.d.comb += logit_base.eq(scaled(scaled(ctl.parity * 2 + out_tag.pas, T) + out_tag.tile, O) + out_tag.o)
         m.d.comb += [
             l_write.addr.eq(logit_base),
             l_write.data.eq(pe.sums),
@@ -824,10 +861,14 @@ class NetEngine(ConfigComponent):
         """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
         sign or scaled; 0 in host mode), read by the controller in FORWARD_DRAIN's last cycle."""
         loss, g_shift, g_lr, mode = ctl.loss, ctl.g_shift, ctl.g_lr, ctl.mode
-        diff, half = Signal(signed(LOSS_BITS + 1)), Signal(unsigned(LOSS_BITS))
+        diff, half = Signal(signed(LOSS_BITS + 1), name="loss_diff"), Signal(unsigned(LOSS_BITS), name="g_half")
         m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
-        scaled, sign_g = Signal(signed(LOSS_BITS + 2)), Signal(signed(G_BITS))
-        m.d.sync += [scaled.eq((diff + half) >> g_shift), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        # one carry chain, then one barrel shifter per register: round_shift(diff, g_shift)
+        rounded, sign_g = Signal(signed(LOSS_BITS + 2), name="g_rounded"), Signal(signed(G_BITS), name="g_sign")
+        m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        scaled, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_2")
+        m.d.sync += [scaled.eq(rounded >> g_shift), sign_g2.eq(sign_g)]
+        sign_g = sign_g2
         m.d.comb += ctl.g_formed.eq(
             Mux(
                 mode == G_MODE_CODES["sign"],
@@ -843,17 +884,17 @@ class NetEngine(ConfigComponent):
         R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.input_words
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
         m.d.comb += [
-            x_write.addr.eq((wp * T + self.x_example // R) * J0 + self.x_word),
+            x_write.addr.eq(scaled(scaled(wp, T) + self.x_example // R, J0) + self.x_word),
             x_write.data.eq(self.x_wdata.as_value().replicate(R)),
         ]
         m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
-        m.d.comb += [y_write.addr.eq(wp * T + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
+        m.d.comb += [y_write.addr.eq(scaled(wp, T) + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
         m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
-        # read: address -> memory row -> the example's lane (registered) -> requantise (two registers)
-        m.d.comb += l_read.addr.eq(
-            ((self.logit_bank * 2 + self.logit_pass) * T + self.logit_example // R) * O + self.logit_output
+        # read: address register -> memory row -> the example's lane (registered) -> requantise (REQUANT_STAGES)
+        l_addr = (
+            scaled(scaled(self.logit_bank * 2 + self.logit_pass, T) + self.logit_example // R, O) + self.logit_output
         )
-        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
+        logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
     def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
@@ -872,67 +913,98 @@ class NetEngine(ConfigComponent):
         if tail_issue is not None:  # a tail pass starts its sums from 0
             uses = uses & ~tail_issue
         m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
-        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(Mux(uses2, b_read.data, 0))]
+        bias3 = Signal(signed(ACC_BITS), name="bias_3")  # with the operands (OPERAND_STAGES)
+        m.d.sync += bias3.eq(Mux(uses2, b_read.data, 0))
+        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(bias3)]
 
     def _loss_unit(self, m, cfg, pe, out_tag, forward_valid, y_read, rp, ctl):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave
         the array in output order), the hinge term after the last output, the sum over rows, a loss per
         pass (``golden.engine.loss``). With the tail: the running maximum's index (the strongest rival),
-        and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``)."""
+        and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``).
+        ``LOSS_LATENCY`` registers, one carry chain each: the logits and the label (read), "is the label" per
+        row, the label/best registers, best - label, the hinge term, the two halves of the row sum, the loss."""
         R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
         margin, loss, clear_loss = ctl.margin, ctl.loss, ctl.clear_loss
-        m.d.comb += y_read.addr.eq(rp * T + out_tag.tile)
-        v1, z1, t1 = Signal(), Signal.like(pe.sums), Signal.like(out_tag)
+        m.d.comb += y_read.addr.eq(scaled(rp, T) + out_tag.tile)
+        v1, z1, t1 = Signal(name="loss_valid_1"), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(forward_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
-        first, last = t1.o == 0, t1.o == O - 1
-        # stage 1: the label's logit and the best other logit so far (registers per row)
-        v2, pas2 = Signal(), Signal()
-        m.d.sync += [v2.eq(v1 & last), pas2.eq(t1.pas)]
+        # stage 1b: the label read compared with the output index, per row (and the label kept for the tail)
+        v1b, z1b, t1b = Signal(name="loss_valid_1b"), Signal.like(pe.sums), Signal.like(out_tag)
+        is_label = [Signal(name=f"is_label_{r}") for r in range(R)]
+        label_1b = [Signal(range(O), name=f"label_1b_{r}") for r in range(R)]
+        m.d.sync += [v1b.eq(v1), z1b.eq(z1), t1b.eq(t1)]
+        m.d.sync += [is_label[r].eq(t1.o == y_read.data[r]) for r in range(R)]
+        m.d.sync += [label_1b[r].eq(y_read.data[r]) for r in range(R)]
+        first, last = Signal(name="loss_first"), Signal(name="loss_last")
+        m.d.sync += [first.eq(t1.o == 0), last.eq(t1.o == O - 1)]
+        # stage 2: the label's logit and the best other logit so far (registers per row)
+        v2, pas2 = Signal(name="loss_valid_2"), Signal()
+        m.d.sync += [v2.eq(v1b & last), pas2.eq(t1b.pas)]
+        v3, pas3 = Signal(name="loss_valid_3"), Signal()
+        m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         labels, rivals = [], []
+        lowest = -(1 << (ACC_BITS - 1))
         for r in range(R):
-            z, is_label = z1[r], t1.o == y_read.data[r]
+            z = z1b[r]
             label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
             best = Signal(signed(ACC_BITS), name=f"best_other_{r}")
-            with m.If(v1 & is_label):
+            # "z > best" one stage early, against the best this cycle's update leaves (three compares side by
+            # side from registers, a mux by this cycle's update), so no carry chain drives the registers' enable
+            above = Signal(name=f"above_best_{r}")
+            takes_z = Signal(name=f"takes_z_{r}")
+            m.d.comb += takes_z.eq(v1b & ~is_label[r] & (first | above))
+            m.d.sync += above.eq(Mux(takes_z, z1[r] > z, Mux(v1b & is_label[r] & first, z1[r] != lowest, z1[r] > best)))
+            with m.If(v1b & is_label[r]):
                 m.d.sync += label_logit.eq(z)
-            with m.If(v1 & ~is_label & (first | (z > best))):
+            with m.If(takes_z):
                 m.d.sync += best.eq(z)
                 if ctl.bp is not None:
                     rival = Signal(range(O), name=f"rival_{r}")
-                    m.d.sync += rival.eq(t1.o)
-            with m.Elif(v1 & is_label & first):
-                m.d.sync += best.eq(-(1 << (ACC_BITS - 1)))
+                    m.d.sync += rival.eq(t1b.o)
+            with m.Elif(v1b & is_label[r] & first):
+                m.d.sync += best.eq(lowest)
             if ctl.bp is not None:  # the state of the tile: label (at its last output), rival (one later)
                 label_q, rival_q = Signal(range(O), name=f"label_q_{r}"), Signal(range(O), name=f"rival_q_{r}")
-                with m.If(v1 & last):
-                    m.d.sync += label_q.eq(y_read.data[r])
+                label_3, rival_3 = Signal(range(O), name=f"label_3_{r}"), Signal(range(O), name=f"rival_3_{r}")
+                with m.If(v1b & last):
+                    m.d.sync += label_q.eq(label_1b[r])
                 with m.If(v2):
                     m.d.sync += rival_q.eq(rival)
-                labels.append(label_q)
-                rivals.append(rival_q)
-            # stage 2 (after a tile's last output): the hinge term from the two registers
+                m.d.sync += [label_3.eq(label_q), rival_3.eq(rival_q)]
+                labels.append(label_3)
+                rivals.append(rival_3)
+            # stage 3 (after a tile's last output): best - label; stage 4: the hinge term max(margin + that, 0)
+            gap = Signal(signed(ACC_BITS + 1), name=f"hinge_gap_{r}")
+            m.d.sync += gap.eq(best - label_logit)
             term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
-            m.d.comb += term.eq(margin + best - label_logit)
+            m.d.comb += term.eq(margin + gap)
             m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
-        v3, pas3 = Signal(), Signal()
-        m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
+        v4, pas4 = Signal(name="loss_valid_4"), Signal()
+        m.d.sync += [v4.eq(v3), pas4.eq(pas3)]
         if ctl.bp is not None:
             tm = self.tail_memories
-            tile2, tile3 = Signal.like(t1.tile), Signal.like(t1.tile)
-            m.d.sync += [tile2.eq(t1.tile), tile3.eq(tile2)]
-            m.d.comb += [tm.st_write.addr.eq(tile3), tm.st_write.en.eq(v3 & pas3)]
+            tiles = [t1b.tile]
+            for stage in range(2, 5):
+                t = Signal.like(t1b.tile, name=f"loss_tile_{stage}")
+                m.d.sync += t.eq(tiles[-1])
+                tiles.append(t)
+            m.d.comb += [tm.st_write.addr.eq(tiles[-1]), tm.st_write.en.eq(v4 & pas4)]
             for r in range(R):
                 m.d.comb += [
                     tm.st_write.data[r].label.eq(labels[r]),
                     tm.st_write.data[r].rival.eq(rivals[r]),
                     tm.st_write.data[r].active.eq(terms[r] != 0),
                 ]
-        # stage 3: the sum over the rows; stage 4: the loss of the pass
-        total, v4, pas4 = Signal(unsigned(LOSS_BITS)), Signal(), Signal()
-        m.d.sync += [total.eq(tree_sum(terms)), v4.eq(v3), pas4.eq(pas3)]
+        # stages 5-6: the sum over the rows in two halves of the adder tree; stage 7: the loss of the pass
+        half_rows = (R + 1) // 2
+        partial = [Signal(unsigned(LOSS_BITS), name=f"loss_rows_{i}") for i in range(2)]
+        m.d.sync += [partial[0].eq(tree_sum(terms[:half_rows])), partial[1].eq(tree_sum(terms[half_rows:] or [0]))]
+        total, v5, pas5, v6, pas6 = Signal(unsigned(LOSS_BITS)), Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [total.eq(partial[0] + partial[1]), v5.eq(v4), pas5.eq(pas4), v6.eq(v5), pas6.eq(pas5)]
         for s in range(2):
             with m.If(clear_loss):
                 m.d.sync += loss[s].eq(0)
-            with m.Elif(v4 & (pas4 == s)):
+            with m.Elif(v6 & (pas6 == s)):
                 m.d.sync += loss[s].eq(loss[s] + total)

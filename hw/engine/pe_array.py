@@ -11,14 +11,14 @@ accumulator, so results leave ``PE_LATENCY`` cycles after
 their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
 
 ``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
-(``requantize_registered``: the same over two registers, for the host's logit reads).
+(``requantize_registered``: the same over three registers, for the host's logit reads and the tail's errors).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
@@ -29,6 +29,11 @@ from pezo.hw.component import ConfigComponent, ConfigSignature
 
 PE_LATENCY = 4
 """Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
+
+REPLICA_ATTR = "pezo_replica"
+"""Attribute of registers that hold the same value on purpose (a copy per consumer, placed beside it): the
+synthesis scripts mark their flip-flops ``keep`` so that Yosys's ``opt_merge`` does not fold them into one
+(``boards.flow.synth.KEEP_REPLICAS``)."""
 
 
 def index_bits(count: int) -> int:
@@ -47,6 +52,15 @@ def tree_sum(values):
         pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
         values = pairs + ([values[-1]] if len(values) % 2 else [])
     return values[0]
+
+
+def scaled(value, factor: int):
+    """``value * factor`` for a constant ``factor`` >= 0 as shifted adds (one term per set bit, a balanced
+    tree): exact, and no multiplier (Yosys maps a constant product to a DSP block on ECP5, whose delay an
+    address computation then carries)."""
+    value = Value.cast(value)
+    terms = [value << i for i in range(factor.bit_length()) if factor >> i & 1]
+    return tree_sum(terms) if terms else Const(0, 1)
 
 
 def select(index, values):
@@ -89,37 +103,50 @@ def requantize(m: Module, acc, shift, name: str = "requant"):
     return out
 
 
-REQUANT_STAGES = 2
-"""Registers of ``requantize_registered``: the rounding shift, then the saturation."""
+REQUANT_STAGES = 3
+"""Registers of ``requantize_registered``: the rounding add, the shift, the saturation."""
 
 
 def requantize_registered(m: Module, acc, shift, name: str = "requant"):
     """``requantize`` of ``acc`` and ``shift`` (valid in the same cycle) over ``REQUANT_STAGES``
-    registers: the int8 result is valid two cycles later. Neither the shift's fan-out nor the
-    saturation's compare shares a cycle with the adder and the barrel shifter."""
-    wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
-    m.d.sync += wide.eq(_round_shift(m, acc, shift, name))
+    registers: the int8 result is valid three cycles later. One carry chain or one barrel shifter per
+    cycle: ``acc + (2^shift >> 1)`` (the half decoded from ``shift`` in front of the adder), then ``>> shift``
+    (the shift delayed with it), then the saturation's compare."""
+    wide = len(acc) + 1
+    rounded, shift1 = Signal(signed(wide), name=f"{name}_rounded"), Signal.like(shift, name=f"{name}_shift_1")
+    half = Signal(unsigned(32), name=f"{name}_half")
+    m.d.comb += half.eq((1 << shift) >> 1)
+    m.d.sync += [rounded.eq(acc + half), shift1.eq(shift)]
+    shifted = Signal(signed(wide), name=f"{name}_wide")
+    m.d.sync += shifted.eq(rounded >> shift1)
     out = Signal(signed(8), name=name)
-    m.d.sync += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
+    m.d.sync += out.eq(saturate(shifted, WEIGHT_MIN, WEIGHT_MAX))
     return out
 
 
-LOGIT_READ_LATENCY = 2 + REQUANT_STAGES
-"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` four cycles after the address (memory,
-lane select, rounding shift, saturation: the block RAM's clock-to-out is followed by no logic in its
-cycle, and the requantisation takes two)."""
+LOGIT_READ_LATENCY = 4 + REQUANT_STAGES
+"""Host logit reads (``logit_read``): ``logit`` and ``logit_q`` seven cycles after the address (the address
+register, the memory, the row register, the lane select, the rounding add, the shift, the saturation: the
+address's arithmetic, the block RAM's clock-to-out, the lane mux and the requantisation's three steps each
+have a cycle of their own)."""
 
 
-def logit_read(m, row_data, row, shift, logit, logit_q):
-    """The host's logit read behind a synchronous memory read port: ``row`` (the example's lane of ``row_data``) and
-    ``shift`` are sampled with the address; the lane is selected into a register in the cycle the memory
-    answers, then requantised over ``REQUANT_STAGES`` registers; ``logit`` is delayed to match.
-    ``logit`` and ``logit_q`` are valid ``2 + REQUANT_STAGES`` cycles after the address."""
-    row1, shift1, shift2 = Signal(range(len(row_data))), Signal.like(shift), Signal.like(shift)
-    m.d.sync += [row1.eq(row), shift1.eq(shift), shift2.eq(shift1)]
+def logit_read(m, port, addr, row, shift, logit, logit_q):
+    """The host's logit read through the synchronous memory read ``port``: ``addr`` (the memory row), ``row``
+    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read into a register,
+    its lane selected into a register, then requantised over ``REQUANT_STAGES``
+    registers; ``logit`` is delayed to match. ``logit`` and ``logit_q`` are valid ``LOGIT_READ_LATENCY``
+    cycles after the address."""
+    addr0, row0, shift0 = Signal.like(port.addr, name="logit_addr"), Signal(range(len(port.data))), Signal.like(shift)
+    row1, row2 = Signal.like(row0), Signal.like(row0)
+    shift1, shift2, shift3 = Signal.like(shift), Signal.like(shift), Signal.like(shift)
+    m.d.sync += [addr0.eq(addr), row0.eq(row), shift0.eq(shift)]
+    m.d.sync += [row1.eq(row0), row2.eq(row1), shift1.eq(shift0), shift2.eq(shift1), shift3.eq(shift2)]
+    m.d.comb += port.addr.eq(addr0)
+    row_data = Signal.like(port.data, name="logit_row")
     chosen = Signal(signed(ACC_BITS))
-    m.d.sync += chosen.eq(row_data[row1])
-    m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift2, "logit_requant"))
+    m.d.sync += [row_data.eq(port.data), chosen.eq(row_data[row2])]
+    m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift3, "logit_requant"))
     m.d.comb += logit.eq(delayed(m, chosen, REQUANT_STAGES, "logit"))
 
 
@@ -179,11 +206,16 @@ class PEArray(ConfigComponent):
         m = Module()
         cfg = self.config
         # stage 0: the inputs in registers
-        weights = Signal.like(self.weights, name="weights_q")
+        # one copy of the weight word per row, each beside its row's multipliers (``REPLICA_ATTR``: the
+        # synthesis scripts keep the copies apart instead of merging them into one register of fan-out R)
+        weights = [
+            Signal(int8_lanes(cfg.cols), name=f"weights_q_{r}", attrs={REPLICA_ATTR: 1, "keep": "true"})
+            for r in range(cfg.rows)
+        ]
         acts = Signal.like(self.acts, name="acts_q")
         v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
+        m.d.sync += [w.eq(self.weights) for w in weights]
         m.d.sync += [
-            weights.eq(self.weights),
             acts.eq(self.acts),
             v0.eq(self.valid),
             f0.eq(self.first),
@@ -199,7 +231,7 @@ class PEArray(ConfigComponent):
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
-                m.d.sync += products[r][c].eq(weights[c] * acts[r][c])
+                m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
         v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
         # stage 2: one adder tree per row

@@ -47,6 +47,7 @@ from pezo.hw.engine.pe_array import (
     int8_lanes,
     logit_read,
     saturate,
+    scaled,
     tag_bits,
     weight_write,
 )
@@ -166,7 +167,7 @@ class ZOEngine(ConfigComponent):
         m.d.comb += [
             stream.en.eq(wanting),
             w_read.addr.eq(Mux(self.busy, word, self.w_addr)),
-            x_read.addr.eq(tile * J + j),
+            x_read.addr.eq(scaled(tile, J) + j),
         ]
 
         # -- S1: memory data, the captured perturbation and the word's tags -------------------------
@@ -178,7 +179,7 @@ class ZOEngine(ConfigComponent):
             update1.eq(updating),
             first1.eq(j == 0),
             last1.eq(j == J - 1),
-            tag1.eq((sign * T + tile) * O + o),
+            tag1.eq(scaled(scaled(sign, T) + tile, O) + o),
             addr1.eq(word),
             p.eq(Mux(perturbing, stream.lanes.as_value(), 0)),
         ]
@@ -220,12 +221,12 @@ class ZOEngine(ConfigComponent):
 
         # -- activations (host writes) and logits (array writes, host reads) ----------------------
         m.d.comb += [
-            x_write.addr.eq((self.x_example // R) * J + self.x_word),
+            x_write.addr.eq(scaled(self.x_example // R, J) + self.x_word),
             x_write.data.eq(self.x_wdata.as_value().replicate(R)),
         ]
         with m.If(self.x_we & ~self.busy):
             m.d.comb += x_write.en.eq(1 << (self.x_example % R))
         m.d.comb += [l_write.addr.eq(pe.out_tag), l_write.data.eq(pe.sums), l_write.en.eq(pe.out_valid)]
-        m.d.comb += l_read.addr.eq((self.logit_pass * T + self.logit_example // R) * O + self.logit_output)
-        logit_read(m, l_read.data, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
+        l_addr = scaled(scaled(self.logit_pass, T) + self.logit_example // R, O) + self.logit_output
+        logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
         return m
