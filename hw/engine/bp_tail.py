@@ -121,15 +121,19 @@ class TailLayers:
         self.first = l == 0
 
 
+def hidden_words(cfg: NetConfig) -> int:
+    """Words of one hidden buffer slot (the widest hidden layer's outputs, C per word; at least 1)."""
+    return max(1, -(-cfg.hidden_width // cfg.array.cols))
+
+
 def hidden_slot(cfg: NetConfig, tile, layer):
     """First word of the activation buffer's slot for ``layer``'s output of ``tile`` (with the tail every
     tile and hidden layer has its own slot: the tail reads them after the pass)."""
-    words = max(1, -(-cfg.hidden_width // cfg.array.cols))
-    return scaled(scaled(tile, len(cfg.layers) - 1) + layer, words)
+    return scaled(scaled(tile, len(cfg.layers) - 1) + layer, hidden_words(cfg))
 
 
 def hidden_depth(cfg: NetConfig) -> int:
-    return cfg.array.tiles * (len(cfg.layers) - 1) * max(1, -(-cfg.hidden_width // cfg.array.cols))
+    return cfg.array.tiles * (len(cfg.layers) - 1) * hidden_words(cfg)
 
 
 def round_pipeline(m, sums, shift, old, valid, addr, name="psr"):

@@ -84,6 +84,7 @@ from pezo.hw.engine.bp_tail import (
     TailMemories,
     hidden_depth,
     hidden_slot,
+    hidden_words,
     tail_operands,
     tail_results,
     tail_states,
@@ -137,11 +138,6 @@ def tag_layout(cfg: NetConfig) -> data.StructLayout:
     if cfg.has_conv:  # the result's 2 x 2 pool window opens / closes (hw.engine.conv_path)
         fields.update({"pool_first": 1, "pool_last": 1})
     return data.StructLayout(fields)
-
-
-def _hidden_words(cfg: NetConfig) -> int:
-    """Words of one hidden buffer (the widest hidden layer's outputs, C per word; at least 1)."""
-    return max(1, -(-cfg.hidden_width // cfg.array.cols))
 
 
 @dataclass
@@ -309,7 +305,7 @@ class NetEngine(ConfigComponent):
         and the memory ports (``_Ports``); later stages drive every port."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
         J0 = cfg.input_words
-        hidden_words = _hidden_words(cfg)
+        slot_words = hidden_words(cfg)
         has_bias = any(l.bias for l in cfg.layers)
         tag_shape = tag_layout(cfg)
 
@@ -329,7 +325,7 @@ class NetEngine(ConfigComponent):
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
         h_read = h_write = None
         if L > 1:
-            depth = hidden_depth(cfg) if cfg.backprop else 2 * hidden_words
+            depth = hidden_depth(cfg) if cfg.backprop else 2 * slot_words
             m.submodules.hidden_mem = hidden_mem = Memory(
                 shape=data.ArrayLayout(signed(8), R * C), depth=depth, init=[]
             )
@@ -368,7 +364,7 @@ class NetEngine(ConfigComponent):
         ``cycles``, ``wait_cycles``, ``step_done``, ``steps_done``, ``g_used``, ``last_bank``, ``loss_plus``,
         ``loss_minus``. Returns ``_Control``: the walk position of the word issued in this cycle."""
         T, L, C = cfg.array.tiles, len(cfg.layers), cfg.array.cols
-        hidden_words = _hidden_words(cfg)
+        slot_words = hidden_words(cfg)
         batch_ready, release = queue.batch_ready, queue.release
         op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2, name="mode")
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
@@ -395,7 +391,7 @@ class NetEngine(ConfigComponent):
         word = Signal(range(max(cfg.weight_words, 2)))
         j = Signal(range(max(row_words(l, C) for l in cfg.layers) + 1), name="walk_j")
         o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
-        o_word, o_lane = Signal(range(hidden_words + 1)), Signal(range(C))
+        o_word, o_lane = Signal(range(slot_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
         perturbing = ((op != OP_INFER) & ~full_bp) if cfg.backprop else op != OP_INFER
@@ -645,7 +641,7 @@ class NetEngine(ConfigComponent):
             h_addr = Signal.like(h_read.addr)
             h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
             if bp is None:
-                m.d.sync += h_addr.eq(scaled(~ctl.layer[0], _hidden_words(cfg)) + h_word)
+                m.d.sync += h_addr.eq(scaled(~ctl.layer[0], hidden_words(cfg)) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
                 m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
@@ -818,7 +814,7 @@ class NetEngine(ConfigComponent):
         layer's sums into logit bank ``parity`` (this cycle) and the loss unit (``_loss_unit``: drives
         ``ctl.loss`` ``LOSS_LATENCY`` cycles after the last logit)."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
-        hidden_words = _hidden_words(cfg)
+        slot_words = hidden_words(cfg)
         tag_shape = tag_layout(cfg)
         h_write, l_write = mem.h_write, mem.l_write
         out_tag = Signal(tag_shape)
@@ -836,7 +832,7 @@ class NetEngine(ConfigComponent):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
                         m.d.sync += [h_values[r].eq(values[r]) for r in range(R)]
-            slot = scaled(h_tag.layer[0], hidden_words) if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
+            slot = scaled(h_tag.layer[0], slot_words) if ctl.bp is None else hidden_slot(cfg, h_tag.tile, h_tag.layer)
             written, write_valid = [h_values[r] for r in range(R)], h_valid
             if ctl.conv is not None:  # a conv layer's 2 x 2 pool: the window's last result writes
                 written, write_valid = ctl.conv.pool_write(m, written, h_tag, h_valid)
