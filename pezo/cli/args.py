@@ -53,6 +53,13 @@ def raw(text: str):
     return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
 
 
+def int_option(option: str, value, low: int, high: int) -> int:
+    """``value`` of ``--option`` if it is an integer in ``low..high``, else one ``CLIError`` naming both."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise CLIError(f"--{option} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
 def num(text: str):
     """Integers as ints, decimals as floats, anything else unchanged (the config names the field)."""
     text = text.strip()

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pezo.cli.args import CLIError, option_error, raw
+from pezo.cli.args import CLIError, int_option, option_error, raw
 from pezo.cli.net import add_net_path_args, add_split_seed_arg, rtl_net_config
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.backprop import split_name
@@ -135,9 +135,7 @@ def board_sim_result(train, steps: int, simulator: str) -> dict:
 def cmd_sim_board(args) -> int:
     from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
 
-    steps = args.steps
-    if not isinstance(steps, int) or not 1 <= steps <= MAX_BOARD_STEPS:
-        raise CLIError(f"--steps must be an integer in 1..{MAX_BOARD_STEPS}, got {steps!r}")
+    steps = int_option("steps", args.steps, 1, MAX_BOARD_STEPS)
     train = board_train_config(args)
     rtl_net_config(train)  # one error for a split the RTL cannot run
     sims = available_simulators()

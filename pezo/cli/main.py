@@ -20,7 +20,7 @@ import re
 import sys
 import warnings
 
-from pezo.cli import board, engine, explore, hardware, netfile, quality, training
+from pezo.cli import board, engine, explore, hardware, netfile, quality, training, uart
 from pezo.cli.args import CLIError, Parser
 from pezo.cli.output import OutputDirError
 from pezo.executor import catch_interrupts, raise_if_interrupted
@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_parsers(sub)
     engine.add_parsers(sub)
     board.add_parsers(sub)  # 'sim board', under engine's 'sim'
+    uart.add_parsers(sub)  # 'sim uart', under engine's 'sim'
     quality.add_parsers(sub)
     explore.add_parsers(sub)
     netfile.add_parsers(sub)
