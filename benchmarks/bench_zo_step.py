@@ -1,7 +1,7 @@
 """One MeZO step, NumPy golden model vs PyTorch CPU, side by side (+ ZO vs inference peak memory).
 
     <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {head,last1,last2,all}]
-        [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--keep-z auto] [--also-keep-z always]
+        [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--keep-z auto] [--also-keep-z always ...]
         [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
@@ -27,10 +27,10 @@ Workload (the same for both sides)
 * NumPy step: ``golden.zo.mezo.MeZO(params, names, sampler, MeZOConfig(lr, eps))`` in ``inplace`` mode,
   ``.step(step, loss_fn)`` with ``loss_fn`` built from ``MiniLM.embed`` / ``MiniLM.forward_from``
   (the trainer's code path); the trainable tensors are writeable copies, as ``ZOTask`` makes them. ``--keep-z``
-  sets ``MeZOConfig.keep_z`` (default auto, MeZO's default); ``--also-keep-z V`` adds a second NumPy side with
-  keep_z V on its own copy of the same starting weights, timed interleaved with the others (keys
-  ``numpy_keep_z_V_*``, ``torch_over_numpy_keep_z_V``, and ``numpy_keep_z_V_theta_equal``: both NumPy sides' weights
-  bit for bit equal after the same steps).
+  sets ``MeZOConfig.keep_z`` (default auto, MeZO's default); ``--also-keep-z V ...`` adds a NumPy side per value V
+  with keep_z V on its own copy of the same starting weights, timed interleaved with the others (keys
+  ``numpy_keep_z_V_*``, ``torch_over_numpy_keep_z_V``, ``numpy_keep_z_V_kept_z_mb`` and ``numpy_keep_z_V_theta_equal``:
+  its weights bit for bit the first NumPy side's after the same steps; with ``--memory`` a ZO worker per V too).
 * PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
   safetensors), ``--attn`` attention implementation (default ``sdpa``); the trainable layers are
   called one by one (``model.encoder.layer[i](h, attention_mask)``) with the additive mask
@@ -101,7 +101,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--keep-z", choices=KEEP_Z, default="auto", help="NumPy MeZOConfig.keep_z (default auto)")
     parser.add_argument(
-        "--also-keep-z", choices=KEEP_Z, default=None, help="a second NumPy side with this keep_z, timed side by side"
+        "--also-keep-z",
+        nargs="+",
+        choices=KEEP_Z,
+        default=[],
+        help="more NumPy sides, one per keep_z value, timed side by side",
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eps", type=float, default=1e-3)
@@ -289,6 +293,7 @@ def numpy_info(work: NumpyWorkload, opt, loss0: float, setup: float) -> dict:
         "tokens_shape": list(work.tokens.ids.shape),
         "sampler": repr(opt.sampler),
         "numpy_keeps_z": opt.keeps_z,
+        "numpy_kept_z_mb": opt.kept_z_bytes / 2**20,
     }
 
 
@@ -556,13 +561,11 @@ def bench_memory(args) -> list[dict]:
         zo_t = run_worker(args, trainable, "zo", True)
         key = "vm_hwm_mb"
         also = {}
-        if args.also_keep_z:
-            other = run_worker(args, trainable, "zo", False, keep_z=args.also_keep_z)
-            also = {
-                f"peak_rss_zo_keep_z_{args.also_keep_z}_mb": other[key],
-                f"zo_keep_z_{args.also_keep_z}_over_inference": other[key] / inf[key],
-                f"run_rss_zo_keep_z_{args.also_keep_z}_mb": other["run_hwm_mb"],
-            }
+        for value in args.also_keep_z:
+            other = run_worker(args, trainable, "zo", False, keep_z=value)
+            also[f"peak_rss_zo_keep_z_{value}_mb"] = other[key]
+            also[f"zo_keep_z_{value}_over_inference"] = other[key] / inf[key]
+            also[f"run_rss_zo_keep_z_{value}_mb"] = other["run_hwm_mb"]
         rows.append(
             {
                 "keep_z": args.keep_z,
@@ -626,17 +629,18 @@ def main(args) -> int:
     result.update(np_info)
     result["openblas_threads"] = openblas_threads()
     sides = {"numpy": np_calls}
-    also = f"numpy_keep_z_{args.also_keep_z}" if args.also_keep_z else None
-    if also:
-        other = work.optimiser(keep_z=args.also_keep_z, params=work.trainable_copy())
-        result[f"{also}_keeps_z"] = other.keeps_z
-        sides[also] = numpy_calls(work, other)
+    others = {}
+    for value in args.also_keep_z:
+        other = others[f"numpy_keep_z_{value}"] = work.optimiser(keep_z=value, params=work.trainable_copy())
+        result[f"numpy_keep_z_{value}_keeps_z"] = other.keeps_z
+        result[f"numpy_keep_z_{value}_kept_z_mb"] = other.kept_z_bytes / 2**20
+        sides[f"numpy_keep_z_{value}"] = numpy_calls(work, other)
     torch_info, torch_calls = setup_torch(args, work)
     result.update(torch_info)
     sides["torch"] = torch_calls
     result.update(time_sides(sides, args.steps))
     result["torch_over_numpy"] = result["torch_seconds_per_step"] / result["numpy_seconds_per_step"]
-    if also:
+    for also, other in others.items():
         result[f"torch_over_{also}"] = result["torch_seconds_per_step"] / result[f"{also}_seconds_per_step"]
         result[f"{also}_theta_equal"] = all(
             np.array_equal(work.params[n], other.params[n]) for n in work.names
@@ -690,9 +694,10 @@ def main(args) -> int:
         f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
         f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |"
     )
-    if also:
+    for value in args.also_keep_z:
+        also = f"numpy_keep_z_{value}"
         print(
-            f"| seconds / step, NumPy keep_z={args.also_keep_z} (median) | {r[f'{also}_seconds_per_step']:.4f} | "
+            f"| seconds / step, NumPy keep_z={value} (median) | {r[f'{also}_seconds_per_step']:.4f} | "
             f"| {r[f'torch_over_{also}']:.2f} |"
         )
     print(
@@ -727,9 +732,9 @@ def main(args) -> int:
                 f"{m['tracemalloc_peak_inference_mb']:.0f} / {m['tracemalloc_peak_zo_mb']:.0f} | "
                 f"{m['tracemalloc_zo_over_inference']:.2f} |"
             )
-        if args.also_keep_z:
-            key = f"keep_z_{args.also_keep_z}"
-            print(f"\nZO with --keep-z {args.keep_z} above; with keep_z={args.also_keep_z}:\n")
+        for value in args.also_keep_z:
+            key = f"keep_z_{value}"
+            print(f"\nZO with --keep-z {args.keep_z} above; with keep_z={value}:\n")
             for m in result["memory"]:
                 print(
                     f"* {m['trainable']}: {m[f'peak_rss_zo_{key}_mb']:.0f} MiB [{m[f'run_rss_zo_{key}_mb'] or 0:.0f}], "

@@ -29,14 +29,16 @@ Contract
   among that many threads (NumPy's generators and ufuncs release the GIL); each tensor is one thread's, so the
   results do not depend on the thread count either.
 * Memory for time (``keep_z``, inplace mode only): NumPy's float32 normal draw costs about as much as the rest of
-  a perturbation, so with ``keep_z`` on, the first ``perturb`` of an index draws each tensor's z into a buffer
-  kept for the whole trainable set (4 * d bytes, allocated once) and the -2 perturbation, the restore and the
-  update of that index read it instead of drawing it again: one draw per query instead of three (q = 1: one instead
-  of three per step; q > 1: 2q - 1 instead of 4q - 1, only the current perturbation is kept). The values read are
+  a perturbation, so the first ``perturb`` of an index draws a kept tensor's z into that tensor's buffer (4 bytes
+  per value, allocated once) and the -2 perturbation, the restore and the update of that index read it instead of
+  drawing it again: one draw per query instead of three (q = 1: one instead of three per step; q > 1: 2q - 1
+  instead of 4q - 1, only the current perturbation is kept). The values read are
   the ones a draw gives, and the float32 operations and their order are unchanged, so theta is bit for bit the
-  same with it on or off (``tests/golden/test_mezo_keep_z.py``). ``"auto"`` (default) keeps z when it takes at most
-  ``KEEP_Z_AUTO_BYTES`` (64 MiB: MiniLM's head, lastN for any N; not ``all``, ~22.7 M values = ~91 MB, which
-  would double the trainable weights' memory that MeZO exists to avoid), ``"always"`` / ``"never"`` force it.
+  same with it on or off (``tests/golden/test_mezo_keep_z.py``). ``"auto"`` (default) keeps at most
+  ``KEEP_Z_AUTO_BYTES`` = 64 MiB of z, tensor by tensor in stream order (the tensors that fit): all of MiniLM's
+  head and lastN for any N (last6: 10.7 M values = 43 MB); of ``all`` (22.6 M values = 90 MB, a second copy of the
+  weights MeZO exists to avoid) 16.7 M values (67 MB, the embeddings and layers 0-1 and part of 2); ``"always"``
+  keeps every tensor's, ``"never"`` none.
 * Replay: ``replay`` applies the recorded (index, projected gradient) pairs -- and in ``inplace`` mode
   the same three perturbations -- through the same code path, so it rebuilds the trained weights bit
   for bit from the starting weights (``tests/golden/test_mezo.py``).
@@ -193,11 +195,25 @@ class MeZO:
         self._sizes = tuple(sizes)
         self._order = tuple(sorted(range(len(sizes)), key=lambda i: -sizes[i]))  # largest first: balanced threads
         self._local = threading.local()  # each thread's scratch pieces
-        wanted = config.keep_z == "always" or (config.keep_z == "auto" and 4 * self.layout.dim <= KEEP_Z_AUTO_BYTES)
-        self.keeps_z = config.mode == "inplace" and wanted
-        """Whether this optimiser keeps the current perturbation's z (``MeZOConfig.keep_z`` resolved for d)."""
-        self._kept: tuple[np.ndarray, ...] | None = None  # each tensor's z of perturbation _kept_index
+        self.kept_tensors = self._tensors_to_keep()
+        """Per trainable tensor: whether its z of the current perturbation is kept (``MeZOConfig.keep_z`` resolved)."""
+        self.keeps_z = any(self.kept_tensors)
+        self.kept_z_bytes = 4 * sum(size for size, kept in zip(sizes, self.kept_tensors) if kept)
+        self._kept: tuple[np.ndarray | None, ...] | None = None  # each kept tensor's z of perturbation _kept_index
         self._kept_index: int | None = None
+
+    def _tensors_to_keep(self) -> tuple[bool, ...]:
+        """``keep_z`` per tensor: all (``always``), none (``never``, or stream mode), or (``auto``) the tensors in
+        stream order whose z fits what is left of ``KEEP_Z_AUTO_BYTES`` (every tensor when the whole z fits)."""
+        if self.config.mode != "inplace" or self.config.keep_z == "never":
+            return (False,) * len(self._sizes)
+        if self.config.keep_z == "always":
+            return (True,) * len(self._sizes)
+        left, keep = KEEP_Z_AUTO_BYTES, []
+        for size in self._sizes:
+            keep.append(4 * size <= left)
+            left -= 4 * size if keep[-1] else 0
+        return tuple(keep)
 
     def _pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This thread's three float32 scratch pieces of ``CHUNK`` values (made on first use)."""
@@ -232,23 +248,25 @@ class MeZO:
         """``read(start, out)``: tensor ``i``'s values ``start .. start + len(out)`` of z(``index``), called with
         consecutive pieces: the kept z when it is ``index``'s, else drawn into ``out`` (into the kept buffer with
         ``into_kept``); returns the values (``out`` or a view of the kept buffer)."""
-        if self._kept is not None and self._kept_index == index:
-            kept = self._kept[i]
+        kept = self._kept[i] if self._kept is not None else None
+        if kept is not None and self._kept_index == index:
             return lambda start, out: kept[start : start + out.shape[0]]
         stream = self._stream(index, i)
-        if into_kept:
-            kept = self._kept[i]
+        if into_kept and kept is not None:
             return lambda start, out: stream.read(kept[start : start + out.shape[0]])
         return lambda start, out: stream.read(out)
 
     def perturb(self, index: int, scale: float) -> None:
         """theta += scale * eps * z(index), tensor by tensor, in place (MeZO's ``zo_perturb_parameters``); with
-        ``keeps_z`` the z of a new index is kept for the next perturbations and the update of that index."""
+        ``kept_tensors`` the z of a new index is kept for the next perturbations and the update of that index."""
         coef = np.float32(scale * self.config.eps)
         drawing = self.keeps_z and self._kept_index != index
         if drawing:
             if self._kept is None:
-                self._kept = tuple(np.empty(size, dtype=np.float32) for size in self._sizes)
+                self._kept = tuple(
+                    np.empty(size, dtype=np.float32) if kept else None
+                    for size, kept in zip(self._sizes, self.kept_tensors)
+                )
             self._kept_index = None  # until every tensor's buffer holds z(index)
 
         def work(i: int, theta: np.ndarray) -> None:

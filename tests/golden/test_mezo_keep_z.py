@@ -88,3 +88,11 @@ def test_kept_z_is_drawn_once_per_query(queries, draws):
     opt.sampler.stream = lambda *args: calls.append(args) or stream(*args)
     opt.step(1, lambda p: 0.0)
     assert len(calls) == draws * len(SHAPES)
+
+
+def test_auto_keeps_the_tensors_that_fit_the_budget_in_stream_order_bit_for_bit(monkeypatch):
+    monkeypatch.setattr(mezo, "KEEP_Z_AUTO_BYTES", 4 * (9 + 6))  # w (54 values) does not fit, bias + LayerNorm do
+    streamed = run("never", "gaussian", 2, 0.1)[0]
+    digests, _, opt = run("auto", "gaussian", 2, 0.1)
+    assert opt.kept_tensors == (False, True, True, False) and opt.kept_z_bytes == 4 * 15
+    assert digests == streamed
