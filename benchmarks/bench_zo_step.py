@@ -1,7 +1,8 @@
 """One MeZO step, NumPy golden model vs PyTorch CPU, side by side (+ ZO vs inference peak memory).
 
     <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {head,last1,last2,all}]
-        [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--memory] [--profile] [--json]
+        [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--keep-z auto] [--also-keep-z always ...]
+        [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
 venv, never the project's); without torch it prints one line saying so and exits 2. That venv also needs
@@ -25,7 +26,11 @@ Workload (the same for both sides)
   sides run the embedding from the token ids each pass (no cache).
 * NumPy step: ``golden.zo.mezo.MeZO(params, names, sampler, MeZOConfig(lr, eps))`` in ``inplace`` mode,
   ``.step(step, loss_fn)`` with ``loss_fn`` built from ``MiniLM.embed`` / ``MiniLM.forward_from``
-  (the trainer's code path); the trainable tensors are writeable copies, as ``ZOTask`` makes them.
+  (the trainer's code path); the trainable tensors are writeable copies, as ``ZOTask`` makes them. ``--keep-z``
+  sets ``MeZOConfig.keep_z`` (default auto, MeZO's default); ``--also-keep-z V ...`` adds a NumPy side per value V
+  with keep_z V on its own copy of the same starting weights, timed interleaved with the others (keys
+  ``numpy_keep_z_V_*``, ``torch_over_numpy_keep_z_V``, ``numpy_keep_z_V_kept_z_mb`` and ``numpy_keep_z_V_theta_equal``:
+  its weights bit for bit the first NumPy side's after the same steps; with ``--memory`` a ZO worker per V too).
 * PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
   safetensors), ``--attn`` attention implementation (default ``sdpa``); the trainable layers are
   called one by one (``model.encoder.layer[i](h, attention_mask)``) with the additive mask
@@ -75,6 +80,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAINABLE = ("head", "last1", "last2", "all")
 FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")  # = golden.families.FAMILIES
 TORCH_HINT = "pip install torch==2.13.0 transformers"
+KEEP_Z = ("auto", "always", "never")  # = golden.zo.mezo.KEEP_Z
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -92,6 +98,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=("inplace", "stream"),
         default="inplace",
         help="NumPy MeZO mode (default inplace = MeZO's trick; torch is always inplace)",
+    )
+    parser.add_argument("--keep-z", choices=KEEP_Z, default="auto", help="NumPy MeZOConfig.keep_z (default auto)")
+    parser.add_argument(
+        "--also-keep-z",
+        nargs="+",
+        choices=KEEP_Z,
+        default=[],
+        help="more NumPy sides, one per keep_z value, timed side by side",
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eps", type=float, default=1e-3)
@@ -236,7 +250,8 @@ class NumpyWorkload:
         logits = np.float32(HEAD_SCALE) * (x @ params[HEAD_WEIGHT].T + params[HEAD_BIAS])
         return cross_entropy(logits, self.labels)
 
-    def optimiser(self):
+    def optimiser(self, keep_z: str | None = None, params: dict | None = None):
+        """MeZO over ``params`` (default: this workload's) with ``keep_z`` (default: ``--keep-z``)."""
         import warnings
 
         from pezo.golden.zo.families import make_sampler
@@ -246,8 +261,17 @@ class NumpyWorkload:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sampler = make_sampler(args.family, self.dim, seed=1 + 1)  # the trainer's seed + 1 (seed 1)
-        config = MeZOConfig(lr=args.lr, eps=args.eps, weight_decay=args.weight_decay, mode=args.mode)
-        return MeZO(self.params, self.names, sampler, config)
+        config = MeZOConfig(
+            lr=args.lr, eps=args.eps, weight_decay=args.weight_decay, mode=args.mode, keep_z=keep_z or args.keep_z
+        )
+        return MeZO(self.params if params is None else params, self.names, sampler, config)
+
+    def trainable_copy(self) -> dict:
+        """The parameters with fresh copies of the trainable tensors (a second optimiser's own weights)."""
+        params = dict(self.params)
+        for name in self.names:
+            params[name] = self.params[name].copy()
+        return params
 
 
 def setup_numpy(args) -> tuple[dict, NumpyWorkload, dict]:
@@ -257,20 +281,30 @@ def setup_numpy(args) -> tuple[dict, NumpyWorkload, dict]:
     setup = time.perf_counter() - t0
     loss0 = work.loss(work.params)
     opt = work.optimiser()
-    info = {
+    return numpy_info(work, opt, loss0, setup), work, numpy_calls(work, opt)
+
+
+def numpy_info(work: NumpyWorkload, opt, loss0: float, setup: float) -> dict:
+    """What the report says about the NumPy side."""
+    return {
         "numpy_loss_unperturbed": loss0,
         "numpy_setup_seconds": setup,
         "trainable_params": opt.layout.dim,
         "tokens_shape": list(work.tokens.ids.shape),
         "sampler": repr(opt.sampler),
+        "numpy_keeps_z": opt.keeps_z,
+        "numpy_kept_z_mb": opt.kept_z_bytes / 2**20,
     }
-    calls = {
-        "forward": lambda: work.loss(work.params),
+
+
+def numpy_calls(work: NumpyWorkload, opt) -> dict:
+    """The callables ``time_sides`` runs for one NumPy optimiser (its own weights ``opt.params``)."""
+    return {
+        "forward": lambda: work.loss(opt.params),
         "step": lambda i: opt.step(i, work.loss),
         # one whole z, tensor by tensor, as perturb/update generate it (a fixed index far from the steps')
         "z": lambda: [opt._z(10**6, i) for i in range(len(opt.layout.names))],
     }
-    return info, work, calls
 
 
 def profile_numpy(args, work: NumpyWorkload, top: int) -> str:
@@ -479,7 +513,7 @@ def reset_hwm() -> bool:
         return False
 
 
-def run_worker(args, trainable: str, mode: str, trace: bool) -> dict:
+def run_worker(args, trainable: str, mode: str, trace: bool, keep_z: str | None = None) -> dict:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -507,6 +541,8 @@ def run_worker(args, trainable: str, mode: str, trace: bool) -> dict:
         str(args.memory_steps),
         "--mode",
         args.mode,
+        "--keep-z",
+        keep_z or args.keep_z,
     ]
     if trace:
         cmd.append("--_trace")
@@ -524,8 +560,15 @@ def bench_memory(args) -> list[dict]:
         inf_t = run_worker(args, trainable, "inference", True)
         zo_t = run_worker(args, trainable, "zo", True)
         key = "vm_hwm_mb"
+        also = {}
+        for value in args.also_keep_z:
+            other = run_worker(args, trainable, "zo", False, keep_z=value)
+            also[f"peak_rss_zo_keep_z_{value}_mb"] = other[key]
+            also[f"zo_keep_z_{value}_over_inference"] = other[key] / inf[key]
+            also[f"run_rss_zo_keep_z_{value}_mb"] = other["run_hwm_mb"]
         rows.append(
             {
+                "keep_z": args.keep_z,
                 "trainable": trainable,
                 "memory_steps": args.memory_steps,
                 "rss_source": "VmHWM",
@@ -543,6 +586,7 @@ def bench_memory(args) -> list[dict]:
                 "tracemalloc_peak_inference_mb": inf_t["tracemalloc_peak_mb"],
                 "tracemalloc_peak_zo_mb": zo_t["tracemalloc_peak_mb"],
                 "tracemalloc_zo_over_inference": zo_t["tracemalloc_peak_mb"] / inf_t["tracemalloc_peak_mb"],
+                **also,
             }
         )
     return rows
@@ -575,6 +619,7 @@ def main(args) -> int:
         "lr": args.lr,
         "eps": args.eps,
         "weight_decay": args.weight_decay,
+        "keep_z": args.keep_z,
         "numpy_version": np.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -583,10 +628,23 @@ def main(args) -> int:
     np_info, work, np_calls = setup_numpy(args)
     result.update(np_info)
     result["openblas_threads"] = openblas_threads()
+    sides = {"numpy": np_calls}
+    others = {}
+    for value in args.also_keep_z:
+        other = others[f"numpy_keep_z_{value}"] = work.optimiser(keep_z=value, params=work.trainable_copy())
+        result[f"numpy_keep_z_{value}_keeps_z"] = other.keeps_z
+        result[f"numpy_keep_z_{value}_kept_z_mb"] = other.kept_z_bytes / 2**20
+        sides[f"numpy_keep_z_{value}"] = numpy_calls(work, other)
     torch_info, torch_calls = setup_torch(args, work)
     result.update(torch_info)
-    result.update(time_sides({"numpy": np_calls, "torch": torch_calls}, args.steps))
+    sides["torch"] = torch_calls
+    result.update(time_sides(sides, args.steps))
     result["torch_over_numpy"] = result["torch_seconds_per_step"] / result["numpy_seconds_per_step"]
+    for also, other in others.items():
+        result[f"torch_over_{also}"] = result["torch_seconds_per_step"] / result[f"{also}_seconds_per_step"]
+        result[f"{also}_theta_equal"] = all(
+            np.array_equal(work.params[n], other.params[n]) for n in work.names
+        )  # the same steps on the same starting weights
     result["torch_over_numpy_forward"] = result["torch_forward_seconds"] / result["numpy_forward_seconds"]
     result["loss_abs_diff"] = abs(result["numpy_loss_unperturbed"] - result["torch_loss_unperturbed"])
     result["loss_abs_diff_hf_forward"] = abs(result["numpy_loss_unperturbed"] - result["torch_loss_hf_forward"])
@@ -636,6 +694,12 @@ def main(args) -> int:
         f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
         f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |"
     )
+    for value in args.also_keep_z:
+        also = f"numpy_keep_z_{value}"
+        print(
+            f"| seconds / step, NumPy keep_z={value} (median) | {r[f'{also}_seconds_per_step']:.4f} | "
+            f"| {r[f'torch_over_{also}']:.2f} |"
+        )
     print(
         f"\nHF BertModel.forward loss {r['torch_loss_hf_forward']:.6f} (abs diff to NumPy "
         f"{r['loss_abs_diff_hf_forward']:.2e}); torch vs golden weights max abs diff "
@@ -668,6 +732,14 @@ def main(args) -> int:
                 f"{m['tracemalloc_peak_inference_mb']:.0f} / {m['tracemalloc_peak_zo_mb']:.0f} | "
                 f"{m['tracemalloc_zo_over_inference']:.2f} |"
             )
+        for value in args.also_keep_z:
+            key = f"keep_z_{value}"
+            print(f"\nZO with --keep-z {args.keep_z} above; with keep_z={value}:\n")
+            for m in result["memory"]:
+                print(
+                    f"* {m['trainable']}: {m[f'peak_rss_zo_{key}_mb']:.0f} MiB [{m[f'run_rss_zo_{key}_mb'] or 0:.0f}], "
+                    f"{m[f'zo_{key}_over_inference']:.2f}x inference"
+                )
     if profile:
         print("\ncProfile of the NumPy steps (own time; `@`, ufuncs and erf are charged to their caller):\n")
         print(profile)

@@ -28,6 +28,17 @@ Contract
   as BLAS may use, ``pezo.golden.threads``; 1 below ``PARALLEL_MIN_DIM`` trainable values) the tensors are shared
   among that many threads (NumPy's generators and ufuncs release the GIL); each tensor is one thread's, so the
   results do not depend on the thread count either.
+* Memory for time (``keep_z``, inplace mode only): NumPy's float32 normal draw costs about as much as the rest of
+  a perturbation, so the first ``perturb`` of an index draws a kept tensor's z into that tensor's buffer (4 bytes
+  per value, allocated once) and the -2 perturbation, the restore and the update of that index read it instead of
+  drawing it again: one draw per query instead of three (q = 1: one instead of three per step; q > 1: 2q - 1
+  instead of 4q - 1, only the current perturbation is kept). The values read are
+  the ones a draw gives, and the float32 operations and their order are unchanged, so theta is bit for bit the
+  same with it on or off (``tests/golden/test_mezo_keep_z.py``). ``"auto"`` (default) keeps at most
+  ``KEEP_Z_AUTO_BYTES`` = 64 MiB of z, tensor by tensor in stream order (the tensors that fit): all of MiniLM's
+  head and lastN for any N (last6: 10.7 M values = 43 MB); of ``all`` (22.6 M values = 90 MB, a second copy of the
+  weights MeZO exists to avoid) 16.7 M values (67 MB, the embeddings and layers 0-1 and part of 2); ``"always"``
+  keeps every tensor's, ``"never"`` none.
 * Replay: ``replay`` applies the recorded (index, projected gradient) pairs -- and in ``inplace`` mode
   the same three perturbations -- through the same code path, so it rebuilds the trained weights bit
   for bit from the starting weights (``tests/golden/test_mezo.py``).
@@ -45,6 +56,9 @@ import numpy as np
 from pezo.golden.threads import blas_threads, run_all
 
 MODES = ("inplace", "stream")
+KEEP_Z = ("auto", "always", "never")
+KEEP_Z_AUTO_BYTES = 64 << 20
+"""``keep_z="auto"`` keeps the current perturbation's z when its float32 values take at most this many bytes."""
 CHUNK = 1 << 15
 """Values per piece of a tensor in perturb / update (128 KiB of float32: a few such pieces fit in L2)."""
 PARALLEL_MIN_DIM = 1 << 18
@@ -60,13 +74,15 @@ def no_decay(name: str) -> bool:
 @dataclass(frozen=True)
 class MeZOConfig:
     """lr (> 0), eps (> 0, perturbation scale), queries q (1..1024, perturbations per step),
-    weight_decay (>= 0, MeZO's rule), mode (``MODES``)."""
+    weight_decay (>= 0, MeZO's rule), mode (``MODES``), keep_z (``KEEP_Z``: keep the current perturbation's z between
+    its uses in inplace mode, a memory-for-time trade that leaves every result unchanged; see the module docstring)."""
 
     lr: float = 1e-4
     eps: float = 1e-3
     queries: int = 1
     weight_decay: float = 0.0
     mode: str = "inplace"
+    keep_z: str = "auto"
 
     def __post_init__(self):
         for name in ("lr", "eps"):
@@ -80,6 +96,8 @@ class MeZOConfig:
             raise ValueError(f"queries must be an integer in 1..1024, got {self.queries!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not isinstance(self.keep_z, str) or self.keep_z not in KEEP_Z:
+            raise ValueError(f"keep_z must be one of {', '.join(KEEP_Z)}, got {self.keep_z!r}")
 
 
 @dataclass(frozen=True)
@@ -177,6 +195,25 @@ class MeZO:
         self._sizes = tuple(sizes)
         self._order = tuple(sorted(range(len(sizes)), key=lambda i: -sizes[i]))  # largest first: balanced threads
         self._local = threading.local()  # each thread's scratch pieces
+        self.kept_tensors = self._tensors_to_keep()
+        """Per trainable tensor: whether its z of the current perturbation is kept (``MeZOConfig.keep_z`` resolved)."""
+        self.keeps_z = any(self.kept_tensors)
+        self.kept_z_bytes = 4 * sum(size for size, kept in zip(sizes, self.kept_tensors) if kept)
+        self._kept: tuple[np.ndarray | None, ...] | None = None  # each kept tensor's z of perturbation _kept_index
+        self._kept_index: int | None = None
+
+    def _tensors_to_keep(self) -> tuple[bool, ...]:
+        """``keep_z`` per tensor: all (``always``), none (``never``, or stream mode), or (``auto``) the tensors in
+        stream order whose z fits what is left of ``KEEP_Z_AUTO_BYTES`` (every tensor when the whole z fits)."""
+        if self.config.mode != "inplace" or self.config.keep_z == "never":
+            return (False,) * len(self._sizes)
+        if self.config.keep_z == "always":
+            return (True,) * len(self._sizes)
+        left, keep = KEEP_Z_AUTO_BYTES, []
+        for size in self._sizes:
+            keep.append(4 * size <= left)
+            left -= 4 * size if keep[-1] else 0
+        return tuple(keep)
 
     def _pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This thread's three float32 scratch pieces of ``CHUNK`` values (made on first use)."""
@@ -207,19 +244,41 @@ class MeZO:
     def _stream(self, index: int, i: int):
         return self.sampler.stream(index, self.layout.offsets[i], self._sizes[i])
 
+    def _z_reader(self, index: int, i: int, into_kept: bool) -> Callable[[int, np.ndarray], np.ndarray]:
+        """``read(start, out)``: tensor ``i``'s values ``start .. start + len(out)`` of z(``index``), called with
+        consecutive pieces: the kept z when it is ``index``'s, else drawn into ``out`` (into the kept buffer with
+        ``into_kept``); returns the values (``out`` or a view of the kept buffer)."""
+        kept = self._kept[i] if self._kept is not None else None
+        if kept is not None and self._kept_index == index:
+            return lambda start, out: kept[start : start + out.shape[0]]
+        stream = self._stream(index, i)
+        if into_kept and kept is not None:
+            return lambda start, out: stream.read(kept[start : start + out.shape[0]])
+        return lambda start, out: stream.read(out)
+
     def perturb(self, index: int, scale: float) -> None:
-        """theta += scale * eps * z(index), tensor by tensor, in place (MeZO's ``zo_perturb_parameters``)."""
+        """theta += scale * eps * z(index), tensor by tensor, in place (MeZO's ``zo_perturb_parameters``); with
+        ``kept_tensors`` the z of a new index is kept for the next perturbations and the update of that index."""
         coef = np.float32(scale * self.config.eps)
+        drawing = self.keeps_z and self._kept_index != index
+        if drawing:
+            if self._kept is None:
+                self._kept = tuple(
+                    np.empty(size, dtype=np.float32) if kept else None
+                    for size, kept in zip(self._sizes, self.kept_tensors)
+                )
+            self._kept_index = None  # until every tensor's buffer holds z(index)
 
         def work(i: int, theta: np.ndarray) -> None:
-            z, buffer = self._stream(index, i), self._pieces()[0]
+            read, buffer = self._z_reader(index, i, into_kept=drawing), self._pieces()[0]
             for start in range(0, theta.size, CHUNK):
                 piece = theta[start : start + CHUNK]
-                step = z.read(buffer[: piece.size])
-                step *= coef  # coef * z
-                piece += step
+                step = buffer[: piece.size]
+                piece += np.multiply(read(start, step), coef, out=step)  # coef * z
 
         self._each_tensor(work)
+        if drawing:
+            self._kept_index = index
 
     def view(self, index: int, scale: float) -> PerturbedView:
         return PerturbedView(self.params, self.layout, self.sampler, index, scale * self.config.eps)
@@ -260,25 +319,25 @@ class MeZO:
         """theta <- theta - lr * (sum_i g_i/q z_i [+ wd theta]) for every trainable tensor; with ``restore_last``
         first theta += eps z of the last index (the inplace restore ``losses(restore=False)`` left out), tensor by
         tensor with the same z: the same float32 operations on each tensor as restoring and then updating, one z
-        drawn fewer."""
+        drawn fewer (none for the index ``keeps_z`` holds)."""
         q = len(record.indices)
         lr, wd = np.float32(self.config.lr), np.float32(self.config.weight_decay)
         coefs = [np.float32(g / q) for g in record.projected_grads]
         restore = np.float32(1.0 * self.config.eps)
 
         def work(i: int, theta: np.ndarray) -> None:
-            streams = [self._stream(index, i) for index in record.indices]
+            readers = [self._z_reader(index, i, into_kept=False) for index in record.indices]
             decay = bool(self.decay[i] and wd)
             u_buf, term_buf, last_buf = self._pieces()
             for start in range(0, theta.size, CHUNK):
                 piece = theta[start : start + CHUNK]
                 n = piece.size
                 u, term = u_buf[:n], term_buf[:n]
-                z_last = streams[-1].read(last_buf[:n]) if restore_last else None
+                z_last = readers[-1](start, last_buf[:n]) if restore_last else None
                 if restore_last:
                     piece += np.multiply(z_last, restore, out=term)
-                for k, (stream, coef) in enumerate(zip(streams, coefs)):
-                    z = z_last if restore_last and k == q - 1 else stream.read(term)
+                for k, (read, coef) in enumerate(zip(readers, coefs)):
+                    z = z_last if restore_last and k == q - 1 else read(start, term)
                     if k == 0:
                         np.multiply(z, coef, out=u)
                     else:

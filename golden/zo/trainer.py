@@ -285,14 +285,21 @@ def batches(train: np.ndarray, batch_size: int, rng: np.random.Generator):
             yield order[start : start + size]
 
 
-def train(config: TrainConfig, progress: bool = False, keep: bool = False, stop_on_blowup: bool = False) -> TrainResult:
+def train(
+    config: TrainConfig,
+    progress: bool = False,
+    keep: bool = False,
+    stop_on_blowup: bool = False,
+    keep_z: str = "auto",
+) -> TrainResult:
     """Run ``config``; ``keep`` also returns the replay records and the start/final trainable weights. A loss
     that is not finite raises FloatingPointError; with ``stop_on_blowup`` so does a finite one that blew up
-    (``golden.losses.check_blowup``: ``LossBlowUp``)."""
+    (``golden.losses.check_blowup``: ``LossBlowUp``). ``keep_z``: ``MeZOConfig.keep_z`` (memory for time, the
+    results the same for every value, so it is not part of ``config``)."""
     task = ZOTask(config, progress=progress)
     sampler = sampler_for(config, sum(task.params[n].size for n in task.trainable))
     sampler.check_near_repeat(config.steps * config.queries)  # perturbation index = step * q + query
-    optimiser = MeZO(task.params, task.trainable, sampler, config.mezo)
+    optimiser = MeZO(task.params, task.trainable, sampler, dataclasses.replace(config.mezo, keep_z=keep_z))
     split = task.split
     start_params = {n: task.params[n].copy() for n in task.trainable} if keep else {}
     start_accuracy = task.accuracy(split.test, task.params)

@@ -51,7 +51,7 @@ METHOD_ONLY = {
     **{n: ("sign-m-spsa",) for n in ("weight_bits", "act_bits", "z_scale")},
 }
 """Method options that only some methods read (the others would silently ignore them)."""
-TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length")
+TRAINER_ONLY = ("trainable", "mode", "head_init", "weight_decay", "max_length", "keep_z")
 """Options only the golden MeZO trainer (text tasks) takes."""
 
 

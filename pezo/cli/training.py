@@ -26,6 +26,7 @@ from pezo.cli.methods import (
 from pezo.cli.output import staged_output
 from pezo.golden.lm.data import TASKS, few_shot_split, load_task
 from pezo.golden.zo.families import FAMILIES, make_sampler
+from pezo.golden.zo.mezo import KEEP_Z, KEEP_Z_AUTO_BYTES
 from pezo.golden.zo.trainer import HEAD_INITS, TrainConfig, train, trainable_choices
 
 TRAIN_FIELDS = (
@@ -109,10 +110,14 @@ def cmd_train(args) -> int:
     if uses_methods(args):
         return cmd_train_method(args)
     config = _train_config(args)
+    keep_z = "auto" if args.keep_z is None else args.keep_z
+    if keep_z not in KEEP_Z:
+        raise CLIError(f"--keep-z must be one of {', '.join(KEEP_Z)}, got {keep_z!r}")
     _check_training_inputs(config)
     try:
         with quiet_overflow():
-            result = dict(method="mezo", **train(config, progress=not args.quiet, stop_on_blowup=True).summary)
+            run = train(config, progress=not args.quiet, stop_on_blowup=True, keep_z=keep_z)
+            result = dict(method="mezo", **run.summary)
     except ValueError as exc:  # e.g. a pool size that divides this run's d
         raise CLIError(str(exc)) from None
     except (FloatingPointError, OverflowError) as exc:
@@ -248,6 +253,13 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     p.add_argument("--eval-every", type=raw, help=f"validation every N steps, >= 1 (default {d.eval_every})")
     p.add_argument("--max-length", type=raw, help=f"tokens per text (default {d.max_length})")
     if not sweep:
+        p.add_argument(
+            "--keep-z",
+            type=str,
+            help=f"{', '.join(KEEP_Z)}: keep the current perturbation's z between its uses in --mode inplace "
+            f"(one draw per query instead of three, the same results; auto: up to {KEEP_Z_AUTO_BYTES >> 20} MiB of "
+            "it, tensor by tensor) (default auto)",
+        )
         add_family_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_method_args(p)

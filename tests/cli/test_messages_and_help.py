@@ -94,6 +94,8 @@ def test_train_task_lists_every_task(capsys):
         (["sim", "engine", "--net", "digits-mlp", "--cols", "5"], "must be a multiple of --cols=5"),
         (["train-int8", "--strategy", "x"], "--strategy must be one of otf, pregen, got 'x'"),
         (["train", "--method", "x"], "--method must be one of mezo,"),
+        (["train", "--keep-z", "yes"], "--keep-z must be one of auto, always, never, got 'yes'"),
+        (["train", "--task", "digits", "--keep-z", "always"], "--keep-z applies to the golden MeZO trainer"),
         (["sweep", "--experiment", "x"], "--experiment must be one of table3"),
         (["report", "--unit", "fpga"], "--unit must be one of generator"),
         (["report", "--strategy", "engine-otf", "--eps-shift", "40"], "--eps-shift must be in 0..24, got 40"),

@@ -71,6 +71,14 @@ def test_last_layer_training_replays_and_keeps_frozen_layers(mode):
         assert np.array_equal(params[name], result.params[name]), name
 
 
+def test_keep_z_leaves_the_trained_weights_and_the_summary_unchanged():
+    config = small(trainable="last1", steps=3, head_init="prototype", eval_every=3, weight_decay=0.01)
+    kept, streamed = (train(config, keep=True, keep_z=value) for value in ("always", "never"))
+    for name, value in kept.params.items():
+        assert np.array_equal(value, streamed.params[name]), name
+    assert {**kept.summary, "seconds_per_step": 0} == {**streamed.summary, "seconds_per_step": 0}
+
+
 def test_gaussian_mezo_improves_on_its_start_in_the_documented_regime():
     summary = train(TrainConfig(task="rotten_tomatoes", shots=64, steps=2000, test_size=300, eval_every=200)).summary
     assert summary["train_loss_end"] < summary["train_loss_start"] - 0.02
