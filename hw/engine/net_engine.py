@@ -919,7 +919,8 @@ class NetEngine(ConfigComponent):
         pass (``golden.engine.loss``). With the tail: the running maximum's index (the strongest rival),
         and after each tile of the -epsilon (or plain) pass the tile's hinge state (``bp_tail``).
         ``LOSS_LATENCY`` registers, one carry chain each: the logits and the label (read), "is the label" per
-        row, the label/best registers, best - label, the hinge term, the two halves of the row sum, the loss."""
+        row, the label (less the margin) / best registers, margin + best - label, the hinge term (a mux by the sign),
+        the two halves of the row sum, the loss."""
         R, T, O = cfg.array.rows, cfg.array.tiles, cfg.outputs
         margin, loss, clear_loss = ctl.margin, ctl.loss, ctl.clear_loss
         m.d.comb += y_read.addr.eq(scaled(rp, T) + out_tag.tile)
@@ -944,7 +945,8 @@ class NetEngine(ConfigComponent):
         lowest = -(1 << (ACC_BITS - 1))
         for r in range(R):
             z = z1b[r]
-            label_logit = Signal(signed(ACC_BITS), name=f"label_logit_{r}")
+            # the label's logit minus the margin: the hinge term margin + best - label is then one subtract
+            label_logit = Signal(signed(ACC_BITS + 2), name=f"label_less_margin_{r}")
             best = Signal(signed(ACC_BITS), name=f"best_other_{r}")
             # "z > best" one stage early, against the best this cycle's update leaves (three compares side by
             # side from registers, a mux by this cycle's update), so no carry chain drives the registers' enable
@@ -953,7 +955,7 @@ class NetEngine(ConfigComponent):
             m.d.comb += takes_z.eq(v1b & ~is_label[r] & (first | above))
             m.d.sync += above.eq(Mux(takes_z, z1[r] > z, Mux(v1b & is_label[r] & first, z1[r] != lowest, z1[r] > best)))
             with m.If(v1b & is_label[r]):
-                m.d.sync += label_logit.eq(z)
+                m.d.sync += label_logit.eq(z - margin)
             with m.If(takes_z):
                 m.d.sync += best.eq(z)
                 if ctl.bp is not None:
@@ -971,12 +973,11 @@ class NetEngine(ConfigComponent):
                 m.d.sync += [label_3.eq(label_q), rival_3.eq(rival_q)]
                 labels.append(label_3)
                 rivals.append(rival_3)
-            # stage 3 (after a tile's last output): best - label; stage 4: the hinge term max(margin + that, 0)
-            gap = Signal(signed(ACC_BITS + 1), name=f"hinge_gap_{r}")
-            m.d.sync += gap.eq(best - label_logit)
+            # stage 3 (after a tile's last output): margin + best - label; stage 4: the hinge term max(that, 0),
+            # by its sign bit alone (no carry chain)
             term = Signal(signed(ACC_BITS + 3), name=f"hinge_raw_{r}")
-            m.d.comb += term.eq(margin + gap)
-            m.d.sync += terms[r].eq(Mux(term > 0, term, 0))
+            m.d.sync += term.eq(best - label_logit)
+            m.d.sync += terms[r].eq(Mux(term[-1], 0, term))
         v4, pas4 = Signal(name="loss_valid_4"), Signal()
         m.d.sync += [v4.eq(v3), pas4.eq(pas3)]
         if ctl.bp is not None:
