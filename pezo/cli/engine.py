@@ -303,7 +303,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser(
         "sim",
         help="co-simulations on the RTL: 'pezo sim engine' (ZO steps on the engine, the "
-        "testbench as host) and 'pezo sim board' (a training job through AXI on the engine top)",
+        "testbench as host), 'pezo sim board' (a training job through AXI on the engine top) and 'pezo sim uart' "
+        "(a training job over the UART on the ULX3S trainer top)",
         description="Co-simulations of whole designs on Icarus or Verilator.",
     )
     inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
