@@ -1,6 +1,7 @@
 """One nextpnr seed of a network engine in pezo's ECP5 timing flow (``boards.flow.timing``: the register wrapper,
 synth_ecp5, nextpnr-ecp5 --85k), for a before/after when three seeds (``pezo report --timing-path``) do not fit
-the time at hand; and the table of the seeds' runs kept in a directory.
+the time at hand; and the table of the seeds' runs kept in a directory. The engine is elaborated for ECP5
+(``boards.flow.timing.ECP5``: its products in MULT18X18D registers, ``hw.engine.dsp``).
 
     .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED [FIELDS] [--unit board] [--strategy pregen]
     .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
@@ -29,6 +30,7 @@ def run_one(
 ) -> dict:
     from pezo.boards.flow.synth import run_yosys
     from pezo.boards.flow.timing import (
+        ECP5,
         ECP5_SCRIPT,
         WRAP_TOP,
         _nextpnr,
@@ -39,7 +41,7 @@ def run_one(
     from pezo.golden.engine.nets import net_config
 
     config = net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop, strategy=strategy)
-    text, top, _ = unit_verilog(config, unit)
+    text, top, _ = unit_verilog(config, unit, ECP5)
     started = time.time()
     netlist = run_yosys(
         register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
