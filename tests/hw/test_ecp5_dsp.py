@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Elaboratable, Fragment, Module, Signal, Value, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+from pezo.golden.engine.loss import LossConfig
+from pezo.golden.engine.network import Layer, NetConfig
 from pezo.hw.engine.dsp import DSP_BITS, Ecp5Target, dsp_product, is_ecp5
 from pezo.hw.engine.pe_array import ArrayShape, PEArray
+from pezo.sim import runner
 from pezo.sim.runner import available_simulators, run_cocotb
 
 BITS = DSP_BITS
@@ -156,3 +160,30 @@ def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
         build_dir=tmp_path / simulator,
         extra_env=env,
     )
+
+
+@pytest.mark.parametrize("loss", [LossConfig(mode="sign", margin=100), LossConfig(mode="scaled", margin=50, g_shift=4)])
+def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
+    """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
+    (the PE array's and the update's products in MULT18X18D registers) against golden, every logit and weight."""
+    if "icarus" not in available_simulators():
+        pytest.skip("icarus is not available")
+
+    def ecp5_verilog(component, name, directory, config=None):
+        path = Path(directory) / f"{name}.v"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
+        assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
+        path.write_text(text + mult18x18d_model())
+        return path
+
+    monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
+    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4)
+    rng = np.random.default_rng(3)
+    steps = 2
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
+    weights = rng.integers(-40, 41, cfg.weights)
+    result = runner.run_net_engine(cfg, loss, xs, ys, weights, "icarus", tmp_path / "icarus")
+    assert result["match"], result.get("mismatches")
+    assert result["steps"] == steps
