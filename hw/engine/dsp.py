@@ -7,12 +7,12 @@ Lattice ECP5 platforms; pezo's ECP5 timing flow passes ``ECP5_FAMILY``). Everyth
 ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations) keeps the inferred ``*`` and its fabric registers.
 
 ``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
-= 1 (a signed operand up to 18 bits, an unsigned one up to 17); the B operand always through the input register
-``REG_INPUTB``, the A operand through ``REG_INPUTA`` unless ``register_a=False``; the product through
-``REG_OUTPUT`` (no pipeline register); every register on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` =
-the ``sync`` reset (``RESETMODE`` SYNC, registers reset to 0 like the fabric's). So the returned signed product
-is ``a * b`` of the values on ``a`` and ``b`` two cycles earlier (``register_a=False``: ``a`` one cycle earlier,
-``b`` two), the same cycles as an input register, then a product register, in fabric.
+= 1 (a signed operand up to 18 bits, an unsigned one up to 17); A and B through the input registers
+``REG_INPUTA``/``REG_INPUTB``, the product through ``REG_OUTPUT`` (no pipeline register); every register on
+``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset (``RESETMODE`` SYNC, the registers
+reset to 0 like the fabric's). So the returned signed product is ``a * b`` of the values on ``a`` and ``b`` two
+cycles earlier: the cycles of an input register, then a product register, in fabric. (Both inputs registered:
+nextpnr times a MULT18X18D with one input registered as if neither were.)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _operand(value, name: str):
     return operand, operand.eq(value)
 
 
-def dsp_product(m, a, b, width: int, name: str, register_a: bool = True) -> Signal:
+def dsp_product(m, a, b, width: int, name: str) -> Signal:
     """``a * b`` (signed, ``width`` <= 36 bits) from one MULT18X18D (instance ``<name>_dsp``) with its input and output
     registers (contract in the module docstring); the DSP is added to ``m.submodules``."""
     if not 1 <= width <= 2 * DSP_BITS:
@@ -63,7 +63,7 @@ def dsp_product(m, a, b, width: int, name: str, register_a: bool = True) -> Sign
         **{f"i_RST{i}": ResetSignal("sync", allow_reset_less=True) if i == 0 else Const(0, 1) for i in range(4)},
     }
     registers = {
-        "p_REG_INPUTA_CLK": "CLK0" if register_a else "NONE",
+        "p_REG_INPUTA_CLK": "CLK0",
         "p_REG_INPUTB_CLK": "CLK0",
         "p_REG_OUTPUT_CLK": "CLK0",
         "p_REG_PIPELINE_CLK": "NONE",
