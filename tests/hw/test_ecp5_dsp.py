@@ -162,10 +162,15 @@ def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
     )
 
 
-@pytest.mark.parametrize("loss", [LossConfig(mode="sign", margin=100), LossConfig(mode="scaled", margin=50, g_shift=4)])
+@pytest.mark.parametrize(
+    "loss",
+    [LossConfig(mode="sign", margin=100), LossConfig(mode="scaled", margin=50, g_shift=4), LossConfig(mode="host")],
+    ids=["sign", "scaled", "host"],
+)
 def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
     """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
-    (the PE array's and the update's products in MULT18X18D registers) against golden, every logit and weight."""
+    (the PE array's and the update's products in MULT18X18D registers) against golden, every logit and weight;
+    g formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
 
