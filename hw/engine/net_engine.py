@@ -770,8 +770,8 @@ class NetEngine(ConfigComponent):
         decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
         ``decay_on`` picks); S4 the step and w - d, and writes ``sat(w - d - step)`` back in the same cycle
         (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle). ``ecp5``: each partial product is a
-        MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p``, whose A input register holds g
-        one cycle late, and whose output register is the S2 register. Exact: g is written only in IDLE and
+        MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p`` and whose A input register holds g
+        one cycle late; S2 stays in fabric. Exact: g is written only in IDLE and
         FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for a cycle when a word's
         ``p`` is in S1 and stays until the update has drained."""
         C = cfg.array.cols
@@ -797,10 +797,12 @@ class NetEngine(ConfigComponent):
             old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
             step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S4
             decayed = Signal(signed(9), name=f"decayed_{c}")
-            if ecp5:  # p's register is each DSP's B input register, the products register its output register
+            if ecp5:  # p's and g's registers are each DSP's input registers
                 p_c = s1.p_next[c * STREAM_BITS : (c + 1) * STREAM_BITS].as_signed()
-                low = dsp_product(m, g_low, p_c, len(low), f"g_p_low_{c}")
-                high = dsp_product(m, g_high, p_c, len(high), f"g_p_high_{c}")
+                m.d.sync += [
+                    low.eq(dsp_product(m, g_low, p_c, len(low), f"g_p_low_mult_{c}")),
+                    high.eq(dsp_product(m, g_high, p_c, len(high), f"g_p_high_mult_{c}")),
+                ]
             else:
                 m.d.sync += [low.eq(g_low * p[c]), high.eq(g_high * p[c])]
             m.d.sync += [

@@ -9,8 +9,8 @@ input register (the perturbed weights and the activations: nothing but wiring be
 read, the saturating perturbation add and the multipliers) -> products register -> adder-tree register ->
 accumulator, so results leave ``PE_LATENCY`` cycles after
 their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble). On ECP5
-(``hw.engine.dsp.is_ecp5(platform)``) the input and products registers are each product's MULT18X18D registers
-(``dsp_product``): the same cycles.
+(``hw.engine.dsp.is_ecp5(platform)``) the input registers are each product's MULT18X18D input registers
+(``dsp_product``), the products register stays in fabric: the same cycles.
 
 ``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
 (``requantize_registered``: the same over three registers, for the host's logit reads and the tail's errors).
@@ -233,15 +233,13 @@ class PEArray(ConfigComponent):
             m.d.sync += [bias[0].eq(self.bias), bias[1].eq(bias[0]), bias[2].eq(bias[1])]
             start = bias[2]
         # stage 1: R x C products (int16)
-        if ecp5:  # the stage 0 and stage 1 registers are the MULT18X18D's input and output registers
-            products = [
-                [dsp_product(m, self.weights[c], self.acts[r][c], 16, f"prod_{r}_{c}") for c in range(cfg.cols)]
-                for r in range(cfg.rows)
-            ]
-        else:
-            products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
-            for r in range(cfg.rows):
-                for c in range(cfg.cols):
+        products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
+        for r in range(cfg.rows):
+            for c in range(cfg.cols):
+                if ecp5:  # the stage 0 registers are the MULT18X18D's input registers, the products stay in fabric
+                    product = dsp_product(m, self.weights[c], self.acts[r][c], 16, f"mult_{r}_{c}")
+                    m.d.sync += products[r][c].eq(product)
+                else:
                     m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
         v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
