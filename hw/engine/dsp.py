@@ -1,9 +1,9 @@
-"""ECP5 only: a product whose registers are the MULT18X18D's own (Yosys and nextpnr leave fabric flip-flops
-around a DSP block in the fabric, so an inferred ``a * b`` between registers pays routing into and out of the
-block in one cycle).
+"""ECP5 only: a product whose operand registers are the MULT18X18D's own input registers (Yosys and nextpnr
+pack no fabric flip-flop into a DSP block, so an inferred ``a * b`` between fabric registers pays the routing
+into the block and out of it in one cycle).
 
 Selection: ``is_ecp5(platform)`` -- the ``platform`` passed to ``elaborate`` has ``family == "ecp5"`` (Amaranth's
-Lattice ECP5 platforms; pezo's ECP5 timing flow passes ``ECP5_FAMILY``). Everything else (no platform: the
+Lattice ECP5 platforms; pezo's ECP5 timing flow passes an ``Ecp5Target``). Everything else (no platform: the
 ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations) keeps the inferred ``*`` and its fabric registers.
 
 ``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
