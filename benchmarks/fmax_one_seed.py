@@ -1,16 +1,19 @@
 """One nextpnr seed of a network engine in pezo's ECP5 timing flow (``boards.flow.timing``: the register wrapper,
 synth_ecp5, nextpnr-ecp5 --85k), for a before/after when three seeds (``pezo report --timing-path``) do not fit
-the time at hand; and the table of the seeds' runs kept in a directory.
+the time at hand; and the table of the seeds' runs kept in a directory. The engine is elaborated for ECP5
+(``boards.flow.timing.ECP5``: its products in MULT18X18D registers, ``hw.engine.dsp``).
 
     .venv/bin/python benchmarks/fmax_one_seed.py NET BACKPROP(0|1) SEED [FIELDS] [--unit board] [--strategy pregen]
     .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
+    .venv/bin/python benchmarks/fmax_one_seed.py --cells NET BACKPROP(0|1) [--generic]   # synth_ecp5 cells only
 
 FIELDS: a JSON object of ``NetConfig`` fields over the report's batch 16, e.g. ``'{"rows": 2, "cols": 2, "batch": 4}'``
 for a quick probe (a 2 x 2 array places and routes in minutes and shows the same kinds of paths as 8 x 8).
 ``--unit board``: the ZCU102 trainer's engine top (AXI, registers, windows) instead of the engine alone;
 ``--strategy pregen``: the pool strategy (otf by default).
 Each run's JSON (``> DIR/fmax-NET[-backprop]-seedS.json``) holds ``net``, ``backprop``, ``seed``, ``fmax_mhz``,
-``critical_path`` (nextpnr's report lines) and ``seconds``.
+``critical_path`` (nextpnr's report lines) and ``seconds``. ``--cells``: the cell counts of the wrapped design
+after synth_ecp5 (no nextpnr), of the ECP5 variant or with ``--generic`` of the generic Verilog (before/after).
 """
 
 from __future__ import annotations
@@ -19,31 +22,38 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from pezo.boards.flow.timing import median_run, path_ends
 
 
-def run_one(
-    net: str, backprop: bool, seed: int, fields: dict | None = None, unit: str = "engine", strategy: str = "otf"
-) -> dict:
+def synthesised(net: str, backprop: bool, fields=None, unit="engine", strategy="otf", generic=False):
+    """(top, the synth_ecp5 netlist's JSON text) of the wrapped unit (the ECP5 variant unless ``generic``)."""
     from pezo.boards.flow.synth import run_yosys
-    from pezo.boards.flow.timing import (
-        ECP5_SCRIPT,
-        WRAP_TOP,
-        _nextpnr,
-        parse_nextpnr_log,
-        register_wrapper,
-        unit_verilog,
-    )
+    from pezo.boards.flow.timing import ECP5, ECP5_SCRIPT, WRAP_TOP, register_wrapper, unit_verilog
     from pezo.golden.engine.nets import net_config
 
     config = net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop, strategy=strategy)
-    text, top, _ = unit_verilog(config, unit)
+    text, top, _ = unit_verilog(config, unit, None if generic else ECP5)
+    wrapped = register_wrapper(text, top)
+    return top, run_yosys(wrapped, ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top)
+
+
+def cell_counts(netlist: str) -> dict:
+    from pezo.boards.flow.timing import WRAP_TOP
+
+    cells = json.loads(netlist)["modules"][WRAP_TOP]["cells"].values()
+    return dict(sorted(Counter(cell["type"] for cell in cells if not cell["type"].startswith("$")).items()))
+
+
+def run_one(
+    net: str, backprop: bool, seed: int, fields: dict | None = None, unit: str = "engine", strategy: str = "otf"
+) -> dict:
+    from pezo.boards.flow.timing import _nextpnr, parse_nextpnr_log
+
     started = time.time()
-    netlist = run_yosys(
-        register_wrapper(text, top), ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top
-    )
+    top, netlist = synthesised(net, backprop, fields, unit, strategy)
     run = parse_nextpnr_log(_nextpnr(netlist, seed, top))
     out = {"net": net, "backprop": backprop, "seed": seed, "fmax_mhz": run["fmax_mhz"]}
     if unit != "engine":
@@ -106,6 +116,10 @@ if __name__ == "__main__":
     if sys.argv[1] == "--summarise":
         for row in summarise(Path(sys.argv[2])):
             print(json.dumps(row))
+    elif sys.argv[1] == "--cells":
+        net, backprop, generic = sys.argv[2], sys.argv[3] == "1", "--generic" in sys.argv
+        _, netlist = synthesised(net, backprop, generic=generic)
+        print(json.dumps({"net": net, "backprop": backprop, "generic": generic, "cells": cell_counts(netlist)}))
     else:
         args, options = sys.argv[1:], {}
         for flag in ("--unit", "--strategy"):

@@ -9,6 +9,7 @@ a combinational output looks much faster than it is.
 * ``fmax``: Yosys ``synth_ecp5`` then ``nextpnr-ecp5 --85k --package CABGA381 --speed 6`` (both from PyPI,
   yowasp), one run per seed of ``SEEDS``; the figure is the median of the final (post-route) "Max frequency
   for clock" lines, with the critical path of the median run. Cached under ``cache_dir()/timing``.
+  ``unit_timing`` times the engines' ECP5 variant (``ECP5``: the products in MULT18X18D registers).
 * ``logic_levels``: cells on the longest combinational path between registers after Yosys
   ``synth_xilinx -family xcup`` (flattened; flip-flops, BRAMs, DSPs and SRLs removed, then ``ltp -noff``).
   A LUT, a CARRY or a MUXF each count one level.
@@ -33,6 +34,7 @@ from pezo.boards.flow.synth import KEEP_REPLICAS, SynthesisError, run_yosys
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.rng.perturb import stream_lanes
+from pezo.hw.engine.dsp import Ecp5Target
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.hw.engine_top import EngineTop
@@ -44,7 +46,9 @@ ECP5_TARGET = "ECP5-85F CABGA381 speed 6"
 TARGET_MHZ = 400  # what nextpnr is asked for; --timing-allow-fail reports the achieved Fmax
 WRAP_TOP = "pezo_timing_wrap"
 XOR_FANIN = 4
-FLOW_VERSION = 1  # part of every cache key: bump when the wrapper or the parsing of results changes
+FLOW_VERSION = 2  # part of every cache key: bump when the wrapper, the timed variant or the parsing changes
+ECP5 = Ecp5Target()
+"""The ``platform`` the ECP5 timing elaborates the engines with (their MULT18X18D variant, ``hw.engine.dsp``)."""
 ECP5_SCRIPT = (
     "read_verilog -sv top.v; hierarchy -top {top}; proc; " + KEEP_REPLICAS + "; opt_clean -purge; autoname; "
     "synth_ecp5 -top {top} -json top.json"
@@ -332,16 +336,21 @@ TIMING_KEYS = (
 )
 
 
-def unit_verilog(config, unit: str) -> tuple[str, str, str]:
+def unit_verilog(config, unit: str, platform=None) -> tuple[str, str, str]:
     """(Verilog, top, cache key) of a unit as ``pezo report`` synthesises it (``unit`` ``engine``: an
     ``EngineConfig`` or a ``NetConfig``). The key is the Verilog itself: timing is cached per netlist, so an edit to one
-    circuit re-times that circuit only."""
+    circuit re-times that circuit only. ``platform`` goes to the engines' ``elaborate`` (``ECP5``: their ECP5
+    variant, the products in MULT18X18D registers, ``hw.engine.dsp``; the generators have none)."""
+
+    def convert(top, name):
+        return amaranth_verilog.convert(top, name=name, emit_src=False, platform=platform)
+
     if unit == "board":  # the ZCU102 trainer's engine top (boards.flow.report.board_report)
-        text, top = amaranth_verilog.convert(EngineTop(config), name=BOARD_TOP, emit_src=False), BOARD_TOP
+        text, top = convert(EngineTop(config), BOARD_TOP), BOARD_TOP
     elif unit == "engine" and isinstance(config, NetConfig):
-        text, top = amaranth_verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), NET_ENGINE_TOP
+        text, top = convert(NetEngine(config), NET_ENGINE_TOP), NET_ENGINE_TOP
     elif unit == "engine":
-        text, top = amaranth_verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False), ENGINE_TOP
+        text, top = convert(ZOEngine(config), ENGINE_TOP), ENGINE_TOP
     else:
         text, top = generator_verilog(config, unit)
     return text, top, hashlib.sha256(f"{top}\n{text}".encode()).hexdigest()
@@ -370,7 +379,8 @@ def unit_timing(config, unit: str, luts: int | None = None, use_cache: bool = Tr
     ``throughput_per_lut`` (values/s per LUT when ``luts`` is given), the critical path (its ends and the
     nextpnr lines in ``critical_path``)."""
     text, top, key = unit_verilog(config, unit)
-    f = fmax(text, top, key=key, use_cache=use_cache)
+    # ECP5 times the ECP5 variant (the generic Verilog's key names it: both come from the same design)
+    f = fmax(unit_verilog(config, unit, ECP5)[0], top, key=key, use_cache=use_cache)
     levels = logic_levels(text, top, key=key, use_cache=use_cache)
     per_cycle = values_per_cycle(config, unit)
     throughput = per_cycle * f["fmax_mhz"] * 1e6 if per_cycle else None

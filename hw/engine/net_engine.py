@@ -91,6 +91,7 @@ from pezo.hw.engine.bp_tail import (
     tail_strobes,
 )
 from pezo.hw.engine.conv_path import ConvPath, row_words
+from pezo.hw.engine.dsp import dsp_product, is_ecp5
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
@@ -208,6 +209,7 @@ class _Stage1:
     """The S1 registers the update reads (``p``, ``valid1``, ``update1``, ``addr1``) and the S2 weight word."""
 
     p: Signal
+    p_next: object  # what ``p`` takes at the next edge (the ECP5 g * p DSPs register it themselves)
     valid1: Signal
     update1: Signal
     addr1: Signal
@@ -293,7 +295,7 @@ class NetEngine(ConfigComponent):
         ctl = self._elaborate_controller(m, cfg, stream, queue)
         self._elaborate_reads(m, cfg, stream, mem, queue, ctl)
         s1 = self._elaborate_issue_pipeline(m, cfg, stream, pe, mem, ctl)
-        self._elaborate_update(m, cfg, mem, ctl, s1)
+        self._elaborate_update(m, cfg, mem, ctl, s1, is_ecp5(platform))
         self._elaborate_results(m, cfg, pe, mem, queue, ctl)
         self._elaborate_g(m, ctl)
         self._elaborate_host_ports(m, cfg, mem, queue)
@@ -678,6 +680,7 @@ class NetEngine(ConfigComponent):
                 tag0.pool_last.eq(~conv.active | conv.pool_last),
             ]
         issue, first, last = ctl.issue, ctl.j == 0, ctl.row_done
+        p_next = Mux(ctl.perturbing if bp is None else ctl.perturbing & (word < ctl.zo_end), stream.lanes.as_value(), 0)
         if bp is not None:  # a tail pass's word: its kind, layer, output (gradient) or input k (error), tile
             C = cfg.array.cols
             with m.If(bp.issue):
@@ -701,9 +704,7 @@ class NetEngine(ConfigComponent):
             layer0_1.eq(layer == 0),
             tag1.eq(tag0),
             addr1.eq(word),
-            p.eq(
-                Mux(ctl.perturbing if bp is None else ctl.perturbing & (word < ctl.zo_end), stream.lanes.as_value(), 0)
-            ),
+            p.eq(p_next),
         ]
         m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
@@ -759,16 +760,20 @@ class NetEngine(ConfigComponent):
             m.d.comb += pe.weights[c].eq(array_weights[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
-        return _Stage1(p, valid1, update1, addr1, w2)
+        return _Stage1(p, p_next, valid1, update1, addr1, w2)
 
-    def _elaborate_update(self, m, cfg, mem, ctl, s1):
+    def _elaborate_update(self, m, cfg, mem, ctl, s1, ecp5=False):
         """The update of an update pass, no stage holding more than one multiplier or one carry chain (and a
         compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
         round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
         one 18 x 18 multiplier. S2 holds the two partial products; S3 the low one rounded, the old word and the
         decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
         ``decay_on`` picks); S4 the step and w - d, and writes ``sat(w - d - step)`` back in the same cycle
-        (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle)."""
+        (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle). ``ecp5``: each partial product is a
+        MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p`` and whose A input register holds g
+        one cycle late; S2 stays in fabric. Exact: g is written only in IDLE and
+        FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for a cycle when a word's
+        ``p`` is in S1 and stays until the update has drained."""
         C = cfg.array.cols
         word, w2, p, wd_shift = ctl.word, s1.w2, s1.p, ctl.wd_shift
         w_write = mem.w_write
@@ -792,9 +797,15 @@ class NetEngine(ConfigComponent):
             old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
             step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S4
             decayed = Signal(signed(9), name=f"decayed_{c}")
+            if ecp5:  # p's and g's registers are each DSP's input registers
+                p_c = s1.p_next[c * STREAM_BITS : (c + 1) * STREAM_BITS].as_signed()
+                m.d.sync += [
+                    low.eq(dsp_product(m, g_low, p_c, len(low), f"g_p_low_mult_{c}")),
+                    high.eq(dsp_product(m, g_high, p_c, len(high), f"g_p_high_mult_{c}")),
+                ]
+            else:
+                m.d.sync += [low.eq(g_low * p[c]), high.eq(g_high * p[c])]
             m.d.sync += [
-                low.eq(g_low * p[c]),
-                high.eq(g_high * p[c]),
                 low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
                 high3.eq(high),
                 old3.eq(w2[c]),

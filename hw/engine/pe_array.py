@@ -8,7 +8,9 @@ consecutive valid words, the first flagged ``first`` (the accumulator restarts) 
 input register (the perturbed weights and the activations: nothing but wiring between the weight memory's
 read, the saturating perturbation add and the multipliers) -> products register -> adder-tree register ->
 accumulator, so results leave ``PE_LATENCY`` cycles after
-their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble).
+their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble). On ECP5
+(``hw.engine.dsp.is_ecp5(platform)``) the input registers are each product's MULT18X18D input registers
+(``dsp_product``), the products register stays in fabric: the same cycles.
 
 ``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
 (``requantize_registered``: the same over three registers, for the host's logit reads and the tail's errors).
@@ -26,6 +28,7 @@ from pezo.golden.config import check_int
 from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.dsp import dsp_product, is_ecp5
 
 PE_LATENCY = 4
 """Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
@@ -205,6 +208,7 @@ class PEArray(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        ecp5 = is_ecp5(platform)
         # stage 0: the inputs in registers
         # one copy of the weight word per row, each beside its row's multipliers (``REPLICA_ATTR``: the
         # synthesis scripts keep the copies apart instead of merging them into one register of fan-out R)
@@ -214,9 +218,10 @@ class PEArray(ConfigComponent):
         ]
         acts = Signal.like(self.acts, name="acts_q")
         v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
-        m.d.sync += [w.eq(self.weights) for w in weights]
+        if not ecp5:  # on ECP5 the weights and activations are registered in the DSP blocks (stage 1)
+            m.d.sync += [w.eq(self.weights) for w in weights]
+            m.d.sync += acts.eq(self.acts)
         m.d.sync += [
-            acts.eq(self.acts),
             v0.eq(self.valid),
             f0.eq(self.first),
             l0.eq(self.last),
@@ -231,7 +236,11 @@ class PEArray(ConfigComponent):
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
-                m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
+                if ecp5:  # the stage 0 registers are the MULT18X18D's input registers, the products stay in fabric
+                    product = dsp_product(m, self.weights[c], self.acts[r][c], 16, f"mult_{r}_{c}")
+                    m.d.sync += products[r][c].eq(product)
+                else:
+                    m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
         v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
         # stage 2: one adder tree per row

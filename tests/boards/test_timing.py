@@ -164,3 +164,34 @@ def test_comparison_rows_carry_timing_and_the_timing_table():
     assert all(untimed[k] is None for k in timing.TIMING_KEYS)
     table = format_table([timed])
     assert "Timing - Fmax after place and route on ECP5-85F" in table and f"{timed['fmax_mhz']:.1f}" in table
+
+
+def test_ecp5_timing_times_the_engines_dsp_variant_and_xcup_the_generic_verilog(monkeypatch):
+    """``unit_timing``: nextpnr gets the engine elaborated for ECP5 (MULT18X18D instances with their registers),
+    the xcup logic levels the generic Verilog; both under the generic Verilog's cache key."""
+    from pezo.golden.engine.network import Layer, NetConfig
+
+    config = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4)
+    text, top, key = timing.unit_verilog(config, "engine")
+    ecp5_text, ecp5_top, _ = timing.unit_verilog(config, "engine", timing.ECP5)
+    assert "MULT18X18D" not in text and ecp5_text.count("MULT18X18D ") == 2 * 4 + 2 * 4 and ecp5_top == top
+    seen = {}
+
+    def fake_fmax(verilog_text, top, *, key=None, use_cache=True):
+        seen["fmax"] = (verilog_text, key)
+        return {
+            "fmax_mhz": 100.0,
+            "fmax_source": "nextpnr-ecp5",
+            "target": "t",
+            "fmax_per_seed": {},
+            "critical_path": [],
+        }
+
+    def fake_levels(verilog_text, top, *, key=None, use_cache=True):
+        seen["levels"] = (verilog_text, key)
+        return {"logic_levels": 3}
+
+    monkeypatch.setattr(timing, "fmax", fake_fmax)
+    monkeypatch.setattr(timing, "logic_levels", fake_levels)
+    timing.unit_timing(config, "engine")
+    assert seen == {"fmax": (ecp5_text, key), "levels": (text, key)}

@@ -1,0 +1,89 @@
+"""ECP5 only: a product whose operand registers are the MULT18X18D's own input registers (Yosys and nextpnr
+pack no fabric flip-flop into a DSP block, so an inferred ``a * b`` between fabric registers pays the routing
+into the block and out of it in one cycle).
+
+Selection: ``is_ecp5(platform)`` -- the ``platform`` passed to ``elaborate`` has ``family == "ecp5"`` (Amaranth's
+Lattice ECP5 platforms; pezo's ECP5 timing flow passes an ``Ecp5Target``). Everything else (no platform: the
+ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations) keeps the inferred ``*`` and its fabric registers.
+
+``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
+= 1 (a signed operand up to 18 bits, an unsigned one up to 17), both through the input registers
+``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset
+(``RESETMODE`` SYNC, the registers reset to 0 like the fabric's); no pipeline or output register. So the returned
+signed product is ``a * b`` of the values on ``a`` and ``b`` one cycle earlier, combinational out of the block:
+the caller registers it in fabric (its products register, placed beside its consumer), which gives the cycles
+of an input register, then a product register, in fabric.
+
+Why not the output register too: with ``REG_OUTPUT`` the products leave the DSP column at the start of the
+next cycle and route to the adder tree in the same cycle as the tree's adds (digits-mlp seed 7: 85.3 MHz,
+``dut.pe.prod_2_4_dsp.P3`` -> 4.7 ns of routing -> ``row_sum_2``, against 101.1 MHz before). Why both inputs:
+nextpnr times a MULT18X18D with one input registered as if neither were.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import ClockSignal, Const, Instance, ResetSignal, Signal, Value, signed
+
+DSP_BITS = 18
+"""Operand width of the MULT18X18D (signed)."""
+
+ECP5_FAMILY = "ecp5"
+
+
+def is_ecp5(platform) -> bool:
+    """Whether ``elaborate``'s ``platform`` selects the ECP5 DSP variant (``platform.family == "ecp5"``)."""
+    return getattr(platform, "family", None) == ECP5_FAMILY
+
+
+def _operand(value, name: str):
+    """A signed 18-bit operand ``name`` and its assignment from ``value`` (sign- or zero-extended)."""
+    value = Value.cast(value)
+    shape = value.shape()
+    if shape.width > DSP_BITS - (0 if shape.signed else 1):
+        raise ValueError(f"{name}: a {shape} operand does not fit a signed {DSP_BITS}-bit DSP input")
+    operand = Signal(signed(DSP_BITS), name=name)
+    return operand, operand.eq(value)
+
+
+def dsp_product(m, a, b, width: int, name: str) -> Signal:
+    """``a * b`` (signed, ``width`` <= 36 bits) of the previous cycle's ``a`` and ``b`` from one MULT18X18D
+    (instance ``<name>_dsp``) with its input registers (contract in the module docstring); the DSP is added to
+    ``m.submodules``."""
+    if not 1 <= width <= 2 * DSP_BITS:
+        raise ValueError(f"width: {width} is outside 1..{2 * DSP_BITS}")
+    a18, a_eq = _operand(a, f"{name}_a")
+    b18, b_eq = _operand(b, f"{name}_b")
+    p36 = Signal(2 * DSP_BITS, name=f"{name}_p")
+    m.d.comb += [a_eq, b_eq]
+    ports = {
+        **{f"i_A{i}": a18[i] for i in range(DSP_BITS)},
+        **{f"i_B{i}": b18[i] for i in range(DSP_BITS)},
+        **{f"i_C{i}": Const(0, 1) for i in range(DSP_BITS)},
+        **{f"o_P{i}": p36[i] for i in range(2 * DSP_BITS)},
+        "i_SIGNEDA": Const(1, 1),
+        "i_SIGNEDB": Const(1, 1),
+        "i_SOURCEA": Const(0, 1),
+        "i_SOURCEB": Const(0, 1),
+        **{f"i_CLK{i}": ClockSignal("sync") if i == 0 else Const(0, 1) for i in range(4)},
+        **{f"i_CE{i}": Const(1 if i == 0 else 0, 1) for i in range(4)},
+        **{f"i_RST{i}": ResetSignal("sync", allow_reset_less=True) if i == 0 else Const(0, 1) for i in range(4)},
+    }
+    registers = {
+        "p_REG_INPUTA_CLK": "CLK0",
+        "p_REG_INPUTB_CLK": "CLK0",
+        "p_REG_OUTPUT_CLK": "NONE",
+        "p_REG_PIPELINE_CLK": "NONE",
+        "p_REG_INPUTC_CLK": "NONE",
+        "p_RESETMODE": "SYNC",
+    }
+    m.submodules[f"{name}_dsp"] = Instance("MULT18X18D", **registers, **ports)
+    product = Signal(signed(width), name=name)
+    m.d.comb += product.eq(p36[:width].as_signed())
+    return product
+
+
+class Ecp5Target:
+    """The ``platform`` to pass to ``amaranth.back.verilog.convert`` (or ``rtlil``) for ECP5 Verilog outside an
+    Amaranth build (pezo's ECP5 timing flow): it has ``family == "ecp5"`` and nothing else."""
+
+    family = ECP5_FAMILY

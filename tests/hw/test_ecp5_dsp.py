@@ -1,0 +1,194 @@
+"""The ECP5 variant of the products (``hw.engine.dsp``, MULT18X18D with its registers) against the generic one.
+
+Yosys ships MULT18X18D as a blackbox only (``share/lattice/cells_bb_ecp5.v``: no simulation model), so
+``mult18x18d_model`` is a behavioural model of the configurations ``dsp_product`` uses (input registers A/B
+or none, output register, ``CLK0``/``CE0``/``RST0``, synchronous reset, ``SIGNEDA``/``SIGNEDB``; anything else
+stops the simulation). The pair (``PEArray`` generic and ECP5, shared inputs) runs thousands of random cycles
+on Icarus and Verilator with resets and must agree every cycle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Elaboratable, Fragment, Module, Signal, Value, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
+from pezo.golden.engine.loss import LossConfig
+from pezo.golden.engine.network import Layer, NetConfig
+from pezo.hw.engine.dsp import DSP_BITS, Ecp5Target, dsp_product, is_ecp5
+from pezo.hw.engine.pe_array import ArrayShape, PEArray
+from pezo.sim import runner
+from pezo.sim.runner import available_simulators, run_cocotb
+
+BITS = DSP_BITS
+
+
+def _bus(prefix: str, width: int) -> str:
+    return "{" + ", ".join(f"{prefix}{i}" for i in reversed(range(width))) + "}"
+
+
+def mult18x18d_model() -> str:
+    """Verilog of a behavioural MULT18X18D (the subset ``dsp_product`` configures)."""
+    inputs = [f"{p}{i}" for p in "ABC" for i in range(BITS)] + ["SIGNEDA", "SIGNEDB", "SOURCEA", "SOURCEB"]
+    inputs += [f"{p}{i}" for p in ("CLK", "CE", "RST") for i in range(4)]
+    outputs = [f"P{i}" for i in range(2 * BITS)]
+    params = {f"REG_{r}_CLK": "NONE" for r in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")}
+    params |= {f"REG_{r}_CE": "CE0" for r in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")}
+    params |= {f"REG_{r}_RST": "RST0" for r in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")}
+    params |= {"RESETMODE": "SYNC", "GSR": "ENABLED", "SOURCEB_MODE": "B_SHIFT", "MULT_BYPASS": "DISABLED"}
+    supported = " && ".join(
+        [f'REG_{r}_CLK == "NONE"' for r in ("INPUTC", "PIPELINE")]
+        + [f'(REG_{r}_CLK == "NONE" || REG_{r}_CLK == "CLK0")' for r in ("INPUTA", "INPUTB", "OUTPUT")]
+        + [f'REG_{r}_CE == "CE0" && REG_{r}_RST == "RST0"' for r in ("INPUTA", "INPUTB", "OUTPUT")]
+        + ['RESETMODE == "SYNC"', 'MULT_BYPASS == "DISABLED"']
+    )
+    return "\n".join(
+        [
+            f"module MULT18X18D({', '.join(inputs + outputs)});",
+            *[f'  parameter {name} = "{value}";' for name, value in params.items()],
+            f"  input {', '.join(inputs)};",
+            f"  output {', '.join(outputs)};",
+            f"  wire [{BITS - 1}:0] a = {_bus('A', BITS)}, b = {_bus('B', BITS)};",
+            f"  reg [{BITS - 1}:0] a_q = 0, b_q = 0;",
+            f"  reg [{2 * BITS - 1}:0] p_q = 0;",
+            "  initial if (!(" + supported + ')) begin $display("MULT18X18D model: unsupported parameters"); '
+            "$finish; end",
+            f'  wire [{BITS - 1}:0] a_m = REG_INPUTA_CLK == "NONE" ? a : a_q;',
+            f'  wire [{BITS - 1}:0] b_m = REG_INPUTB_CLK == "NONE" ? b : b_q;',
+            f"  wire signed [{2 * BITS + 1}:0] full = $signed({{SIGNEDA & a_m[{BITS - 1}], a_m}}) * "
+            f"$signed({{SIGNEDB & b_m[{BITS - 1}], b_m}});",
+            f"  wire [{2 * BITS - 1}:0] product = full[{2 * BITS - 1}:0];",
+            "  always @(posedge CLK0)",
+            "    if (RST0) begin a_q <= 0; b_q <= 0; p_q <= 0; end",
+            "    else if (CE0) begin a_q <= a; b_q <= b; p_q <= product; end",
+            f'  assign {_bus("P", 2 * BITS)} = REG_OUTPUT_CLK == "NONE" ? product : p_q;',
+            "endmodule",
+            "",
+        ]
+    )
+
+
+class _Elaborated(Elaboratable):
+    """``inner`` elaborated with ``platform`` whatever the enclosing design's platform."""
+
+    def __init__(self, inner, platform):
+        self.inner, self.platform = inner, platform
+
+    def elaborate(self, platform):
+        return Fragment.get(self.inner, self.platform)
+
+
+class _Pair(wiring.Component):
+    """``PEArray(shape)``'s ports driving both variants; the outputs are the ECP5 variant's, ``ref_*`` the
+    generic one's."""
+
+    def __init__(self, shape: ArrayShape):
+        self.shape = shape
+        members = dict(PEArray(shape).signature.members.items())
+        outputs = [name for name, member in members.items() if member.flow == Out]
+        super().__init__({**members, **{f"ref_{name}": members[name] for name in outputs}})
+        self.outputs = outputs
+
+    def elaborate(self, platform):
+        m = Module()
+        generic, ecp5 = PEArray(self.shape), PEArray(self.shape)
+        m.submodules.generic = _Elaborated(generic, None)
+        m.submodules.ecp5 = _Elaborated(ecp5, Ecp5Target())
+        for name in PEArray(self.shape).signature.members:
+            if name in self.outputs:
+                m.d.comb += [
+                    getattr(self, name).eq(getattr(ecp5, name)),
+                    getattr(self, f"ref_{name}").eq(getattr(generic, name)),
+                ]
+            else:
+                m.d.comb += [
+                    getattr(ecp5, name).eq(getattr(self, name)),
+                    getattr(generic, name).eq(getattr(self, name)),
+                ]
+        return m
+
+
+def test_is_ecp5_selects_only_family_ecp5():
+    assert is_ecp5(Ecp5Target())
+    assert not is_ecp5(None)
+    assert not is_ecp5(type("Xilinx", (), {"family": "ultrascale_plus"})())
+
+
+def test_operands_wider_than_the_dsp_are_an_error():
+    with pytest.raises(ValueError, match="does not fit"):
+        dsp_product(Module(), Signal(unsigned(BITS)), Signal(8), 16, "wide")
+    with pytest.raises(ValueError, match="width"):
+        dsp_product(Module(), Signal(8), Signal(8), 2 * BITS + 1, "long")
+
+
+def test_ecp5_array_has_one_dsp_per_product_and_no_fabric_operand_registers():
+    shape = ArrayShape(rows=2, cols=3, tag_bits=4)
+    generic = verilog.convert(PEArray(shape), name="pe", emit_src=False)
+    ecp5 = verilog.convert(PEArray(shape), name="pe", emit_src=False, platform=Ecp5Target())
+    assert "MULT18X18D" not in generic and "acts_q" in generic
+    assert ecp5.count("MULT18X18D ") == 2 * 3 and "acts_q" not in ecp5 and "weights_q" not in ecp5
+
+
+@pytest.mark.parametrize(
+    ("simulator", "bias"),
+    [("icarus", False), ("icarus", True), pytest.param("verilator", True, marks=pytest.mark.slow)],
+)
+def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
+    """3000 random cycles (random valid/first/last, operands over the full int8 range, 1 % resets); Verilator's
+    build takes ~40 s (slow)."""
+    if simulator not in available_simulators():
+        pytest.skip(f"{simulator} is not available")
+    pair = _Pair(ArrayShape(rows=3, cols=4, tag_bits=5, bias=bias))
+    source = tmp_path / "pair.v"
+    source.write_text(verilog.convert(pair, name="pair", emit_src=False) + mult18x18d_model())
+    inputs = {name: len(Value.cast(getattr(pair, name))) for name, m in pair.signature.members.items() if m.flow != Out}
+    env = {
+        "PEZO_CYCLES": "3000",
+        "PEZO_INPUTS": json.dumps(inputs),
+    }
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the runner passes sys.path on: dsp_pair_tb
+    run_cocotb(
+        verilog_path=source,
+        toplevel="pair",
+        test_module="dsp_pair_tb",
+        simulator=simulator,
+        build_dir=tmp_path / simulator,
+        extra_env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [LossConfig(mode="sign", margin=100), LossConfig(mode="scaled", margin=50, g_shift=4), LossConfig(mode="host")],
+    ids=["sign", "scaled", "host"],
+)
+def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
+    """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
+    (the PE array's and the update's products in MULT18X18D registers) against golden, every logit and weight;
+    g formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
+    if "icarus" not in available_simulators():
+        pytest.skip("icarus is not available")
+
+    def ecp5_verilog(component, name, directory, config=None):
+        path = Path(directory) / f"{name}.v"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
+        assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
+        path.write_text(text + mult18x18d_model())
+        return path
+
+    monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
+    cfg = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4)
+    rng = np.random.default_rng(3)
+    steps = 2
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
+    weights = rng.integers(-40, 41, cfg.weights)
+    result = runner.run_net_engine(cfg, loss, xs, ys, weights, "icarus", tmp_path / "icarus")
+    assert result["match"], result.get("mismatches")
+    assert result["steps"] == steps
