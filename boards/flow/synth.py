@@ -8,8 +8,10 @@ Yosys counts differ from Vivado's (often 1.5-4x more LUTs on arithmetic): use th
 with each other, not as Vivado utilisation.
 
 Results are cached by (Verilog text or caller key, script, Yosys version) under ``cache_dir()/synth``; so is a
-design Yosys rejects (``SynthesisRejected``: it exited with ERROR lines in its log; the same input fails the same
-way), answered from the cache by the same error and message. A crash (a signal) is never cached.
+design Yosys rejects (``SynthesisRejected``: it exited non-zero with ERROR lines in its log, or trapped inside
+``yosys.wasm``, e.g. an uncaught exception in ``memory_libmap`` on a 4096 x 13-bit pool; the same input fails the same
+way), answered from the cache by the same error and message. A signal, or a failure before Yosys ran (say a broken
+install), is never cached.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ class SynthesisError(RuntimeError):
 
 
 class SynthesisRejected(SynthesisError):
-    """Yosys ran and reported ERRORs for the design: deterministic for the same Verilog, script and Yosys."""
+    """Yosys ran and failed on the design (ERRORs, or a trap in its own code): deterministic for the same Verilog,
+    script and Yosys."""
+
+
+YOSYS_TRAPPED = "yosys.wasm!"
+"""In a failed run's stderr: a WebAssembly backtrace through Yosys's own code (Yosys ran and aborted)."""
 
 
 def yosys_version() -> str:
@@ -94,7 +101,8 @@ def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-", de
         if proc.returncode != 0 or not result.exists():
             log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
             errors = [line for line in log.splitlines() if "ERROR" in line]
-            rejected = SynthesisRejected if errors and proc.returncode > 0 else SynthesisError
+            ran = bool(errors) or YOSYS_TRAPPED in (proc.stderr or "")
+            rejected = SynthesisRejected if ran and proc.returncode > 0 else SynthesisError
             errors = errors or log.splitlines()[-5:]
             raise rejected(f"{design}: Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
         return result.read_text()

