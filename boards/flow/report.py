@@ -17,7 +17,7 @@ import pezo.golden.host
 import pezo.golden.rng
 import pezo.hw
 from pezo.boards.flow.estimates import budget, engine_bram36_estimate, grng_lut_estimate, pool_bram18_minimum
-from pezo.boards.flow.synth import TOOL, is_cached, synthesize
+from pezo.boards.flow.synth import TOOL, SynthesisRejected, is_cached, synthesize
 from pezo.golden import board_map
 from pezo.golden.board_map import BoardMap
 from pezo.golden.config import PerturbConfig
@@ -314,7 +314,10 @@ def board_report(config: NetConfig, use_cache: bool = True) -> dict:
     }
     engine_key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
     if is_cached(engine_key, NET_ENGINE_TOP):  # the engine alone, when pezo report --net has synthesised it
-        engine = _cached_synthesis(engine_key, NET_ENGINE_TOP, lambda: "", True)
+        try:
+            engine = _cached_synthesis(engine_key, NET_ENGINE_TOP, lambda: "", True)
+        except SynthesisRejected:  # Yosys rejected the engine alone (a stored failure): no overhead to report
+            return out
         out["engine_only"] = {k: engine[k] for k in RESOURCE_KEYS if k in engine}
         out["axi_overhead"] = {k: resources[k] - engine[k] for k in RESOURCE_KEYS if k in engine and k in resources}
     return out

@@ -7,7 +7,11 @@ runs, the process's stdout is lost (we read Yosys's own log file, ``-l``, instea
 Yosys counts differ from Vivado's (often 1.5-4x more LUTs on arithmetic): use them to compare designs
 with each other, not as Vivado utilisation.
 
-Results are cached by (Verilog text or caller key, script, Yosys version) under ``cache_dir()/synth``.
+Results are cached by (Verilog text or caller key, script, Yosys version) under ``cache_dir()/synth``; so is a
+design Yosys rejects (``SynthesisRejected``: it exited non-zero with ERROR lines in its log, or trapped inside
+``yosys.wasm``, e.g. an uncaught exception in ``memory_libmap`` on a 4096 x 13-bit pool; the same input fails the same
+way), answered from the cache by the same error and message. A signal, or a failure before Yosys ran (say a broken
+install), is never cached.
 """
 
 from __future__ import annotations
@@ -44,6 +48,15 @@ MUX_CELLS = {"MUXF7", "MUXF8", "MUXF9"}
 
 class SynthesisError(RuntimeError):
     pass
+
+
+class SynthesisRejected(SynthesisError):
+    """Yosys ran and failed on the design (ERRORs, or a trap in its own code): deterministic for the same Verilog,
+    script and Yosys."""
+
+
+YOSYS_TRAPPED = "yosys.wasm!"
+"""In a failed run's stderr: a WebAssembly backtrace through Yosys's own code (Yosys ran and aborted)."""
 
 
 def yosys_version() -> str:
@@ -87,8 +100,11 @@ def run_yosys(verilog: str, script: str, output: str, prefix: str = "yosys-", de
         result = work / output
         if proc.returncode != 0 or not result.exists():
             log = (work / "yosys.log").read_text() if (work / "yosys.log").exists() else proc.stderr
-            errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]
-            raise SynthesisError(f"{design}: Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
+            errors = [line for line in log.splitlines() if "ERROR" in line]
+            ran = bool(errors) or YOSYS_TRAPPED in (proc.stderr or "")
+            rejected = SynthesisRejected if ran and proc.returncode > 0 else SynthesisError
+            errors = errors or log.splitlines()[-5:]
+            raise rejected(f"{design}: Yosys failed (exit {proc.returncode}): {' | '.join(errors)}")
         return result.read_text()
 
 
@@ -99,7 +115,8 @@ def _run_yosys(verilog: str, top: str) -> dict[str, int]:
 
 
 def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: bool = True) -> dict:
-    """Synthesize ``verilog`` (module ``top``) and return ``summarize(cells)`` plus ``tool``/``cached``.
+    """Synthesize ``verilog`` (module ``top``) and return ``summarize(cells)`` plus ``tool``/``cached``; a design
+    Yosys rejects raises ``SynthesisRejected``, from the cache too (stored as ``{"error": message, ...}``).
 
     ``key`` identifies the design for the cache without the Verilog text (so a cached lookup needs
     no conversion); when None the Verilog text itself is the key. A result is stored under both: on a
@@ -108,16 +125,30 @@ def synthesize(verilog: str, top: str, *, key: str | None = None, use_cache: boo
     """
     path = _cache_path(key or verilog, top)
     if use_cache and path.exists():
-        return {**json.loads(path.read_text()), "cached": True}
+        return _cached(json.loads(path.read_text()))
     by_text = _cache_path(verilog, top) if key is not None and verilog else None
     if use_cache and by_text is not None and by_text.exists():
         result = json.loads(by_text.read_text())
         _write_json(path, result)
-        return {**result, "cached": True}
-    result = {**summarize(_run_yosys(verilog, top)), "tool": TOOL, "yosys": yosys_version()}
-    for target in (path, by_text) if by_text is not None else (path,):
+        return _cached(result)
+    targets = (path, by_text) if by_text is not None else (path,)
+    try:
+        cells = _run_yosys(verilog, top)
+    except SynthesisRejected as exc:
+        for target in targets:
+            _write_json(target, {"error": str(exc), "tool": TOOL, "yosys": yosys_version()})
+        raise
+    result = {**summarize(cells), "tool": TOOL, "yosys": yosys_version()}
+    for target in targets:
         _write_json(target, result)
     return {**result, "cached": False}
+
+
+def _cached(result: dict) -> dict:
+    """A stored result as ``synthesize`` answers it: the counts with ``cached``, or the stored rejection raised."""
+    if "error" in result:
+        raise SynthesisRejected(result["error"])
+    return {**result, "cached": True}
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -28,11 +28,13 @@ Contract
   as BLAS may use, ``pezo.golden.threads``; 1 below ``PARALLEL_MIN_DIM`` trainable values) the tensors are shared
   among that many threads (NumPy's generators and ufuncs release the GIL); each tensor is one thread's, so the
   results do not depend on the thread count either.
-* Memory for time (``keep_z``, inplace mode only): NumPy's float32 normal draw costs about as much as the rest of
+* Memory for time (``keep_z``): NumPy's float32 normal draw costs about as much as the rest of
   a perturbation, so the first ``perturb`` of an index draws a kept tensor's z into that tensor's buffer (4 bytes
   per value, allocated once) and the -2 perturbation, the restore and the update of that index read it instead of
   drawing it again: one draw per query instead of three (q = 1: one instead of three per step; q > 1: 2q - 1
-  instead of 4q - 1, only the current perturbation is kept). The values read are
+  instead of 4q - 1, only the current perturbation is kept). In stream mode ``losses`` draws the kept tensors' z
+  once (one generator per tensor instead of one per tensor, view and update: on small nets such as digits the
+  generators' set-up, not the draw, was most of a step) and both views and the update read it. The values read are
   the ones a draw gives, and the float32 operations and their order are unchanged, so theta is bit for bit the
   same with it on or off (``tests/golden/test_mezo_keep_z.py``). ``"auto"`` (default) keeps at most
   ``KEEP_Z_AUTO_BYTES`` = 64 MiB of z, tensor by tensor in stream order (the tensors that fit): all of MiniLM's
@@ -75,7 +77,7 @@ def no_decay(name: str) -> bool:
 class MeZOConfig:
     """lr (> 0), eps (> 0, perturbation scale), queries q (1..1024, perturbations per step),
     weight_decay (>= 0, MeZO's rule), mode (``MODES``), keep_z (``KEEP_Z``: keep the current perturbation's z between
-    its uses in inplace mode, a memory-for-time trade that leaves every result unchanged; see the module docstring)."""
+    its uses, a memory-for-time trade that leaves every result unchanged; see the module docstring)."""
 
     lr: float = 1e-4
     eps: float = 1e-3
@@ -141,11 +143,13 @@ class StepRecord:
 
 
 class PerturbedView(Mapping):
-    """``theta + coef * z`` for the trainable tensors, materialised on read (stream mode)."""
+    """``theta + coef * z`` for the trainable tensors, materialised on read (stream mode); ``z_of(i)`` is trainable
+    tensor ``i``'s flat z (the kept one or a fresh segment)."""
 
-    def __init__(self, params: Mapping[str, np.ndarray], layout: TrainableLayout, sampler, index: int, coef: float):
-        self._params, self._layout, self._sampler = params, layout, sampler
-        self._index, self._coef = index, np.float32(coef)
+    def __init__(
+        self, params: Mapping[str, np.ndarray], layout: TrainableLayout, z_of: Callable[[int], np.ndarray], coef: float
+    ):
+        self._params, self._z_of, self._coef = params, z_of, np.float32(coef)
         self._where = {name: i for i, name in enumerate(layout.names)}
 
     def __getitem__(self, name: str) -> np.ndarray:
@@ -153,8 +157,7 @@ class PerturbedView(Mapping):
         i = self._where.get(name)
         if i is None:
             return base
-        z = self._sampler.segment(self._index, self._layout.offsets[i], self._layout.size(i))
-        return base + (self._coef * z).reshape(base.shape)  # z may be a view of the sampler's table
+        return base + (self._coef * self._z_of(i)).reshape(base.shape)  # z may be a view of a table or kept buffer
 
     def __iter__(self):
         return iter(self._params)
@@ -203,9 +206,9 @@ class MeZO:
         self._kept_index: int | None = None
 
     def _tensors_to_keep(self) -> tuple[bool, ...]:
-        """``keep_z`` per tensor: all (``always``), none (``never``, or stream mode), or (``auto``) the tensors in
-        stream order whose z fits what is left of ``KEEP_Z_AUTO_BYTES`` (every tensor when the whole z fits)."""
-        if self.config.mode != "inplace" or self.config.keep_z == "never":
+        """``keep_z`` per tensor: all (``always``), none (``never``), or (``auto``) the tensors in stream order
+        whose z fits what is left of ``KEEP_Z_AUTO_BYTES`` (every tensor when the whole z fits)."""
+        if self.config.keep_z == "never":
             return (False,) * len(self._sizes)
         if self.config.keep_z == "always":
             return (True,) * len(self._sizes)
@@ -214,6 +217,14 @@ class MeZO:
             keep.append(4 * size <= left)
             left -= 4 * size if keep[-1] else 0
         return tuple(keep)
+
+    def _kept_buffers(self) -> tuple[np.ndarray | None, ...]:
+        """Each kept tensor's z buffer (allocated on first use), None for the others."""
+        if self._kept is None:
+            self._kept = tuple(
+                np.empty(size, dtype=np.float32) if kept else None for size, kept in zip(self._sizes, self.kept_tensors)
+            )
+        return self._kept
 
     def _pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This thread's three float32 scratch pieces of ``CHUNK`` values (made on first use)."""
@@ -262,11 +273,7 @@ class MeZO:
         coef = np.float32(scale * self.config.eps)
         drawing = self.keeps_z and self._kept_index != index
         if drawing:
-            if self._kept is None:
-                self._kept = tuple(
-                    np.empty(size, dtype=np.float32) if kept else None
-                    for size, kept in zip(self._sizes, self.kept_tensors)
-                )
+            self._kept_buffers()
             self._kept_index = None  # until every tensor's buffer holds z(index)
 
         def work(i: int, theta: np.ndarray) -> None:
@@ -280,8 +287,29 @@ class MeZO:
         if drawing:
             self._kept_index = index
 
+    def keep(self, index: int) -> None:
+        """Draw z(``index``) of the kept tensors into their buffers (stream mode: once per index, for both views
+        and the update); nothing when they hold it already or no tensor is kept."""
+        if not self.keeps_z or self._kept_index == index:
+            return
+        self._kept_index = None  # until every tensor's buffer holds z(index)
+        kept = self._kept_buffers()
+
+        def draw(i: int) -> None:
+            self._stream(index, i).read(kept[i])
+
+        run_all([functools.partial(draw, i) for i in self._order if kept[i] is not None], self.threads)
+        self._kept_index = index
+
     def view(self, index: int, scale: float) -> PerturbedView:
-        return PerturbedView(self.params, self.layout, self.sampler, index, scale * self.config.eps)
+        """theta + scale * eps * z(``index``), materialised on read; the kept z when ``keep`` drew it for ``index``."""
+
+        def z_of(i: int) -> np.ndarray:
+            if self._kept_index == index and self._kept[i] is not None:
+                return self._kept[i]
+            return self.sampler.segment(index, self.layout.offsets[i], self._sizes[i])
+
+        return PerturbedView(self.params, self.layout, z_of, scale * self.config.eps)
 
     # -- one step -------------------------------------------------------------------------------
     def losses(
@@ -290,6 +318,7 @@ class MeZO:
         """(l+, l-) of perturbation ``index``; in inplace mode theta is perturbed and restored (+1, -2, +1), the
         restore left to the caller with ``restore=False`` (theta stays at -eps z: ``update(restore_last=True)``)."""
         if self.config.mode == "stream":
+            self.keep(index)
             return float(loss_fn(self.view(index, 1.0))), float(loss_fn(self.view(index, -1.0)))
         self.perturb(index, 1.0)
         plus = float(loss_fn(self.params))

