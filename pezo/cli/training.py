@@ -256,9 +256,9 @@ def _add_train_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
         p.add_argument(
             "--keep-z",
             type=str,
-            help=f"{', '.join(KEEP_Z)}: keep the current perturbation's z between its uses in --mode inplace "
-            f"(one draw per query instead of three, the same results; auto: up to {KEEP_Z_AUTO_BYTES >> 20} MiB of "
-            "it, tensor by tensor) (default auto)",
+            help=f"{', '.join(KEEP_Z)}: keep the current perturbation's z between its uses (inplace: one draw per "
+            "query instead of three; stream: one for both views and the update; the same results) (auto: up to "
+            f"{KEEP_Z_AUTO_BYTES >> 20} MiB of it, tensor by tensor) (default auto)",
         )
         add_family_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
