@@ -53,6 +53,12 @@ def raw(text: str):
     return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else text
 
 
+def sim_subparsers(sub) -> argparse._SubParsersAction:
+    """The subcommands of ``pezo sim`` (registered by ``pezo.cli.engine``), for the modules that add one."""
+    sim = sub.choices["sim"]
+    return next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
+
+
 def int_option(option: str, value, low: int, high: int) -> int:
     """``value`` of ``--option`` if it is an integer in ``low..high``, else one ``CLIError`` naming both."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

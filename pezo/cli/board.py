@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_option, option_error, raw
+from pezo.cli.args import CLIError, int_option, option_error, raw, sim_subparsers
 from pezo.cli.net import add_net_path_args, add_split_seed_arg, rtl_net_config
 from pezo.golden.config import cache_dir
 from pezo.golden.engine.backprop import split_name
@@ -22,9 +22,7 @@ DEFAULT_BATCH = 16
 
 def add_parsers(sub) -> None:
     """``board`` under the ``sim`` command that ``pezo.cli.engine`` registers."""
-    sim = sub.choices["sim"]
-    inner = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
-    b = inner.add_parser(
+    b = sim_subparsers(sub).add_parser(
         "board",
         help="run a ZO training job through AXI on the engine top's RTL (the board "
         "design) with the host driver; compare with golden",

@@ -5,12 +5,11 @@ the trained weights, every value against golden."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 
-from pezo.cli.args import CLIError, int_option, raw
+from pezo.cli.args import CLIError, int_option, raw, sim_subparsers
 from pezo.cli.board import uart_trainer_capacity
 from pezo.cli.net import add_net_path_args, add_split_seed_arg
 from pezo.golden.config import cache_dir
@@ -27,9 +26,7 @@ MAX_DIVISOR = 4096
 
 def add_parsers(sub) -> None:
     """``uart`` under the ``sim`` command that ``pezo.cli.engine`` registers."""
-    sim = sub.choices["sim"]
-    inner = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
-    u = inner.add_parser(
+    u = sim_subparsers(sub).add_parser(
         "uart",
         help="run a training job over the UART on the ULX3S trainer top's RTL (Verilator) with the host driver; "
         "compare with golden",
