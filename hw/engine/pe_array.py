@@ -209,18 +209,18 @@ class PEArray(ConfigComponent):
         m = Module()
         cfg = self.config
         ecp5 = is_ecp5(platform)
-        # stage 0: the inputs in registers
-        # one copy of the weight word per row, each beside its row's multipliers (``REPLICA_ATTR``: the
-        # synthesis scripts keep the copies apart instead of merging them into one register of fan-out R)
-        weights = [
-            Signal(int8_lanes(cfg.cols), name=f"weights_q_{r}", attrs={REPLICA_ATTR: 1, "keep": "true"})
-            for r in range(cfg.rows)
-        ]
-        acts = Signal.like(self.acts, name="acts_q")
-        v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
-        if not ecp5:  # on ECP5 the weights and activations are registered in the DSP blocks (stage 1)
+        # stage 0: the inputs in registers (on ECP5 the DSP blocks' input registers, made with the products)
+        if not ecp5:
+            # one copy of the weight word per row, each beside its row's multipliers (``REPLICA_ATTR``: the
+            # synthesis scripts keep the copies apart instead of merging them into one register of fan-out R)
+            weights = [
+                Signal(int8_lanes(cfg.cols), name=f"weights_q_{r}", attrs={REPLICA_ATTR: 1, "keep": "true"})
+                for r in range(cfg.rows)
+            ]
+            acts = Signal.like(self.acts, name="acts_q")
             m.d.sync += [w.eq(self.weights) for w in weights]
             m.d.sync += acts.eq(self.acts)
+        v0, f0, l0, t0 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [
             v0.eq(self.valid),
             f0.eq(self.first),
