@@ -379,8 +379,12 @@ def unit_timing(config, unit: str, luts: int | None = None, use_cache: bool = Tr
     ``throughput_per_lut`` (values/s per LUT when ``luts`` is given), the critical path (its ends and the
     nextpnr lines in ``critical_path``)."""
     text, top, key = unit_verilog(config, unit)
-    # ECP5 times the ECP5 variant (the generic Verilog's key names it: both come from the same design)
-    f = fmax(unit_verilog(config, unit, ECP5)[0], top, key=key, use_cache=use_cache)
+    # ECP5 times the engines' ECP5 variant (the generic Verilog's key names it: both come from the same design),
+    # elaborated only when nextpnr will run; the generators have no variant
+    timed = text
+    if unit in ("engine", "board") and not (use_cache and is_timing_cached(key)):
+        timed = unit_verilog(config, unit, ECP5)[0]
+    f = fmax(timed, top, key=key, use_cache=use_cache)
     levels = logic_levels(text, top, key=key, use_cache=use_cache)
     per_cycle = values_per_cycle(config, unit)
     throughput = per_cycle * f["fmax_mhz"] * 1e6 if per_cycle else None
