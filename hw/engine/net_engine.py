@@ -398,12 +398,25 @@ class NetEngine(ConfigComponent):
         parity = Signal()
         perturbing = ((op != OP_INFER) & ~full_bp) if cfg.backprop else op != OP_INFER
         issue, wanting = Signal(), Signal()
-        j_last, o_last, last_layer = Signal(), Signal(), Signal()
-        m.d.comb += [
-            j_last.eq(select(layer, [j == row_words(lay, C) - 1 for lay in cfg.layers])),
-            o_last.eq(select(layer, [o == lay.outputs - 1 for lay in cfg.layers])),
-            last_layer.eq(layer == L - 1),
-        ]
+        # The walk's end flags (j == its row's last word, o == its layer's last output, layer == L - 1) are
+        # registers kept beside the counters: each is the compare of its counter's next value, so the issue's
+        # decisions start from flip-flops (the layer -> compare -> FSM path limited the engine on ECP5).
+        row_lengths, out_counts = [row_words(lay, C) for lay in cfg.layers], [lay.outputs for lay in cfg.layers]
+        j_last = Signal(name="walk_j_last", init=row_lengths[0] == 1)
+        o_last = Signal(name="walk_o_last", init=out_counts[0] == 1)
+        last_layer = Signal(name="walk_last_layer", init=L == 1)
+        o_step = Signal.like(o, name="walk_o_step")  # o + 1 at o's width (an update pass runs past the outputs)
+        m.d.comb += o_step.eq(o + 1)
+
+        def walk_start(at):  # the flags at j = o = 0 of layer ``at`` (an int, or an expression of the layer)
+            if isinstance(at, int):
+                return [j_last.eq(row_lengths[at] == 1), o_last.eq(out_counts[at] == 1), last_layer.eq(at == L - 1)]
+            return [
+                j_last.eq(select(at, [Const(n == 1) for n in row_lengths])),
+                o_last.eq(select(at, [Const(n == 1) for n in out_counts])),
+                last_layer.eq(at == L - 1),
+            ]
+
         row_done = j_last
         layer_done = j_last & o_last
         last_word = word == cfg.weight_words - 1
@@ -416,7 +429,7 @@ class NetEngine(ConfigComponent):
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
         m.d.sync += self.step_done.eq(0)
-        reset_walk = [word.eq(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0)]
+        reset_walk = [word.eq(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0), *walk_start(0)]
         loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
         clear_loss = Signal()
         g_formed = Signal(signed(G_BITS))
@@ -477,9 +490,20 @@ class NetEngine(ConfigComponent):
                     m.d.sync += [
                         word.eq(word + 1 if conv is None else Mux(streaming, word + 1, word)),
                         j.eq(Mux(row_done, 0, j + 1)),
+                        j_last.eq(
+                            Mux(
+                                row_done,
+                                select(layer, [Const(n == 1) for n in row_lengths]),
+                                select(layer, [j == n - 2 if n > 1 else Const(0) for n in row_lengths]),
+                            )
+                        ),
                     ]
                     with m.If(row_done):
-                        m.d.sync += [o.eq(o + 1), o_lane.eq(Mux(o_lane == C - 1, 0, o_lane + 1))]
+                        m.d.sync += [
+                            o.eq(o_step),
+                            o_last.eq(select(layer, [o_step == n - 1 for n in out_counts])),
+                            o_lane.eq(Mux(o_lane == C - 1, 0, o_lane + 1)),
+                        ]
                         with m.If(o_lane == C - 1):
                             m.d.sync += o_word.eq(o_word + 1)
                     with m.If(updating):
@@ -489,10 +513,10 @@ class NetEngine(ConfigComponent):
                     with m.Elif(layer_done):
                         m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
                         with m.If(~last_layer):
-                            m.d.sync += [layer.eq(layer + 1), drain.eq(LAYER_GAP - 1)]
+                            m.d.sync += [layer.eq(layer + 1), drain.eq(LAYER_GAP - 1), *walk_start(layer + 1)]
                             m.next = "GAP"
                         with m.Else():
-                            m.d.sync += [layer.eq(0), word.eq(0)]
+                            m.d.sync += [layer.eq(0), word.eq(0), *walk_start(0)]
                             with m.If(tile != T - 1):
                                 m.d.sync += tile.eq(tile + 1)
                                 with m.If(perturbing):
