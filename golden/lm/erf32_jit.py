@@ -1,0 +1,137 @@
+"""numba kernels of ``erf32``'s erf and of MiniLM's GELU: erf32's algorithm in one compiled loop per array.
+
+Contract: for a 1-D contiguous float32 array, ``erf(z, out)`` writes into ``out`` what ``erf32.Float32Erf``
+writes (``scipy.special.erf(z)``), and ``gelu(x)`` rewrites ``x`` in place as ``minilm``'s NumPy GELU passes do
+(``z = x * float32(1 / sqrt 2)``, ``e = erf(z) + 1``, ``x = x * e * 0.5`` in float32), bit for bit, for any
+length (``x`` may be a part of a larger array: no scratch is shared, so threads may run parts at once).
+Inside, the kernels ``erf_into`` / ``gelu_into`` do every value whose erf needs no SciPy and return the indices
+of the others (erf32's rounding check or a non-finite cubic, about one in 4 000), which the wrappers finish
+with SciPy and the same float32 operations.
+
+Bit for bit because the kernels run the same IEEE operations in the same order and widths as the NumPy passes:
+the float32 products and sums rounded to float32, the cubic in float64 by Horner with separate multiplies and
+adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the same
+rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one table of
+rows ``[c0, c1, c2, c3]``). Importing this module needs numba (the ``fast`` extra); the kernels compile on first
+use (a few seconds) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else numba's
+user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used and
+falls back to the NumPy passes when numba is missing, disabled or fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+from scipy import special
+
+from pezo.golden.lm.erf32 import _CHECK_OFFSET, _DROPPED, MARGIN, SHIFT, coefficients
+
+INV_SQRT2 = np.float32(1 / math.sqrt(2))
+"""float32(1 / sqrt 2), the GELU's scale (minilm's ``_INV_SQRT2``)."""
+_ONE = np.float32(1.0)
+_HALF = np.float32(0.5)
+
+
+@intrinsic
+def _float32_bits(typingctx, value):
+    """The bit pattern of a float32 as uint32 (NumPy's ``view(np.uint32)``)."""
+    if value != types.float32:
+        return None
+    return types.uint32(types.float32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(32))
+
+
+@intrinsic
+def _float64_bits(typingctx, value):
+    """The bit pattern of a float64 as int64 (NumPy's ``view(np.int64)``)."""
+    if value != types.float64:
+        return None
+    return types.int64(types.float64), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(64))
+
+
+@numba.njit(inline="always")
+def _cubic(z, table):
+    """erf32's per-segment cubic at float32 ``z``, in float64 (``Float32Erf``'s Horner passes)."""
+    row = np.int64(_float32_bits(z) >> np.uint32(SHIFT))
+    wide = np.float64(z)
+    poly = table[row, 3] * wide
+    poly = poly + table[row, 2]
+    poly = poly * wide
+    poly = poly + table[row, 1]
+    poly = poly * wide
+    return poly + table[row, 0]
+
+
+@numba.njit(inline="always")
+def _needs_scipy(poly):
+    """erf32's rounding check (within ``MARGIN`` double ulps of a float32 midpoint) or a non-finite cubic."""
+    dropped = (_float64_bits(poly) - np.int64(_CHECK_OFFSET)) & np.int64(_DROPPED)
+    return dropped <= np.int64(2 * MARGIN) or not np.isfinite(poly)
+
+
+@numba.njit(cache=True, nogil=True)
+def erf_into(z, out, table, flagged):
+    """``out[i] = erf(z[i])`` where the cubic is certain; the other indices into ``flagged``; their count."""
+    count = 0
+    for i in range(z.shape[0]):
+        poly = _cubic(z[i], table)
+        if _needs_scipy(poly):
+            flagged[count] = i
+            count += 1
+        else:
+            out[i] = np.float32(poly)
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def gelu_into(x, table, flagged):
+    """``x[i] = x[i] * (erf(x[i] * float32(1 / sqrt 2)) + 1) * 0.5`` in float32 where the erf is certain; the
+    other indices into ``flagged``; their count."""
+    count = 0
+    for i in range(x.shape[0]):
+        value = x[i]
+        poly = _cubic(value * INV_SQRT2, table)
+        if _needs_scipy(poly):
+            flagged[count] = i
+            count += 1
+        else:
+            value = value * (np.float32(poly) + _ONE)
+            x[i] = value * _HALF
+    return count
+
+
+@functools.cache
+def table() -> np.ndarray:
+    """``erf32.coefficients()`` as a read-only C-contiguous [segments, 4] float64 table, row ``[c0, c1, c2, c3]``."""
+    rows = np.ascontiguousarray(np.stack(coefficients(), axis=1))
+    rows.flags.writeable = False
+    return rows
+
+
+def erf(z: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Write ``scipy.special.erf(z)`` into ``out`` (float32, 1-D, contiguous, same length); return ``out``."""
+    flagged = np.empty(z.shape[0], dtype=np.intp)
+    with np.errstate(invalid="ignore"):
+        where = flagged[: erf_into(z, out, table(), flagged)]
+    if where.size:
+        out[where] = special.erf(z[where])
+    return out
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU of a 1-D contiguous float32 array in place, as minilm's NumPy passes; return ``x``."""
+    flagged = np.empty(x.shape[0], dtype=np.intp)
+    where = flagged[: gelu_into(x, table(), flagged)]
+    if where.size:
+        values = x[where]
+        e = special.erf(values * INV_SQRT2)
+        e += 1
+        values *= e
+        values *= np.float32(0.5)
+        x[where] = values
+    return x

@@ -1,0 +1,62 @@
+"""Whether the golden LM uses its compiled (numba) kernels: same results bit for bit, only faster.
+
+Contract: ``kernels()`` is the module ``pezo.golden.lm.erf32_jit`` when it may be used now, else ``None``, and
+callers then run their NumPy passes (the results are the same either way, so nothing else depends on it). It
+is ``None`` when ``PEZO_NO_NUMBA=1`` is set (read at each call), inside ``numpy_only()``, or when numba cannot
+be imported or its kernels fail to compile (tried once per process; ``status()`` says why). numba is imported
+only on the first call, so code that never computes a GELU does not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from types import ModuleType
+
+ENV_DISABLE = "PEZO_NO_NUMBA"
+"""Set to 1 to force the NumPy passes."""
+
+_loaded: dict[str, object] = {}
+_forced_off = 0
+
+
+def _load() -> ModuleType | None:
+    if "module" not in _loaded:
+        try:
+            import numpy as np
+
+            from pezo.golden.lm import erf32_jit
+
+            erf32_jit.gelu(np.zeros(1, dtype=np.float32))  # compile (or load from numba's cache) now
+            erf32_jit.erf(np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32))
+        except Exception as error:  # no numba, an unsupported numpy, a compile error: the NumPy passes remain
+            _loaded["module"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"
+        else:
+            _loaded["module"], _loaded["reason"] = erf32_jit, f"numba {erf32_jit.numba.__version__}"
+    return _loaded["module"]
+
+
+def kernels() -> ModuleType | None:
+    """``erf32_jit`` if the compiled kernels are to be used now, else ``None``."""
+    if _forced_off or os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
+        return None
+    return _load()
+
+
+def status() -> str:
+    """What ``kernels()`` gives now, in words (for reports): ``numba <version>`` or why not."""
+    if _forced_off or os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
+        return f"off ({ENV_DISABLE}=1)" if not _forced_off else "off (numpy_only)"
+    _load()
+    return str(_loaded["reason"])
+
+
+@contextlib.contextmanager
+def numpy_only():
+    """Run the NumPy passes inside the ``with`` block (this process, every thread)."""
+    global _forced_off
+    _forced_off += 1
+    try:
+        yield
+    finally:
+        _forced_off -= 1
