@@ -1,6 +1,6 @@
 """Whether the golden LM uses its compiled (numba) kernels: same results bit for bit, only faster.
 
-Contract: ``kernels()`` is the module ``pezo.golden.lm.erf32_jit`` when it may be used now, else ``None``, and
+Contract: ``kernels()`` is the module ``pezo.golden.lm.jit_kernels`` when it may be used now, else ``None``, and
 callers then run their NumPy passes (the results are the same either way, so nothing else depends on it). It
 is ``None`` when ``PEZO_NO_NUMBA=1`` is set (read at each call), inside ``numpy_only()``, or when numba cannot
 be imported or its kernels fail to compile (tried once per process; ``status()`` says why). numba is imported
@@ -25,19 +25,20 @@ def _load() -> ModuleType | None:
         try:
             import numpy as np
 
-            from pezo.golden.lm import erf32_jit
+            from pezo.golden.lm import jit_kernels
 
-            erf32_jit.gelu(np.zeros(1, dtype=np.float32))  # compile (or load from numba's cache) now
-            erf32_jit.erf(np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32))
+            jit_kernels.gelu(np.zeros(1, dtype=np.float32))  # compile (or load from numba's cache) now
+            jit_kernels.erf(np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32))
+            jit_kernels.masked_shift(np.zeros((1, 1, 1, 1), dtype=np.float32), np.zeros((1, 1), dtype=np.float32))
         except Exception as error:  # no numba, an unsupported numpy, a compile error: the NumPy passes remain
             _loaded["module"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"
         else:
-            _loaded["module"], _loaded["reason"] = erf32_jit, f"numba {erf32_jit.numba.__version__}"
+            _loaded["module"], _loaded["reason"] = jit_kernels, f"numba {jit_kernels.numba.__version__}"
     return _loaded["module"]
 
 
 def kernels() -> ModuleType | None:
-    """``erf32_jit`` if the compiled kernels are to be used now, else ``None``."""
+    """``jit_kernels`` if the compiled kernels are to be used now, else ``None``."""
     if _forced_off or os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
         return None
     return _load()

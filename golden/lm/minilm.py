@@ -184,7 +184,7 @@ _INV_SQRT2 = np.float32(1 / math.sqrt(2))
 def gelu(x: np.ndarray) -> np.ndarray:
     """Exact GELU 0.5 x (1 + erf(x / sqrt 2)), in place on a float32 array of our own, as the float32 operations
     ``e = erf(x * float32(1 / sqrt 2)); e += 1; x *= e; x *= 0.5``. A contiguous array is done by the compiled
-    kernel ``erf32_jit.gelu`` when ``jit.kernels()`` allows, else ``erf32.PIECE`` values at a time by NumPy passes,
+    kernel ``jit_kernels.gelu`` when ``jit.kernels()`` allows, else ``erf32.PIECE`` values at a time by NumPy passes,
     and from ``PARALLEL_MIN_VALUES`` values on in equal parts on ``blas_threads()`` threads (element-wise, so the
     values depend on none of these choices)."""
     if x.dtype != np.float32:
@@ -346,8 +346,13 @@ class MiniLM:
         k = _linear(x2, p[names[2]], p[names[3]])
         v = _linear(x2, p[names[4]], p[names[5]])
         scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2)  # [B, heads, T, T]
-        scores += ((1 - mask) * MASK_VALUE)[:, None, None, :]
-        scores -= scores.max(axis=-1, keepdims=True)
+        mask_add = (1 - mask) * MASK_VALUE
+        kernels = jit.kernels()
+        if kernels is None:
+            scores += mask_add[:, None, None, :]
+            scores -= scores.max(axis=-1, keepdims=True)
+        else:
+            kernels.masked_shift(scores, mask_add)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(b * t, h)

@@ -1,4 +1,4 @@
-"""erf32.erf, its compiled twin erf32_jit.erf and MiniLM's GELU (compiled kernel and NumPy passes) equal SciPy's
+"""erf32.erf, its compiled twin jit_kernels.erf and MiniLM's GELU (compiled kernel and NumPy passes) equal SciPy's
 float32 erf and the plain NumPy GELU bit for bit."""
 
 import math

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pezo.golden.lm import minilm
+from pezo.golden.lm import jit, minilm
 from pezo.golden.lm.minilm import INSTALL_HINT, HiddenCache, MiniLM, ModelPackageMissing, load_minilm, model_dir
 
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "minilm" / "reference.npz"
@@ -178,3 +178,34 @@ def test_missing_model_files_name_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(minilm, "_package_dir", lambda: tmp_path)
     with pytest.raises(ModelPackageMissing, match=re.escape(INSTALL_HINT)):
         model_dir()
+
+
+def test_compiled_kernels_give_the_numpy_passes_forward_and_encode_bit_for_bit(model, monkeypatch):
+    if jit.kernels() is None:
+        pytest.skip(f"compiled kernels unavailable: {jit.status()}")
+    batch = model.tokenize(TEXTS)
+    compiled = model.forward(batch), model.encode(TEXTS, batch_size=2)
+    monkeypatch.setenv(jit.ENV_DISABLE, "1")
+    numpy_passes = model.forward(batch), model.encode(TEXTS, batch_size=2)
+    for got, want in zip(compiled, numpy_passes):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # rows with inf - inf, as NumPy
+@pytest.mark.parametrize("mask_dtype", [np.float32, np.float64])
+def test_masked_shift_is_numpys_mask_add_and_max_shift_under_exp(mask_dtype):
+    kernels = jit.kernels()
+    if kernels is None:
+        pytest.skip(f"compiled kernels unavailable: {jit.status()}")
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        b, h, t = rng.integers(1, 5, size=3) * np.array([1, 1, 9])
+        scores = (rng.standard_normal((b, h, t, t)) * 10 ** rng.uniform(-3, 3)).astype(np.float32)
+        scores.reshape(-1)[rng.integers(0, scores.size, 3)] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan], 3)
+        mask = (rng.random((b, t)) < 0.7).astype(mask_dtype)
+        mask_add = (1 - mask) * minilm.MASK_VALUE
+        want = scores.copy()
+        want += mask_add[:, None, None, :]
+        want -= want.max(axis=-1, keepdims=True)
+        kernels.masked_shift(got := scores.copy(), mask_add)
+        assert np.array_equal(np.exp(got).view(np.uint32), np.exp(want).view(np.uint32))

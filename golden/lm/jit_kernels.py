@@ -1,21 +1,29 @@
-"""numba kernels of ``erf32``'s erf and of MiniLM's GELU: erf32's algorithm in one compiled loop per array.
+"""numba kernels of the golden LM (MiniLM): erf32's erf, the GELU, the attention's masked max shift, each the
+NumPy passes' float operations in one compiled loop.
 
-Contract: for a 1-D contiguous float32 array, ``erf(z, out)`` writes into ``out`` what ``erf32.Float32Erf``
-writes (``scipy.special.erf(z)``), and ``gelu(x)`` rewrites ``x`` in place as ``minilm``'s NumPy GELU passes do
-(``z = x * float32(1 / sqrt 2)``, ``e = erf(z) + 1``, ``x = x * e * 0.5`` in float32), bit for bit, for any
-length (``x`` may be a part of a larger array: no scratch is shared, so threads may run parts at once).
-Inside, the kernels ``erf_into`` / ``gelu_into`` do every value whose erf needs no SciPy and return the indices
-of the others (erf32's rounding check or a non-finite cubic, about one in 4 000), which the wrappers finish
-with SciPy and the same float32 operations.
+Contract: bit for bit what the NumPy passes give.
+
+* ``erf(z, out)`` (1-D contiguous float32): writes into ``out`` what ``erf32.Float32Erf`` writes
+  (``scipy.special.erf(z)``).
+* ``gelu(x)`` (1-D contiguous float32, any length; ``x`` may be a part of a larger array, no scratch is shared, so
+  threads may run parts at once): rewrites ``x`` in place as ``minilm``'s NumPy GELU passes do
+  (``z = x * float32(1 / sqrt 2)``, ``e = erf(z) + 1``, ``x = x * e * 0.5`` in float32). Inside, the kernels
+  ``erf_into`` / ``gelu_into`` do every value whose erf needs no SciPy and return the indices of the others (erf32's
+  rounding check or a non-finite cubic, about one in 4 000), which the wrappers finish with SciPy and the same
+  float32 operations.
+* ``masked_shift(scores, mask_add)`` (scores [B, heads, T, U] C-contiguous float32, mask_add [B, U] float32):
+  ``scores += mask_add[:, None, None, :]; scores -= scores.max(axis=-1, keepdims=True)`` in place. The row
+  maximum is NumPy's (NaN if the row has one); only the sign of a zero maximum may differ, which changes no
+  value but a zero difference's sign, and ``exp`` of either zero is 1, so the softmax is bit for bit the same.
 
 Bit for bit because the kernels run the same IEEE operations in the same order and widths as the NumPy passes:
-the float32 products and sums rounded to float32, the cubic in float64 by Horner with separate multiplies and
-adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the same
-rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one table of
-rows ``[c0, c1, c2, c3]``). Importing this module needs numba (the ``fast`` extra); the kernels compile on first
-use (a few seconds) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else numba's
-user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used and
-falls back to the NumPy passes when numba is missing, disabled or fails.
+the float32 products and sums rounded to float32, erf32's cubic in float64 by Horner with separate multiplies
+and adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the
+same rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one table
+of rows ``[c0, c1, c2, c3]``). Importing this module needs numba (the ``fast`` extra); the kernels compile on
+first use (about 1-2 s) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
+numba's user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used
+and falls back to the NumPy passes when numba is missing, disabled or fails.
 """
 
 from __future__ import annotations
@@ -103,6 +111,23 @@ def gelu_into(x, table, flagged):
             value = value * (np.float32(poly) + _ONE)
             x[i] = value * _HALF
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def masked_shift(scores, mask_add):
+    """``scores += mask_add[:, None, None, :]``, then each row minus its maximum, in place (float32)."""
+    batch, heads, rows, cols = scores.shape
+    for b in range(batch):
+        for h in range(heads):
+            for r in range(rows):
+                top = scores.dtype.type(-np.inf)
+                for c in range(cols):
+                    scores[b, h, r, c] = scores[b, h, r, c] + mask_add[b, c]
+                    value = scores[b, h, r, c]  # as stored (rounded to float32)
+                    if value > top or np.isnan(value):  # NaN stays: nothing compares greater
+                        top = value
+                for c in range(cols):
+                    scores[b, h, r, c] = scores[b, h, r, c] - top
 
 
 @functools.cache
