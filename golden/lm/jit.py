@@ -29,6 +29,7 @@ def _load() -> ModuleType | None:
 
             jit_kernels.gelu(np.zeros(1, dtype=np.float32))  # compile (or load from numba's cache) now
             jit_kernels.erf(np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32))
+            jit_kernels.layer_norm(np.zeros((1, 1), dtype=np.float32), *np.ones((2, 1), dtype=np.float32), 1e-12)
             jit_kernels.masked_shift(np.zeros((1, 1, 1, 1), dtype=np.float32), np.zeros((1, 1), dtype=np.float32))
         except Exception as error:  # no numba, an unsupported numpy, a compile error: the NumPy passes remain
             _loaded["module"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"

@@ -1,5 +1,5 @@
-"""numba kernels of the golden LM (MiniLM): erf32's erf, the GELU, the attention's masked max shift, each the
-NumPy passes' float operations in one compiled loop.
+"""numba kernels of the golden LM (MiniLM): erf32's erf, the GELU, LayerNorm and the attention's masked max shift,
+each the NumPy passes' float operations in one compiled loop.
 
 Contract: bit for bit what the NumPy passes give.
 
@@ -11,6 +11,9 @@ Contract: bit for bit what the NumPy passes give.
   ``erf_into`` / ``gelu_into`` do every value whose erf needs no SciPy and return the indices of the others (erf32's
   rounding check or a non-finite cubic, about one in 4 000), which the wrappers finish with SciPy and the same
   float32 operations.
+* ``layer_norm(x, weight, bias, eps)`` (float32, over the last axis): ``minilm.layer_norm``'s NumPy passes as a
+  new array: the two means are NumPy's (its pairwise float32 sum of a contiguous row, that sum divided by the
+  row length in float64 and rounded), the rest the same float32 operations in order.
 * ``masked_shift(scores, mask_add)`` (scores [B, heads, T, U] C-contiguous float32, mask_add [B, U] float32):
   ``scores += mask_add[:, None, None, :]; scores -= scores.max(axis=-1, keepdims=True)`` in place. The row
   maximum is NumPy's (NaN if the row has one); only the sign of a zero maximum may differ, which changes no
@@ -130,6 +133,69 @@ def masked_shift(scores, mask_add):
                     scores[b, h, r, c] = scores[b, h, r, c] - top
 
 
+@numba.njit(inline="always")
+def _block_sum(a, start, n):
+    """NumPy's float32 pairwise-sum leaf (``n <= 128``): 8 running sums, combined as a tree, then the tail."""
+    if n < 8:
+        total = a.dtype.type(0)
+        for i in range(start, start + n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    i, end = start + 8, start + n - n % 8
+    while i < end:
+        r0, r1, r2, r3 = r0 + a[i], r1 + a[i + 1], r2 + a[i + 2], r3 + a[i + 3]
+        r4, r5, r6, r7 = r4 + a[i + 4], r5 + a[i + 5], r6 + a[i + 6], r7 + a[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < start + n:
+        total += a[i]
+        i += 1
+    return total
+
+
+def _split_once(inner):
+    """NumPy's pairwise step: a block over 128 values is cut at half (rounded down to a multiple of 8), each half
+    summed by ``inner``, the two sums added. (Unrolled, not recursive: numba's cache breaks recursive kernels.)"""
+
+    @numba.njit
+    def pairwise_sum(a, start, n):
+        if n <= 128:
+            return _block_sum(a, start, n)
+        half = n // 2
+        half -= half % 8
+        return inner(a, start, half) + inner(a, start + half, n - half)
+
+    return pairwise_sum
+
+
+LAYER_NORM_MAX_WIDTH = 2048
+"""Widest row ``layer_norm`` takes: the unrolled pairwise sum's depth (5 splits) covers it."""
+_pairwise_sum = _block_sum
+for _ in range(5):
+    _pairwise_sum = _split_once(_pairwise_sum)
+"""``a[start:start + n]`` (``n <= LAYER_NORM_MAX_WIDTH``) summed in NumPy's pairwise order (its float32
+``add.reduce`` over a contiguous axis)."""
+
+
+@numba.njit(cache=True, nogil=True)
+def layer_norm_into(x, weight, bias, eps, out, squares):
+    """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out``; ``squares`` is an H-value scratch row."""
+    width = x.shape[1]
+    count = np.float64(width)  # np.mean divides the float32 sum by an intp: in float64, rounded to float32
+    for r in range(x.shape[0]):
+        row, centred = x[r], out[r]
+        mean = np.float32(np.float64(np.float32(0) + _pairwise_sum(row, 0, width)) / count)
+        for c in range(width):
+            centred[c] = row[c] - mean
+            squares[c] = centred[c] * centred[c]
+        var = np.float32(np.float64(np.float32(0) + _pairwise_sum(squares, 0, width)) / count)
+        scale = np.float32(1.0) / np.sqrt(var + eps)
+        for c in range(width):
+            centred[c] = centred[c] * scale * weight[c] + bias[c]
+
+
 @functools.cache
 def table() -> np.ndarray:
     """``erf32.coefficients()`` as a read-only C-contiguous [segments, 4] float64 table, row ``[c0, c1, c2, c3]``."""
@@ -146,6 +212,23 @@ def erf(z: np.ndarray, out: np.ndarray) -> np.ndarray:
     if where.size:
         out[where] = special.erf(z[where])
     return out
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """``minilm.layer_norm`` (over the last axis, float32) as a new array, bit for bit."""
+    if not 0 < x.shape[-1] <= LAYER_NORM_MAX_WIDTH:
+        raise ValueError(f"rows of {x.shape[-1]} values: layer_norm takes 1..{LAYER_NORM_MAX_WIDTH}")
+    x2, weight, bias = (_read_only(a) for a in (np.ascontiguousarray(x).reshape(-1, x.shape[-1]), weight, bias))
+    out = np.empty(x2.shape, dtype=np.float32)
+    layer_norm_into(x2, weight, bias, np.float32(eps), out, np.empty(x2.shape[1], dtype=np.float32))
+    return out.reshape(x.shape)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view (numba compiles one kernel per writeability: this keeps it to one)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def gelu(x: np.ndarray) -> np.ndarray:

@@ -209,3 +209,20 @@ def test_masked_shift_is_numpys_mask_add_and_max_shift_under_exp(mask_dtype):
         want -= want.max(axis=-1, keepdims=True)
         kernels.masked_shift(got := scores.copy(), mask_add)
         assert np.array_equal(np.exp(got).view(np.uint32), np.exp(want).view(np.uint32))
+
+
+@pytest.mark.parametrize(
+    "shape", [(768, 384), (2, 48, 384), (100, 7), (50, 130), (3, 1000), (4, 1), (2, 2047), (2, 2048)]
+)
+def test_compiled_layer_norm_is_the_numpy_passes_bit_for_bit(shape, monkeypatch):
+    kernels = jit.kernels()
+    if kernels is None:
+        pytest.skip(f"compiled kernels unavailable: {jit.status()}")
+    rng = np.random.default_rng(2)
+    spread = 10 ** rng.uniform(-3, 3, shape[:-1] + (1,))
+    x = (rng.standard_normal(shape) * spread + rng.uniform(-5, 5, shape[:-1] + (1,))).astype(np.float32)
+    weight, bias = rng.standard_normal((2, shape[-1])).astype(np.float32)
+    got = minilm.layer_norm(x, weight, bias, 1e-12)
+    monkeypatch.setenv(jit.ENV_DISABLE, "1")
+    want = minilm.layer_norm(x, weight, bias, 1e-12)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
