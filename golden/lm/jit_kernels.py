@@ -45,6 +45,8 @@ from pezo.golden.lm.erf32 import _CHECK_OFFSET, _DROPPED, MARGIN, SHIFT, coeffic
 
 INV_SQRT2 = np.float32(1 / math.sqrt(2))
 """float32(1 / sqrt 2), the GELU's scale (minilm's ``_INV_SQRT2``)."""
+_EXPONENT = np.int64(0x7FF0 << 48)
+_BLOCK = 256  # gelu_into's values per block: its cubic scratch stays in L1
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
 
@@ -80,9 +82,11 @@ def _cubic(z, table):
 
 @numba.njit(inline="always")
 def _needs_scipy(poly):
-    """erf32's rounding check (within ``MARGIN`` double ulps of a float32 midpoint) or a non-finite cubic."""
-    dropped = (_float64_bits(poly) - np.int64(_CHECK_OFFSET)) & np.int64(_DROPPED)
-    return dropped <= np.int64(2 * MARGIN) or not np.isfinite(poly)
+    """erf32's rounding check (within ``MARGIN`` double ulps of a float32 midpoint) or a non-finite cubic (all
+    exponent bits set), without branches (so loops over it vectorise)."""
+    bits = _float64_bits(poly)
+    near_midpoint = ((bits - np.int64(_CHECK_OFFSET)) & np.int64(_DROPPED)) <= np.int64(2 * MARGIN)
+    return near_midpoint | ((bits & _EXPONENT) == _EXPONENT)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -102,17 +106,26 @@ def erf_into(z, out, table, flagged):
 @numba.njit(cache=True, nogil=True)
 def gelu_into(x, table, flagged):
     """``x[i] = x[i] * (erf(x[i] * float32(1 / sqrt 2)) + 1) * 0.5`` in float32 where the erf is certain; the
-    other indices into ``flagged``; their count."""
+    other indices into ``flagged``; their count. Block by block: the cubics (a scalar loop: table lookups), then
+    the check and the GELU (a loop LLVM vectorises), then, only in a block with flagged values, their indices."""
+    cubics = np.empty(_BLOCK, dtype=np.float64)
     count = 0
-    for i in range(x.shape[0]):
-        value = x[i]
-        poly = _cubic(value * INV_SQRT2, table)
-        if _needs_scipy(poly):
-            flagged[count] = i
-            count += 1
-        else:
-            value = value * (np.float32(poly) + _ONE)
-            x[i] = value * _HALF
+    for start in range(0, x.shape[0], _BLOCK):
+        block = x[start : start + _BLOCK]
+        for k in range(block.shape[0]):
+            cubics[k] = _cubic(block[k] * INV_SQRT2, table)
+        flagged_here = 0
+        for k in range(block.shape[0]):
+            poly, value = cubics[k], block[k]
+            uncertain = _needs_scipy(poly)
+            flagged_here += np.int64(uncertain)
+            gelu = value * (np.float32(poly) + _ONE) * _HALF
+            block[k] = value if uncertain else gelu
+        if flagged_here:
+            for k in range(block.shape[0]):
+                if _needs_scipy(cubics[k]):
+                    flagged[count] = start + k
+                    count += 1
     return count
 
 
@@ -133,7 +146,7 @@ def masked_shift(scores, mask_add):
                     scores[b, h, r, c] = scores[b, h, r, c] - top
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _block_sum(a, start, n):
     """NumPy's float32 pairwise-sum leaf (``n <= 128``): 8 running sums, combined as a tree, then the tail."""
     if n < 8:
@@ -155,42 +168,54 @@ def _block_sum(a, start, n):
     return total
 
 
-def _split_once(inner):
-    """NumPy's pairwise step: a block over 128 values is cut at half (rounded down to a multiple of 8), each half
-    summed by ``inner``, the two sums added. (Unrolled, not recursive: numba's cache breaks recursive kernels.)"""
-
-    @numba.njit
-    def pairwise_sum(a, start, n):
-        if n <= 128:
-            return _block_sum(a, start, n)
-        half = n // 2
-        half -= half % 8
-        return inner(a, start, half) + inner(a, start + half, n - half)
-
-    return pairwise_sum
+@numba.njit(inline="always")
+def _half(n):
+    """Where NumPy's pairwise sum cuts a block of ``n > 128`` values: at half, down to a multiple of 8."""
+    half = n // 2
+    return half - half % 8
 
 
-LAYER_NORM_MAX_WIDTH = 2048
-"""Widest row ``layer_norm`` takes: the unrolled pairwise sum's depth (5 splits) covers it."""
-_pairwise_sum = _block_sum
-for _ in range(5):
-    _pairwise_sum = _split_once(_pairwise_sum)
-"""``a[start:start + n]`` (``n <= LAYER_NORM_MAX_WIDTH``) summed in NumPy's pairwise order (its float32
-``add.reduce`` over a contiguous axis)."""
+@numba.njit
+def _pairwise_sum(a, starts, sizes, left_sums):
+    """``a`` (1-D) summed in NumPy's pairwise order (its float32 ``add.reduce`` over a contiguous axis): blocks of
+    at most 128 values by ``_block_sum``, a longer block as the sum of its two halves. NumPy recurses; this walks
+    the same tree with an explicit stack (``starts``, ``sizes``, ``left_sums``: 64 entries, depth < 64 for any
+    length), as numba's cache breaks recursive kernels. ``sizes[i] < 0`` marks a block whose left half is done."""
+    top, starts[0], sizes[0] = 0, 0, a.shape[0]
+    while True:
+        if 0 <= sizes[top] <= 128:
+            total = _block_sum(a, starts[top], sizes[top])
+            while True:  # hand the block's sum up
+                if top == 0:
+                    return total
+                top -= 1
+                if sizes[top] >= 0:  # a left half: keep it, then sum the right half
+                    left_sums[top] = total
+                    half = _half(sizes[top])
+                    starts[top + 1], sizes[top + 1] = starts[top] + half, sizes[top] - half
+                    sizes[top] = -sizes[top] - 1
+                    top += 1
+                    break
+                total = left_sums[top] + total  # a right half: the parent block is done
+        else:
+            starts[top + 1], sizes[top + 1] = starts[top], _half(sizes[top])
+            top += 1
 
 
 @numba.njit(cache=True, nogil=True)
-def layer_norm_into(x, weight, bias, eps, out, squares):
-    """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out``; ``squares`` is an H-value scratch row."""
+def layer_norm_into(x, weight, bias, eps, out):
+    """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out`` [N, H]."""
     width = x.shape[1]
     count = np.float64(width)  # np.mean divides the float32 sum by an intp: in float64, rounded to float32
+    squares = np.empty(width, dtype=x.dtype)
+    starts, sizes, left_sums = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, x.dtype)
     for r in range(x.shape[0]):
         row, centred = x[r], out[r]
-        mean = np.float32(np.float64(np.float32(0) + _pairwise_sum(row, 0, width)) / count)
+        mean = np.float32(np.float64(np.float32(0) + _pairwise_sum(row, starts, sizes, left_sums)) / count)
         for c in range(width):
             centred[c] = row[c] - mean
             squares[c] = centred[c] * centred[c]
-        var = np.float32(np.float64(np.float32(0) + _pairwise_sum(squares, 0, width)) / count)
+        var = np.float32(np.float64(np.float32(0) + _pairwise_sum(squares, starts, sizes, left_sums)) / count)
         scale = np.float32(1.0) / np.sqrt(var + eps)
         for c in range(width):
             centred[c] = centred[c] * scale * weight[c] + bias[c]
@@ -216,11 +241,9 @@ def erf(z: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     """``minilm.layer_norm`` (over the last axis, float32) as a new array, bit for bit."""
-    if not 0 < x.shape[-1] <= LAYER_NORM_MAX_WIDTH:
-        raise ValueError(f"rows of {x.shape[-1]} values: layer_norm takes 1..{LAYER_NORM_MAX_WIDTH}")
     x2, weight, bias = (_read_only(a) for a in (np.ascontiguousarray(x).reshape(-1, x.shape[-1]), weight, bias))
     out = np.empty(x2.shape, dtype=np.float32)
-    layer_norm_into(x2, weight, bias, np.float32(eps), out, np.empty(x2.shape[1], dtype=np.float32))
+    layer_norm_into(x2, weight, bias, np.float32(eps), out)
     return out.reshape(x.shape)
 
 

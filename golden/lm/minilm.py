@@ -171,7 +171,7 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     """LayerNorm over the last axis (biased variance), float32; by the compiled kernel when ``jit.kernels()``
     allows (the same values)."""
     kernels = jit.kernels()
-    if kernels is not None and x.dtype == np.float32 and x.size and x.shape[-1] <= kernels.LAYER_NORM_MAX_WIDTH:
+    if kernels is not None and x.dtype == np.float32 and x.size:
         return kernels.layer_norm(x, weight, bias, eps)
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
