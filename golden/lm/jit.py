@@ -27,10 +27,13 @@ def _load() -> ModuleType | None:
 
             from pezo.golden.lm import jit_kernels
 
-            jit_kernels.gelu(np.zeros(1, dtype=np.float32))  # compile (or load from numba's cache) now
-            jit_kernels.erf(np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32))
-            jit_kernels.layer_norm(np.zeros((1, 1), dtype=np.float32), *np.ones((2, 1), dtype=np.float32), 1e-12)
-            jit_kernels.masked_shift(np.zeros((1, 1, 1, 1), dtype=np.float32), np.zeros((1, 1), dtype=np.float32))
+            one, row, scores = np.zeros(1, np.float32), np.ones((1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32)
+            jit_kernels.gelu(one)  # compile (or load from numba's cache) every kernel now
+            jit_kernels.bias_gelu(row.copy(), one)
+            jit_kernels.erf(one, one.copy())
+            jit_kernels.layer_norm(row, one, one, 1e-12)
+            jit_kernels.add_layer_norm(row.copy(), row, one, one, 1e-12)
+            jit_kernels.softmax_rows(scores, row)
         except Exception as error:  # no numba, an unsupported numpy, a compile error: the NumPy passes remain
             _loaded["module"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"
         else:

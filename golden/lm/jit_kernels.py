@@ -103,29 +103,51 @@ def erf_into(z, out, table, flagged):
     return count
 
 
+@numba.njit(inline="always")
+def _gelu_block(block, first, cubics, table, flagged, count):
+    """GELU of ``block`` (at most ``_BLOCK`` values, flat index ``first`` on) in place where the erf is certain,
+    the others' flat indices appended to ``flagged`` from ``count`` on; the new count. The cubics (a scalar loop:
+    table lookups), then the check and the GELU (a loop LLVM vectorises), then, only in a block with flagged
+    values, their indices."""
+    for k in range(block.shape[0]):
+        cubics[k] = _cubic(block[k] * INV_SQRT2, table)
+    flagged_here = 0
+    for k in range(block.shape[0]):
+        poly, value = cubics[k], block[k]
+        uncertain = _needs_scipy(poly)
+        flagged_here += np.int64(uncertain)
+        gelu = value * (np.float32(poly) + _ONE) * _HALF
+        block[k] = value if uncertain else gelu
+    if flagged_here:
+        for k in range(block.shape[0]):
+            if _needs_scipy(cubics[k]):
+                flagged[count] = first + k
+                count += 1
+    return count
+
+
 @numba.njit(cache=True, nogil=True)
 def gelu_into(x, table, flagged):
     """``x[i] = x[i] * (erf(x[i] * float32(1 / sqrt 2)) + 1) * 0.5`` in float32 where the erf is certain; the
-    other indices into ``flagged``; their count. Block by block: the cubics (a scalar loop: table lookups), then
-    the check and the GELU (a loop LLVM vectorises), then, only in a block with flagged values, their indices."""
+    other indices into ``flagged``; their count."""
     cubics = np.empty(_BLOCK, dtype=np.float64)
     count = 0
     for start in range(0, x.shape[0], _BLOCK):
-        block = x[start : start + _BLOCK]
-        for k in range(block.shape[0]):
-            cubics[k] = _cubic(block[k] * INV_SQRT2, table)
-        flagged_here = 0
-        for k in range(block.shape[0]):
-            poly, value = cubics[k], block[k]
-            uncertain = _needs_scipy(poly)
-            flagged_here += np.int64(uncertain)
-            gelu = value * (np.float32(poly) + _ONE) * _HALF
-            block[k] = value if uncertain else gelu
-        if flagged_here:
+        count = _gelu_block(x[start : start + _BLOCK], start, cubics, table, flagged, count)
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def bias_gelu_into(y, bias, table, flagged):
+    """``y += bias`` (rows of ``y`` [N, M]), then ``gelu_into`` of ``y`` (flat indices)."""
+    cubics = np.empty(_BLOCK, dtype=np.float64)
+    count, width = 0, y.shape[1]
+    for r in range(y.shape[0]):
+        for start in range(0, width, _BLOCK):
+            block, bias_block = y[r, start : start + _BLOCK], bias[start : start + _BLOCK]
             for k in range(block.shape[0]):
-                if _needs_scipy(cubics[k]):
-                    flagged[count] = start + k
-                    count += 1
+                block[k] = block[k] + bias_block[k]
+            count = _gelu_block(block, r * width + start, cubics, table, flagged, count)
     return count
 
 
@@ -202,23 +224,61 @@ def _pairwise_sum(a, starts, sizes, left_sums):
             top += 1
 
 
+@numba.njit(inline="always")
+def _sum(row, stack):
+    """``row.sum()`` as NumPy's float32 ``add.reduce`` of a contiguous row: 0 plus the pairwise sum."""
+    starts, sizes, left_sums = stack
+    return np.float32(0) + _pairwise_sum(row, starts, sizes, left_sums)
+
+
+@numba.njit(inline="always")
+def _stack(dtype):
+    """``_pairwise_sum``'s scratch stack."""
+    return np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, dtype)
+
+
+@numba.njit(inline="always")
+def _normalise_row(row, centred, squares, weight, bias, eps, stack):
+    """``minilm.layer_norm`` of one row into ``centred`` (which may be ``row`` itself)."""
+    count = np.float64(row.shape[0])  # np.mean divides the float32 sum by an intp: in float64, then float32
+    mean = np.float32(np.float64(_sum(row, stack)) / count)
+    for c in range(row.shape[0]):
+        centred[c] = row[c] - mean
+        squares[c] = centred[c] * centred[c]
+    var = np.float32(np.float64(_sum(squares, stack)) / count)
+    scale = np.float32(1.0) / np.sqrt(var + eps)
+    for c in range(row.shape[0]):
+        centred[c] = centred[c] * scale * weight[c] + bias[c]
+
+
 @numba.njit(cache=True, nogil=True)
 def layer_norm_into(x, weight, bias, eps, out):
     """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out`` [N, H]."""
-    width = x.shape[1]
-    count = np.float64(width)  # np.mean divides the float32 sum by an intp: in float64, rounded to float32
-    squares = np.empty(width, dtype=x.dtype)
-    starts, sizes, left_sums = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, x.dtype)
+    squares, stack = np.empty(x.shape[1], dtype=x.dtype), _stack(x.dtype)
     for r in range(x.shape[0]):
-        row, centred = x[r], out[r]
-        mean = np.float32(np.float64(np.float32(0) + _pairwise_sum(row, starts, sizes, left_sums)) / count)
-        for c in range(width):
-            centred[c] = row[c] - mean
-            squares[c] = centred[c] * centred[c]
-        var = np.float32(np.float64(np.float32(0) + _pairwise_sum(squares, starts, sizes, left_sums)) / count)
-        scale = np.float32(1.0) / np.sqrt(var + eps)
-        for c in range(width):
-            centred[c] = centred[c] * scale * weight[c] + bias[c]
+        _normalise_row(x[r], out[r], squares, weight, bias, eps, stack)
+
+
+@numba.njit(cache=True, nogil=True)
+def add_layer_norm_into(x, residual, weight, bias, eps):
+    """``x += residual``, then ``minilm.layer_norm`` of the rows of ``x`` [N, H] in place."""
+    squares, stack = np.empty(x.shape[1], dtype=x.dtype), _stack(x.dtype)
+    for r in range(x.shape[0]):
+        row, other = x[r], residual[r]
+        for c in range(row.shape[0]):
+            row[c] = row[c] + other[c]
+        _normalise_row(row, row, squares, weight, bias, eps, stack)
+
+
+@numba.njit(cache=True, nogil=True)
+def divide_by_row_sums(scores):
+    """``scores /= scores.sum(axis=-1, keepdims=True)`` in place (the rows of a C-contiguous 2-D view)."""
+    stack = _stack(scores.dtype)
+    for r in range(scores.shape[0]):
+        row = scores[r]
+        total = _sum(row, stack)
+        for c in range(row.shape[0]):
+            row[c] = row[c] / total
 
 
 @functools.cache
@@ -247,6 +307,21 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     return out.reshape(x.shape)
 
 
+def add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
+    """``x += residual; return minilm.layer_norm(x, ...)`` for C-contiguous float32 [N, H] arrays, in ``x``."""
+    add_layer_norm_into(x, _read_only(residual), _read_only(weight), _read_only(bias), np.float32(eps))
+    return x
+
+
+def softmax_rows(scores: np.ndarray, mask_add: np.ndarray) -> np.ndarray:
+    """``minilm``'s attention softmax of C-contiguous float32 scores [B, heads, T, U] with the additive mask
+    [B, U], in place: ``masked_shift``, NumPy's ``exp`` (its own SIMD code, kept), ``divide_by_row_sums``."""
+    masked_shift(scores, mask_add)
+    np.exp(scores, out=scores)
+    divide_by_row_sums(scores.reshape(-1, scores.shape[-1]))
+    return scores
+
+
 def _read_only(array: np.ndarray) -> np.ndarray:
     """A read-only view (numba compiles one kernel per writeability: this keeps it to one)."""
     view = array.view()
@@ -257,12 +332,24 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU of a 1-D contiguous float32 array in place, as minilm's NumPy passes; return ``x``."""
     flagged = np.empty(x.shape[0], dtype=np.intp)
-    where = flagged[: gelu_into(x, table(), flagged)]
+    return _finish_gelu(x, flagged[: gelu_into(x, table(), flagged)])
+
+
+def bias_gelu(y: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``y += bias`` then GELU, in place on C-contiguous float32 rows [N, M] (``minilm``'s ``_linear`` bias add and
+    ``gelu``); return ``y``."""
+    flagged = np.empty(y.size, dtype=np.intp)
+    _finish_gelu(y.reshape(-1), flagged[: bias_gelu_into(y, _read_only(bias), table(), flagged)])
+    return y
+
+
+def _finish_gelu(flat: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """The GELU of the values the kernels left at ``where`` (their erf by SciPy), minilm's float32 operations."""
     if where.size:
-        values = x[where]
+        values = flat[where]
         e = special.erf(values * INV_SQRT2)
         e += 1
         values *= e
         values *= np.float32(0.5)
-        x[where] = values
-    return x
+        flat[where] = values
+    return flat

@@ -231,6 +231,45 @@ def _linear(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return y
 
 
+def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``gelu(_linear(x2, weight, bias))``; the bias add and the GELU as one compiled pass when ``jit.kernels()``
+    allows (the same values; in parts on ``blas_threads()`` threads as ``gelu``)."""
+    kernels = jit.kernels()
+    if kernels is None or bias.dtype != np.float32:
+        return gelu(_linear(x2, weight, bias))
+    y = x2 @ weight.T
+    threads = blas_threads() if y.size >= PARALLEL_MIN_VALUES else 1
+    if threads == 1:
+        return kernels.bias_gelu(y, bias)
+    run_all([functools.partial(kernels.bias_gelu, part, bias) for part in np.array_split(y, threads)], threads)
+    return y
+
+
+def _add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
+    """``x += residual; return layer_norm(x, weight, bias, eps)`` (``x`` our own [N, H] float32 array); one
+    compiled pass per row when ``jit.kernels()`` allows (the same values)."""
+    kernels = jit.kernels()
+    if kernels is None or residual.dtype != np.float32 or not (x.flags.c_contiguous and residual.flags.c_contiguous):
+        x += residual
+        return layer_norm(x, weight, bias, eps)
+    return kernels.add_layer_norm(x, residual, weight, bias, eps)
+
+
+def _softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention softmax in place over the last axis of our own [B, heads, T, T] float32 scores, with the additive
+    mask ``(1 - mask) * MASK_VALUE`` and the row maximum subtracted; the passes around NumPy's ``exp`` compiled when
+    ``jit.kernels()`` allows (the same values)."""
+    mask_add = (1 - mask) * MASK_VALUE
+    kernels = jit.kernels()
+    if kernels is None or not scores.flags.c_contiguous:
+        scores += mask_add[:, None, None, :]
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
+    return kernels.softmax_rows(scores, mask_add)
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 weights, tokenizer and forward pass (see the module docstring's contract)."""
 
@@ -350,23 +389,13 @@ class MiniLM:
         k = _linear(x2, p[names[2]], p[names[3]])
         v = _linear(x2, p[names[4]], p[names[5]])
         scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2)  # [B, heads, T, T]
-        mask_add = (1 - mask) * MASK_VALUE
-        kernels = jit.kernels()
-        if kernels is None:
-            scores += mask_add[:, None, None, :]
-            scores -= scores.max(axis=-1, keepdims=True)
-        else:
-            kernels.masked_shift(scores, mask_add)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
+        scores = _softmax(scores, mask)
         context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(b * t, h)
         attn = _linear(context, p[names[6]], p[names[7]])
-        attn += x2
-        attn = layer_norm(attn, p[names[8]], p[names[9]], cfg.layer_norm_eps)
-        inter = gelu(_linear(attn, p[names[10]], p[names[11]]))
+        attn = _add_layer_norm(attn, x2, p[names[8]], p[names[9]], cfg.layer_norm_eps)
+        inter = _linear_gelu(attn, p[names[10]], p[names[11]])
         out = _linear(inter, p[names[12]], p[names[13]])
-        out += attn
-        return layer_norm(out, p[names[14]], p[names[15]], cfg.layer_norm_eps).reshape(b, t, h)
+        return _add_layer_norm(out, attn, p[names[14]], p[names[15]], cfg.layer_norm_eps).reshape(b, t, h)
 
     def forward(self, batch: TokenBatch, params: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """Final hidden state [B, T, H]; reads every tensor once, in ``params`` order."""
