@@ -270,17 +270,6 @@ def add_layer_norm_into(x, residual, weight, bias, eps):
         _normalise_row(row, row, squares, weight, bias, eps, stack)
 
 
-@numba.njit(cache=True, nogil=True)
-def divide_by_row_sums(scores):
-    """``scores /= scores.sum(axis=-1, keepdims=True)`` in place (the rows of a C-contiguous 2-D view)."""
-    stack = _stack(scores.dtype)
-    for r in range(scores.shape[0]):
-        row = scores[r]
-        total = _sum(row, stack)
-        for c in range(row.shape[0]):
-            row[c] = row[c] / total
-
-
 @functools.cache
 def table() -> np.ndarray:
     """``erf32.coefficients()`` as a read-only C-contiguous [segments, 4] float64 table, row ``[c0, c1, c2, c3]``."""
@@ -315,10 +304,10 @@ def add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias
 
 def softmax_rows(scores: np.ndarray, mask_add: np.ndarray) -> np.ndarray:
     """``minilm``'s attention softmax of C-contiguous float32 scores [B, heads, T, U] with the additive mask
-    [B, U], in place: ``masked_shift``, NumPy's ``exp`` (its own SIMD code, kept), ``divide_by_row_sums``."""
+    [B, U], in place: ``masked_shift``, then NumPy's ``exp`` and row-sum division (NumPy's own SIMD code, kept)."""
     masked_shift(scores, mask_add)
     np.exp(scores, out=scores)
-    divide_by_row_sums(scores.reshape(-1, scores.shape[-1]))
+    scores /= scores.sum(axis=-1, keepdims=True)
     return scores
 
 
