@@ -3,6 +3,7 @@ float32 erf and the plain NumPy GELU bit for bit."""
 
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -135,3 +136,13 @@ def test_bad_input_names_the_parameter():
         gelu(np.zeros(3))
     with pytest.raises(ValueError, match="piece of 5 values exceeds the scratch size 4"):
         erf32.Float32Erf(4)(np.zeros(5, np.float32), np.zeros(5, np.float32))
+
+
+def test_without_numba_the_numpy_passes_run(monkeypatch):
+    monkeypatch.setattr(jit, "_loaded", {})  # as in a fresh process
+    monkeypatch.setitem(sys.modules, "pezo.golden.lm.jit_kernels", None)  # its import fails, as without numba
+    monkeypatch.delattr(sys.modules["pezo.golden.lm"], "jit_kernels", raising=False)
+    monkeypatch.setenv(jit.ENV_DISABLE, "0")
+    assert jit.kernels() is None and jit.status().startswith(("ImportError", "ModuleNotFoundError"))
+    x = (np.random.default_rng(6).standard_normal(70_000) * 3).astype(np.float32)
+    assert np.array_equal(gelu(x.copy()).view(np.uint32), plain_gelu(x.copy()).view(np.uint32))
