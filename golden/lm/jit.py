@@ -4,7 +4,7 @@ Contract: ``kernels()`` is the module ``pezo.golden.lm.jit_kernels`` when it may
 callers then run their NumPy passes (the results are the same either way, so nothing else depends on it). It
 is ``None`` when ``PEZO_NO_NUMBA=1`` is set (read at each call), inside ``numpy_only()``, or when numba cannot
 be imported or its kernels fail to compile (tried once per process; ``status()`` says why). numba is imported
-only on the first call, so code that never computes a GELU does not pay for it.
+only on the first call, so code that never runs a MiniLM layer (GELU, LayerNorm) does not pay for it.
 """
 
 from __future__ import annotations

@@ -11,20 +11,23 @@ Contract: bit for bit what the NumPy passes give.
   ``erf_into`` / ``gelu_into`` do every value whose erf needs no SciPy and return the indices of the others (erf32's
   rounding check or a non-finite cubic, about one in 4 000), which the wrappers finish with SciPy and the same
   float32 operations.
+* ``bias_gelu(y, bias)`` (C-contiguous float32 rows [N, M], bias [M]): ``y += bias`` then ``gelu``, in place.
 * ``layer_norm(x, weight, bias, eps)`` (float32, over the last axis): ``minilm.layer_norm``'s NumPy passes as a
   new array: the two means are NumPy's (its pairwise float32 sum of a contiguous row, that sum divided by the
-  row length in float64 and rounded), the rest the same float32 operations in order.
-* ``masked_shift(scores, mask_add)`` (scores [B, heads, T, U] C-contiguous float32, mask_add [B, U] float32):
-  ``scores += mask_add[:, None, None, :]; scores -= scores.max(axis=-1, keepdims=True)`` in place. The row
-  maximum is NumPy's (NaN if the row has one); only the sign of a zero maximum may differ, which changes no
-  value but a zero difference's sign, and ``exp`` of either zero is 1, so the softmax is bit for bit the same.
+  row length in float64 and rounded), the rest the same float32 operations in order. ``add_layer_norm(x,
+  residual, ...)`` (C-contiguous [N, H]): ``x += residual`` then ``layer_norm``, into ``x``.
+* ``softmax_rows(scores, mask_add)`` (scores [B, heads, T, U] C-contiguous float32, mask_add [B, U]): minilm's
+  attention softmax in place. Its kernel ``masked_shift`` does ``scores += mask_add[:, None, None, :]; scores
+  -= scores.max(axis=-1, keepdims=True)``: the row maximum is NumPy's (NaN if the row has one); only the sign of
+  a zero maximum may differ, which changes no value but a zero difference's sign, and ``exp`` of either zero is
+  1, so the softmax is bit for bit the same. ``exp`` and the row-sum division stay NumPy's.
 
 Bit for bit because the kernels run the same IEEE operations in the same order and widths as the NumPy passes:
 the float32 products and sums rounded to float32, erf32's cubic in float64 by Horner with separate multiplies
 and adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the
 same rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one table
 of rows ``[c0, c1, c2, c3]``). Importing this module needs numba (the ``fast`` extra); the kernels compile on
-first use (about 1-2 s) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
+first use (about 4 s for all of them) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
 numba's user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used
 and falls back to the NumPy passes when numba is missing, disabled or fails.
 """
@@ -281,8 +284,7 @@ def table() -> np.ndarray:
 def erf(z: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Write ``scipy.special.erf(z)`` into ``out`` (float32, 1-D, contiguous, same length); return ``out``."""
     flagged = np.empty(z.shape[0], dtype=np.intp)
-    with np.errstate(invalid="ignore"):
-        where = flagged[: erf_into(z, out, table(), flagged)]
+    where = flagged[: erf_into(z, out, table(), flagged)]
     if where.size:
         out[where] = special.erf(z[where])
     return out

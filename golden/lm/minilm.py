@@ -11,7 +11,9 @@ Contract:
 * Layers: BERT post-LN. Self-attention scores ``q k^T / sqrt(32)`` plus the additive mask
   ``(1 - mask) * finfo(float32).min`` (as HF's extended attention mask), softmax with the row maximum
   subtracted; GELU is the exact form ``0.5 x (1 + erf(x / sqrt 2))`` with SciPy's float32 ``erf`` (computed bit for
-  bit by ``pezo.golden.lm.erf32``); LayerNorm eps 1e-12.
+  bit by ``pezo.golden.lm.erf32``); LayerNorm eps 1e-12. The element-wise passes (GELU and its bias add,
+  LayerNorm and its residual add, the softmax's mask add and max shift) run as compiled kernels when
+  ``pezo.golden.lm.jit.kernels()`` allows, with the same float operations: every value is the same either way.
 * Sentence embedding (``encode``): mean over the unmasked tokens of the final hidden state, then
   L2 normalisation ``x / max(||x||, 1e-12)``, as sentence-transformers' Pooling + Normalize.
 * ``MiniLM.params`` order (the trainer's perturbation stream order, stable): the five embedding
@@ -167,11 +169,17 @@ class HiddenCache:
         return len(self.batches)
 
 
+def _kernels_for(*arrays: np.ndarray):
+    """``jit.kernels()`` when every array is float32 (the kernels' float32 operations are the NumPy passes' only
+    then), else ``None``."""
+    return jit.kernels() if all(a.dtype == np.float32 for a in arrays) else None
+
+
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     """LayerNorm over the last axis (biased variance), float32; by the compiled kernel when ``jit.kernels()``
     allows (the same values)."""
-    kernels = jit.kernels()
-    if kernels is not None and x.dtype == np.float32 and x.size:
+    kernels = _kernels_for(x, weight, bias)
+    if kernels is not None and x.size:
         return kernels.layer_norm(x, weight, bias, eps)
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
@@ -234,10 +242,11 @@ def _linear(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
 def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """``gelu(_linear(x2, weight, bias))``; the bias add and the GELU as one compiled pass when ``jit.kernels()``
     allows (the same values; in parts on ``blas_threads()`` threads as ``gelu``)."""
-    kernels = jit.kernels()
-    if kernels is None or bias.dtype != np.float32:
-        return gelu(_linear(x2, weight, bias))
     y = x2 @ weight.T
+    kernels = _kernels_for(y, bias)
+    if kernels is None:
+        y += bias
+        return gelu(y)
     threads = blas_threads() if y.size >= PARALLEL_MIN_VALUES else 1
     if threads == 1:
         return kernels.bias_gelu(y, bias)
@@ -248,8 +257,8 @@ def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.nda
 def _add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
     """``x += residual; return layer_norm(x, weight, bias, eps)`` (``x`` our own [N, H] float32 array); one
     compiled pass per row when ``jit.kernels()`` allows (the same values)."""
-    kernels = jit.kernels()
-    if kernels is None or residual.dtype != np.float32 or not (x.flags.c_contiguous and residual.flags.c_contiguous):
+    kernels = _kernels_for(x, residual, weight, bias)
+    if kernels is None or not (x.flags.c_contiguous and residual.flags.c_contiguous):
         x += residual
         return layer_norm(x, weight, bias, eps)
     return kernels.add_layer_norm(x, residual, weight, bias, eps)
@@ -260,7 +269,7 @@ def _softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     mask ``(1 - mask) * MASK_VALUE`` and the row maximum subtracted; the passes around NumPy's ``exp`` compiled when
     ``jit.kernels()`` allows (the same values)."""
     mask_add = (1 - mask) * MASK_VALUE
-    kernels = jit.kernels()
+    kernels = _kernels_for(scores)
     if kernels is None or not scores.flags.c_contiguous:
         scores += mask_add[:, None, None, :]
         scores -= scores.max(axis=-1, keepdims=True)

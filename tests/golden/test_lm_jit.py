@@ -69,3 +69,14 @@ def test_bias_add_and_gelu_are_the_numpy_passes(shape, threads, monkeypatch):
     bias = sample(rng, (shape[1],), specials=min(3, shape[1]))
     want = numpy_passes(minilm._linear_gelu, x, weight, bias)
     assert same_bits(minilm._linear_gelu(x, weight, bias), want)
+
+
+def test_weights_of_another_dtype_take_the_numpy_passes():
+    rng = np.random.default_rng(5)
+    x, residual = sample(rng, (6, 40), specials=0), sample(rng, (6, 40), specials=0)
+    weight, bias = rng.standard_normal((2, 40))  # float64: NumPy rounds after each in-place operation
+    assert same_bits(minilm.layer_norm(x, weight, bias, 1e-12), numpy_passes(minilm.layer_norm, x, weight, bias, 1e-12))
+    want = numpy_passes(minilm._add_layer_norm, x.copy(), residual, weight, bias, 1e-12)
+    assert same_bits(minilm._add_layer_norm(x.copy(), residual, weight, bias, 1e-12), want)
+    w32 = (rng.standard_normal((40, 40)) / 4).astype(np.float32)
+    assert same_bits(minilm._linear_gelu(x, w32, bias), numpy_passes(minilm._linear_gelu, x, w32, bias))
