@@ -25,8 +25,8 @@ Contract: bit for bit what the NumPy passes give.
 Bit for bit because the kernels run the same IEEE operations in the same order and widths as the NumPy passes:
 the float32 products and sums rounded to float32, erf32's cubic in float64 by Horner with separate multiplies
 and adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the
-same rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one table
-of rows ``[c0, c1, c2, c3]``). Importing this module needs numba (the ``fast`` extra); the kernels compile on
+same rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one array,
+segment by segment ``c0, c1, c2, c3``). Importing this module needs numba (the ``fast`` extra); the kernels compile on
 first use (about 4 s for all of them) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
 numba's user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used
 and falls back to the NumPy passes when numba is missing, disabled or fails.
@@ -73,14 +73,14 @@ def _float64_bits(typingctx, value):
 @numba.njit(inline="always")
 def _cubic(z, table):
     """erf32's per-segment cubic at float32 ``z``, in float64 (``Float32Erf``'s Horner passes)."""
-    row = np.int64(_float32_bits(z) >> np.uint32(SHIFT))
+    row = np.int64(_float32_bits(z) >> np.uint32(SHIFT)) << 2  # first of the segment's 4 coefficients
     wide = np.float64(z)
-    poly = table[row, 3] * wide
-    poly = poly + table[row, 2]
+    poly = table[row + 3] * wide
+    poly = poly + table[row + 2]
     poly = poly * wide
-    poly = poly + table[row, 1]
+    poly = poly + table[row + 1]
     poly = poly * wide
-    return poly + table[row, 0]
+    return poly + table[row]
 
 
 @numba.njit(inline="always")
@@ -275,8 +275,9 @@ def add_layer_norm_into(x, residual, weight, bias, eps):
 
 @functools.cache
 def table() -> np.ndarray:
-    """``erf32.coefficients()`` as a read-only C-contiguous [segments, 4] float64 table, row ``[c0, c1, c2, c3]``."""
-    rows = np.ascontiguousarray(np.stack(coefficients(), axis=1))
+    """``erf32.coefficients()`` as one read-only float64 array, segment by segment ``c0, c1, c2, c3`` (1-D: the
+    index is a shift, not a multiply)."""
+    rows = np.stack(coefficients(), axis=1).reshape(-1)
     rows.flags.writeable = False
     return rows
 
