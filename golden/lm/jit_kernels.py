@@ -193,84 +193,76 @@ def _block_sum(a, start, n):
     return total
 
 
+@functools.cache
+def pairwise_plan(n: int) -> np.ndarray:
+    """NumPy's pairwise-sum tree of ``n`` values (its float32 ``add.reduce`` over a contiguous axis: blocks of at
+    most 128 values summed by ``_block_sum``, a longer block cut at half, rounded down to a multiple of 8, and its
+    halves' sums added) as a postfix program of int64 rows: ``(start, size, 0)`` pushes a block's sum,
+    ``(0, 0, 1)`` replaces the top two sums by their sum. Built here, evaluated by ``_run_plan``: numba's cache
+    breaks recursive kernels."""
+    program = []
+
+    def emit(start: int, size: int) -> None:
+        if size <= 128:
+            program.append((start, size, 0))
+            return
+        half = size // 2 - (size // 2) % 8
+        emit(start, half)
+        emit(start + half, size - half)
+        program.append((0, 0, 1))
+
+    emit(0, n)
+    plan = np.array(program, dtype=np.int64).reshape(-1, 3)
+    plan.flags.writeable = False
+    return plan
+
+
 @numba.njit(inline="always")
-def _half(n):
-    """Where NumPy's pairwise sum cuts a block of ``n > 128`` values: at half, down to a multiple of 8."""
-    half = n // 2
-    return half - half % 8
-
-
-@numba.njit
-def _pairwise_sum(a, starts, sizes, left_sums):
-    """``a`` (1-D) summed in NumPy's pairwise order (its float32 ``add.reduce`` over a contiguous axis): blocks of
-    at most 128 values by ``_block_sum``, a longer block as the sum of its two halves. NumPy recurses; this walks
-    the same tree with an explicit stack (``starts``, ``sizes``, ``left_sums``: 64 entries, depth < 64 for any
-    length), as numba's cache breaks recursive kernels. ``sizes[i] < 0`` marks a block whose left half is done."""
-    top, starts[0], sizes[0] = 0, 0, a.shape[0]
-    while True:
-        if 0 <= sizes[top] <= 128:
-            total = _block_sum(a, starts[top], sizes[top])
-            while True:  # hand the block's sum up
-                if top == 0:
-                    return total
-                top -= 1
-                if sizes[top] >= 0:  # a left half: keep it, then sum the right half
-                    left_sums[top] = total
-                    half = _half(sizes[top])
-                    starts[top + 1], sizes[top + 1] = starts[top] + half, sizes[top] - half
-                    sizes[top] = -sizes[top] - 1
-                    top += 1
-                    break
-                total = left_sums[top] + total  # a right half: the parent block is done
+def _run_plan(a, plan, sums):
+    """``a.sum()`` as NumPy's float32 ``add.reduce`` of a contiguous row: 0 plus the pairwise tree ``plan``
+    (``pairwise_plan(len(a))``) evaluated on the stack ``sums``."""
+    top = 0
+    for k in range(plan.shape[0]):
+        if plan[k, 2]:
+            top -= 1
+            sums[top - 1] = sums[top - 1] + sums[top]
         else:
-            starts[top + 1], sizes[top + 1] = starts[top], _half(sizes[top])
+            sums[top] = _block_sum(a, plan[k, 0], plan[k, 1])
             top += 1
+    return np.float32(0) + sums[0]
 
 
 @numba.njit(inline="always")
-def _sum(row, stack):
-    """``row.sum()`` as NumPy's float32 ``add.reduce`` of a contiguous row: 0 plus the pairwise sum."""
-    starts, sizes, left_sums = stack
-    return np.float32(0) + _pairwise_sum(row, starts, sizes, left_sums)
-
-
-@numba.njit(inline="always")
-def _stack(dtype):
-    """``_pairwise_sum``'s scratch stack."""
-    return np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, dtype)
-
-
-@numba.njit(inline="always")
-def _normalise_row(row, centred, squares, weight, bias, eps, stack):
+def _normalise_row(row, centred, squares, weight, bias, eps, plan, sums):
     """``minilm.layer_norm`` of one row into ``centred`` (which may be ``row`` itself)."""
     count = np.float64(row.shape[0])  # np.mean divides the float32 sum by an intp: in float64, then float32
-    mean = np.float32(np.float64(_sum(row, stack)) / count)
+    mean = np.float32(np.float64(_run_plan(row, plan, sums)) / count)
     for c in range(row.shape[0]):
         centred[c] = row[c] - mean
         squares[c] = centred[c] * centred[c]
-    var = np.float32(np.float64(_sum(squares, stack)) / count)
+    var = np.float32(np.float64(_run_plan(squares, plan, sums)) / count)
     scale = np.float32(1.0) / np.sqrt(var + eps)
     for c in range(row.shape[0]):
         centred[c] = centred[c] * scale * weight[c] + bias[c]
 
 
 @numba.njit(cache=True, nogil=True)
-def layer_norm_into(x, weight, bias, eps, out):
-    """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out`` [N, H]."""
-    squares, stack = np.empty(x.shape[1], dtype=x.dtype), _stack(x.dtype)
+def layer_norm_into(x, weight, bias, eps, out, plan):
+    """``minilm.layer_norm`` of the rows of ``x`` [N, H] into ``out`` [N, H] (``plan = pairwise_plan(H)``)."""
+    squares, sums = np.empty(x.shape[1], dtype=x.dtype), np.empty(plan.shape[0], dtype=x.dtype)
     for r in range(x.shape[0]):
-        _normalise_row(x[r], out[r], squares, weight, bias, eps, stack)
+        _normalise_row(x[r], out[r], squares, weight, bias, eps, plan, sums)
 
 
 @numba.njit(cache=True, nogil=True)
-def add_layer_norm_into(x, residual, weight, bias, eps):
+def add_layer_norm_into(x, residual, weight, bias, eps, plan):
     """``x += residual``, then ``minilm.layer_norm`` of the rows of ``x`` [N, H] in place."""
-    squares, stack = np.empty(x.shape[1], dtype=x.dtype), _stack(x.dtype)
+    squares, sums = np.empty(x.shape[1], dtype=x.dtype), np.empty(plan.shape[0], dtype=x.dtype)
     for r in range(x.shape[0]):
         row, other = x[r], residual[r]
         for c in range(row.shape[0]):
             row[c] = row[c] + other[c]
-        _normalise_row(row, row, squares, weight, bias, eps, stack)
+        _normalise_row(row, row, squares, weight, bias, eps, plan, sums)
 
 
 @functools.cache
@@ -295,13 +287,14 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     """``minilm.layer_norm`` (over the last axis, float32) as a new array, bit for bit."""
     x2, weight, bias = (_read_only(a) for a in (np.ascontiguousarray(x).reshape(-1, x.shape[-1]), weight, bias))
     out = np.empty(x2.shape, dtype=np.float32)
-    layer_norm_into(x2, weight, bias, np.float32(eps), out)
+    layer_norm_into(x2, weight, bias, np.float32(eps), out, pairwise_plan(x2.shape[1]))
     return out.reshape(x.shape)
 
 
 def add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
     """``x += residual; return minilm.layer_norm(x, ...)`` for C-contiguous float32 [N, H] arrays, in ``x``."""
-    add_layer_norm_into(x, _read_only(residual), _read_only(weight), _read_only(bias), np.float32(eps))
+    weight, bias, plan = _read_only(weight), _read_only(bias), pairwise_plan(x.shape[1])
+    add_layer_norm_into(x, _read_only(residual), weight, bias, np.float32(eps), plan)
     return x
 
 
