@@ -32,7 +32,7 @@ def _load() -> ModuleType | None:
             jit_kernels.bias_gelu(row.copy(), one)
             jit_kernels.erf(one, one.copy())
             jit_kernels.layer_norm(row, one, one, 1e-12)
-            jit_kernels.add_layer_norm(row.copy(), row, one, one, 1e-12)
+            jit_kernels.add_layer_norm(row.copy(), one, row, one, one, 1e-12)
             jit_kernels.softmax_rows(scores, row)
         except Exception as error:  # no numba, an unsupported numpy, a compile error: the NumPy passes remain
             _loaded["module"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"

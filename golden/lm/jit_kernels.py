@@ -15,7 +15,8 @@ Contract: bit for bit what the NumPy passes give.
 * ``layer_norm(x, weight, bias, eps)`` (float32, over the last axis): ``minilm.layer_norm``'s NumPy passes as a
   new array: the two means are NumPy's (its pairwise float32 sum of a contiguous row, that sum divided by the
   row length in float64 and rounded), the rest the same float32 operations in order. ``add_layer_norm(x,
-  residual, ...)`` (C-contiguous [N, H]): ``x += residual`` then ``layer_norm``, into ``x``.
+  linear_bias, residual, ...)`` (C-contiguous [N, H]): ``x += linear_bias; x += residual`` then ``layer_norm``,
+  into ``x`` (a linear's bias add and the residual add fused in).
 * ``softmax_rows(scores, mask_add)`` (scores [B, heads, T, U] C-contiguous float32, mask_add [B, U]): minilm's
   attention softmax in place. Its kernel ``masked_shift`` does ``scores += mask_add[:, None, None, :]; scores
   -= scores.max(axis=-1, keepdims=True)``: the row maximum is NumPy's (NaN if the row has one); only the sign of
@@ -156,19 +157,22 @@ def bias_gelu_into(y, bias, table, flagged):
 
 @numba.njit(cache=True, nogil=True)
 def masked_shift(scores, mask_add):
-    """``scores += mask_add[:, None, None, :]``, then each row minus its maximum, in place (float32)."""
+    """``scores += mask_add[:, None, None, :]``, then each row minus its maximum, in place (float32). The maximum
+    without branches (so the loop vectorises): the largest value, or NaN if the row has one."""
     batch, heads, rows, cols = scores.shape
-    for b in range(batch):
-        for h in range(heads):
-            for r in range(rows):
-                top = scores.dtype.type(-np.inf)
-                for c in range(cols):
-                    scores[b, h, r, c] = scores[b, h, r, c] + mask_add[b, c]
-                    value = scores[b, h, r, c]  # as stored (rounded to float32)
-                    if value > top or np.isnan(value):  # NaN stays: nothing compares greater
-                        top = value
-                for c in range(cols):
-                    scores[b, h, r, c] = scores[b, h, r, c] - top
+    flat = scores.reshape(batch * heads * rows, cols)
+    for i in range(flat.shape[0]):
+        row, add = flat[i], mask_add[i // (heads * rows)]
+        top, has_nan = row.dtype.type(-np.inf), False
+        for c in range(cols):
+            row[c] = row[c] + add[c]
+            value = row[c]  # as stored (rounded to float32)
+            has_nan |= value != value
+            top = value if value > top else top
+        if has_nan:
+            top = row.dtype.type(np.nan)
+        for c in range(cols):
+            row[c] = row[c] - top
 
 
 @numba.njit
@@ -255,13 +259,13 @@ def layer_norm_into(x, weight, bias, eps, out, plan):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_layer_norm_into(x, residual, weight, bias, eps, plan):
-    """``x += residual``, then ``minilm.layer_norm`` of the rows of ``x`` [N, H] in place."""
+def add_layer_norm_into(x, linear_bias, residual, weight, bias, eps, plan):
+    """``x += linear_bias; x += residual``, then ``minilm.layer_norm`` of the rows of ``x`` [N, H] in place."""
     squares, sums = np.empty(x.shape[1], dtype=x.dtype), np.empty(plan.shape[0], dtype=x.dtype)
     for r in range(x.shape[0]):
         row, other = x[r], residual[r]
         for c in range(row.shape[0]):
-            row[c] = row[c] + other[c]
+            row[c] = (row[c] + linear_bias[c]) + other[c]
         _normalise_row(row, row, squares, weight, bias, eps, plan, sums)
 
 
@@ -291,10 +295,11 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     return out.reshape(x.shape)
 
 
-def add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
-    """``x += residual; return minilm.layer_norm(x, ...)`` for C-contiguous float32 [N, H] arrays, in ``x``."""
-    weight, bias, plan = _read_only(weight), _read_only(bias), pairwise_plan(x.shape[1])
-    add_layer_norm_into(x, _read_only(residual), weight, bias, np.float32(eps), plan)
+def add_layer_norm(x, linear_bias, residual, weight, bias, eps: float) -> np.ndarray:
+    """``x += linear_bias; x += residual; return minilm.layer_norm(x, weight, bias, eps)`` for C-contiguous
+    float32 [N, H] arrays (the vectors [H]), into ``x``."""
+    vectors = (_read_only(a) for a in (linear_bias, residual, weight, bias))
+    add_layer_norm_into(x, *vectors, np.float32(eps), pairwise_plan(x.shape[1]))
     return x
 
 

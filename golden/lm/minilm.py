@@ -254,14 +254,25 @@ def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.nda
     return y
 
 
-def _add_layer_norm(x: np.ndarray, residual: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float):
-    """``x += residual; return layer_norm(x, weight, bias, eps)`` (``x`` our own [N, H] float32 array); one
-    compiled pass per row when ``jit.kernels()`` allows (the same values)."""
-    kernels = _kernels_for(x, residual, weight, bias)
-    if kernels is None or not (x.flags.c_contiguous and residual.flags.c_contiguous):
-        x += residual
-        return layer_norm(x, weight, bias, eps)
-    return kernels.add_layer_norm(x, residual, weight, bias, eps)
+def _linear_add_layer_norm(
+    x2: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    residual: np.ndarray,
+    ln_weight: np.ndarray,
+    ln_bias: np.ndarray,
+    eps: float,
+) -> np.ndarray:
+    """``layer_norm(_linear(x2, weight, bias) + residual, ln_weight, ln_bias, eps)`` (the sum in place, float32 as
+    ``y += bias; y += residual``); the adds and the LayerNorm one compiled pass per row when ``jit.kernels()``
+    allows (the same values)."""
+    y = x2 @ weight.T
+    kernels = _kernels_for(y, bias, residual, ln_weight, ln_bias)
+    if kernels is None or not residual.flags.c_contiguous:
+        y += bias
+        y += residual
+        return layer_norm(y, ln_weight, ln_bias, eps)
+    return kernels.add_layer_norm(y, bias, residual, ln_weight, ln_bias, eps)
 
 
 def _softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -400,11 +411,11 @@ class MiniLM:
         scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2)  # [B, heads, T, T]
         scores = _softmax(scores, mask)
         context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(b * t, h)
-        attn = _linear(context, p[names[6]], p[names[7]])
-        attn = _add_layer_norm(attn, x2, p[names[8]], p[names[9]], cfg.layer_norm_eps)
+        eps = cfg.layer_norm_eps
+        attn = _linear_add_layer_norm(context, p[names[6]], p[names[7]], x2, p[names[8]], p[names[9]], eps)
         inter = _linear_gelu(attn, p[names[10]], p[names[11]])
-        out = _linear(inter, p[names[12]], p[names[13]])
-        return _add_layer_norm(out, attn, p[names[14]], p[names[15]], cfg.layer_norm_eps).reshape(b, t, h)
+        out = _linear_add_layer_norm(inter, p[names[12]], p[names[13]], attn, p[names[14]], p[names[15]], eps)
+        return out.reshape(b, t, h)
 
     def forward(self, batch: TokenBatch, params: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """Final hidden state [B, T, H]; reads every tensor once, in ``params`` order."""
