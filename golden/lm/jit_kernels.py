@@ -28,7 +28,7 @@ the float32 products and sums rounded to float32, erf32's cubic in float64 by Ho
 and adds (numba's default: no fastmath, so LLVM contracts nothing into FMAs), the same segment index and the
 same rounding check on the double's bit pattern, with the coefficients ``erf32.coefficients()`` (as one array,
 segment by segment ``c0, c1, c2, c3``). Importing this module needs numba (the ``fast`` extra); the kernels compile on
-first use (about 4 s for all of them) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
+first use (about 3 s for all of them) and cache the machine code (``cache=True``: ``__pycache__`` beside this file, else
 numba's user-wide cache directory or ``NUMBA_CACHE_DIR``). ``pezo.golden.lm.jit`` decides whether they are used
 and falls back to the NumPy passes when numba is missing, disabled or fails.
 """
