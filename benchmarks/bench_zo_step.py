@@ -695,7 +695,7 @@ def main(args) -> int:
         f"{r['openblas_threads']}, torch {r['torch_threads']}), median of {r['steps']} steps after 1 warm-up, "
         f"NumPy and torch steps interleaved; "
         f"numpy {r['numpy_version']}, torch {r['torch_version']}, transformers {r['transformers_version']}, "
-        f"attention {r['attn_implementation']}\n"
+        f"attention {r['attn_implementation']}; golden LM kernels: {r['jit']}\n"
     )
     print(f"| | NumPy golden ({r['family']}, {r['mode']}) | PyTorch CPU (torch.normal, inplace) | torch / NumPy |")
     print("|---|---:|---:|---:|")
