@@ -2,7 +2,7 @@
 
     <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {head,last1,last2,all}]
         [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--keep-z auto] [--also-keep-z always ...]
-        [--memory] [--profile] [--json]
+        [--also-numpy-only] [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
 venv, never the project's); without torch it prints one line saying so and exits 2. That venv also needs
@@ -31,6 +31,9 @@ Workload (the same for both sides)
   with keep_z V on its own copy of the same starting weights, timed interleaved with the others (keys
   ``numpy_keep_z_V_*``, ``torch_over_numpy_keep_z_V``, ``numpy_keep_z_V_kept_z_mb`` and ``numpy_keep_z_V_theta_equal``:
   its weights bit for bit the first NumPy side's after the same steps; with ``--memory`` a ZO worker per V too).
+  ``--also-numpy-only`` adds a side ``numpy_only`` like the first NumPy side but with the golden LM's compiled
+  kernels off (``golden.lm.jit.numpy_only``: the NumPy passes), timed interleaved too (keys ``numpy_only_*``,
+  ``torch_over_numpy_only``, ``numpy_only_theta_equal``); ``jit`` says what the first side used.
 * PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
   safetensors), ``--attn`` attention implementation (default ``sdpa``); the trainable layers are
   called one by one (``model.encoder.layer[i](h, attention_mask)``) with the additive mask
@@ -106,6 +109,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=KEEP_Z,
         default=[],
         help="more NumPy sides, one per keep_z value, timed side by side",
+    )
+    parser.add_argument(
+        "--also-numpy-only",
+        action="store_true",
+        help="one more NumPy side with the compiled (numba) kernels off, timed side by side",
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eps", type=float, default=1e-3)
@@ -305,6 +313,20 @@ def numpy_calls(work: NumpyWorkload, opt) -> dict:
         # one whole z, tensor by tensor, as perturb/update generate it (a fixed index far from the steps')
         "z": lambda: [opt._z(10**6, i) for i in range(len(opt.layout.names))],
     }
+
+
+def numpy_only_calls(calls: dict) -> dict:
+    """``calls`` run with the golden LM's compiled kernels off."""
+    from pezo.golden.lm import jit
+
+    def off(call):
+        def run(*args):
+            with jit.numpy_only():
+                return call(*args)
+
+        return run
+
+    return {kind: off(call) for kind, call in calls.items()}
 
 
 def profile_numpy(args, work: NumpyWorkload, top: int) -> str:
@@ -627,6 +649,9 @@ def main(args) -> int:
     memory_rows = bench_memory(args) if args.memory else None  # before this process loads anything big
     np_info, work, np_calls = setup_numpy(args)
     result.update(np_info)
+    from pezo.golden.lm import jit
+
+    result["jit"] = jit.status()
     result["openblas_threads"] = openblas_threads()
     sides = {"numpy": np_calls}
     others = {}
@@ -635,6 +660,9 @@ def main(args) -> int:
         result[f"numpy_keep_z_{value}_keeps_z"] = other.keeps_z
         result[f"numpy_keep_z_{value}_kept_z_mb"] = other.kept_z_bytes / 2**20
         sides[f"numpy_keep_z_{value}"] = numpy_calls(work, other)
+    if args.also_numpy_only:
+        other = others["numpy_only"] = work.optimiser(params=work.trainable_copy())
+        sides["numpy_only"] = numpy_only_calls(numpy_calls(work, other))
     torch_info, torch_calls = setup_torch(args, work)
     result.update(torch_info)
     sides["torch"] = torch_calls
@@ -667,7 +695,7 @@ def main(args) -> int:
         f"{r['openblas_threads']}, torch {r['torch_threads']}), median of {r['steps']} steps after 1 warm-up, "
         f"NumPy and torch steps interleaved; "
         f"numpy {r['numpy_version']}, torch {r['torch_version']}, transformers {r['transformers_version']}, "
-        f"attention {r['attn_implementation']}\n"
+        f"attention {r['attn_implementation']}; golden LM kernels: {r['jit']}\n"
     )
     print(f"| | NumPy golden ({r['family']}, {r['mode']}) | PyTorch CPU (torch.normal, inplace) | torch / NumPy |")
     print("|---|---:|---:|---:|")
@@ -694,11 +722,10 @@ def main(args) -> int:
         f"| loss, unperturbed model | {r['numpy_loss_unperturbed']:.6f} | {r['torch_loss_unperturbed']:.6f} | "
         f"abs diff {r['loss_abs_diff']:.2e} ({'OK' if r['loss_match'] else 'MISMATCH'} < 1e-4) |"
     )
-    for value in args.also_keep_z:
-        also = f"numpy_keep_z_{value}"
+    for also in others:
         print(
-            f"| seconds / step, NumPy keep_z={value} (median) | {r[f'{also}_seconds_per_step']:.4f} | "
-            f"| {r[f'torch_over_{also}']:.2f} |"
+            f"| seconds / step, NumPy {also[6:].replace('keep_z_', 'keep_z=')} (median) | "
+            f"{r[f'{also}_seconds_per_step']:.4f} | | {r[f'torch_over_{also}']:.2f} |"
         )
     print(
         f"\nHF BertModel.forward loss {r['torch_loss_hf_forward']:.6f} (abs diff to NumPy "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up pezo in ./.venv (PyPI only) and, when possible, Icarus; with --test also the test extra, with --docs the
-# docs extra (both may be given).
+# docs extra, with --fast the fast extra (numba: the golden LM's compiled GELU; any of them may be given).
 # Every package version comes from scripts/constraints.txt (the set the suite last passed with; regenerate it
 # with `make lock`); PEZO_UNPINNED=1 with a VENV=DIR of its own resolves the newest releases pyproject.toml's
 # ranges admit instead (`make test-latest`). Re-running is cheap: packages are reinstalled only when
@@ -14,7 +14,8 @@ for arg in "$@"; do
   case "$arg" in
     --test) groups+=(test) ;;
     --docs) groups+=(docs) ;;
-    *) echo "setup: unknown option $arg (use --test and/or --docs)" >&2; exit 2 ;;
+    --fast) groups+=(fast) ;;
+    *) echo "setup: unknown option $arg (use --test, --docs and/or --fast)" >&2; exit 2 ;;
   esac
 done
 extras=""

