@@ -368,7 +368,7 @@ class NetEngine(ConfigComponent):
         T, L, C = cfg.array.tiles, len(cfg.layers), cfg.array.cols
         slot_words = hidden_words(cfg)
         batch_ready, release = queue.batch_ready, queue.release
-        op, g, mode = Signal(2), Signal(signed(G_BITS)), Signal(2, name="mode")
+        op, g, mode = Signal(2, name="op"), Signal(signed(G_BITS), name="g"), Signal(2, name="mode")
         margin, g_lr, g_shift = Signal.like(self.margin), Signal.like(self.g_lr), Signal.like(self.g_shift)
         wd_shift, wd_every = Signal.like(self.wd_shift), Signal.like(self.wd_every)
         # the decay counter (golden.engine.network): kept across operations, 0 after reset; at the start of
@@ -389,15 +389,17 @@ class NetEngine(ConfigComponent):
             zo_end, full_bp, has_tail = Const(cfg.weight_words), Const(0), Const(0)
         steps_left = Signal(unsigned(STEP_BITS))
         updating = Signal()  # the update phase of a step (or OP_UPDATE)
-        sign, tile, layer = Signal(), Signal(range(T)), Signal(range(max(L, 2)))
+        sign, tile, layer = Signal(name="sign"), Signal(range(T), name="tile"), Signal(range(max(L, 2)), name="layer")
         word = Signal(range(max(cfg.weight_words, 2)))
         j = Signal(range(max(row_words(l, C) for l in cfg.layers) + 1), name="walk_j")
         o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
         o_word, o_lane = Signal(range(slot_words + 1)), Signal(range(C))
         drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
         parity = Signal()
-        perturbing = ((op != OP_INFER) & ~full_bp) if cfg.backprop else op != OP_INFER
-        issue, wanting = Signal(), Signal()
+        # a register set with ``op`` (and the split) at start: op != INFER, and not C = 0 with the tail (after a reset:
+        # op 0, split 0); the issue's decisions read it from a flip-flop
+        perturbing = Signal(name="perturbing", init=OP_INFER != 0 and not cfg.backprop)
+        issue, wanting = Signal(name="issue"), Signal(name="wanting")
         # The walk's end flags (j == its row's last word, o == its layer's last output, layer == L - 1) are
         # registers kept beside the counters: each is the compare of its counter's next value, so the issue's
         # decisions start from flip-flops (the layer -> compare -> FSM path limited the engine on ECP5).
@@ -438,6 +440,7 @@ class NetEngine(ConfigComponent):
                 with m.If(self.start):
                     m.d.sync += [
                         op.eq(self.op),
+                        perturbing.eq(self.op != OP_INFER),
                         g.eq(self.g),
                         mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
                         margin.eq(self.margin),
@@ -460,6 +463,7 @@ class NetEngine(ConfigComponent):
                         train_split = Mux(self.split > L, L, self.split)
                         m.d.sync += [
                             split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
+                            perturbing.eq((self.op != OP_INFER) & ~((self.op == OP_TRAIN) & (train_split == 0))),
                             bp_bits.eq(self.bp_bits),
                             self.bp_cycles.eq(0),
                         ]
