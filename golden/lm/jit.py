@@ -41,17 +41,25 @@ def _load() -> ModuleType | None:
     return _loaded["module"]
 
 
+def _switched_off() -> str | None:
+    """Why the kernels are off now by request (``numpy_only`` or ``PEZO_NO_NUMBA``), else ``None``."""
+    if _forced_off:
+        return "off (numpy_only)"
+    if os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
+        return f"off ({ENV_DISABLE}=1)"
+    return None
+
+
 def kernels() -> ModuleType | None:
     """``jit_kernels`` if the compiled kernels are to be used now, else ``None``."""
-    if _forced_off or os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
-        return None
-    return _load()
+    return None if _switched_off() else _load()
 
 
 def status() -> str:
     """What ``kernels()`` gives now, in words (for reports): ``numba <version>`` or why not."""
-    if _forced_off or os.environ.get(ENV_DISABLE, "0") not in ("", "0"):
-        return f"off ({ENV_DISABLE}=1)" if not _forced_off else "off (numpy_only)"
+    off = _switched_off()
+    if off:
+        return off
     _load()
     return str(_loaded["reason"])
 

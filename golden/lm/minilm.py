@@ -207,15 +207,19 @@ def gelu(x: np.ndarray) -> np.ndarray:
         x *= e
         x *= np.float32(0.5)
         return x
-    flat = x.reshape(-1)
     kernels = jit.kernels()
-    gelu_1d = _gelu if kernels is None else kernels.gelu
-    threads = blas_threads() if x.size >= PARALLEL_MIN_VALUES else 1
-    if threads == 1:
-        gelu_1d(flat)
-    else:
-        run_all([functools.partial(gelu_1d, part) for part in np.array_split(flat, threads)], threads)
+    _in_parts(_gelu if kernels is None else kernels.gelu, x.reshape(-1))
     return x
+
+
+def _in_parts(elementwise, array: np.ndarray, *args) -> None:
+    """``elementwise(array, *args)`` in place: from ``PARALLEL_MIN_VALUES`` values on in equal parts (along the
+    first axis) on ``blas_threads()`` threads, so ``elementwise`` must not depend on where a part starts."""
+    threads = blas_threads() if array.size >= PARALLEL_MIN_VALUES else 1
+    if threads == 1:
+        elementwise(array, *args)
+    else:
+        run_all([functools.partial(elementwise, part, *args) for part in np.array_split(array, threads)], threads)
 
 
 def _gelu(flat: np.ndarray) -> None:
@@ -247,10 +251,7 @@ def _linear_gelu(x2: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.nda
     if kernels is None:
         y += bias
         return gelu(y)
-    threads = blas_threads() if y.size >= PARALLEL_MIN_VALUES else 1
-    if threads == 1:
-        return kernels.bias_gelu(y, bias)
-    run_all([functools.partial(kernels.bias_gelu, part, bias) for part in np.array_split(y, threads)], threads)
+    _in_parts(kernels.bias_gelu, y, bias)
     return y
 
 

@@ -410,14 +410,11 @@ class NetEngine(ConfigComponent):
         o_step = Signal.like(o, name="walk_o_step")  # o + 1 at o's width (an update pass runs past the outputs)
         m.d.comb += o_step.eq(o + 1)
 
-        def walk_start(at):  # the flags at j = o = 0 of layer ``at`` (an int, or an expression of the layer)
-            if isinstance(at, int):
-                return [j_last.eq(row_lengths[at] == 1), o_last.eq(out_counts[at] == 1), last_layer.eq(at == L - 1)]
-            return [
-                j_last.eq(select(at, [Const(n == 1) for n in row_lengths])),
-                o_last.eq(select(at, [Const(n == 1) for n in out_counts])),
-                last_layer.eq(at == L - 1),
-            ]
+        def one_in(at, counts):  # counts[at] == 1, for an int or an expression of the layer
+            return counts[at] == 1 if isinstance(at, int) else select(at, [Const(n == 1) for n in counts])
+
+        def walk_start(at):  # the flags at j = o = 0 of layer ``at``
+            return [j_last.eq(one_in(at, row_lengths)), o_last.eq(one_in(at, out_counts)), last_layer.eq(at == L - 1)]
 
         row_done = j_last
         layer_done = j_last & o_last
@@ -497,7 +494,7 @@ class NetEngine(ConfigComponent):
                         j_last.eq(
                             Mux(
                                 row_done,
-                                select(layer, [Const(n == 1) for n in row_lengths]),
+                                one_in(layer, row_lengths),
                                 select(layer, [j == n - 2 if n > 1 else Const(0) for n in row_lengths]),
                             )
                         ),
