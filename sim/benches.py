@@ -32,10 +32,16 @@ from pezo.hw.strategies import STRATEGIES, strategy
 def pack(values, width: int) -> int:
     """Pack lane values (two's complement for negatives), lane 0 in the least significant bits."""
     mask = (1 << width) - 1
+    if width in _BYTE_WIDTHS:  # the lanes as little-endian bytes: one int.from_bytes instead of a loop
+        lanes = np.asarray(values, dtype=np.int64) & np.int64(mask)
+        return int.from_bytes(lanes.astype(_BYTE_WIDTHS[width]).tobytes(), "little")
     word = 0
     for v in reversed(values.tolist() if isinstance(values, np.ndarray) else list(values)):
         word = (word << width) | (int(v) & mask)
     return word
+
+
+_BYTE_WIDTHS = {8: "<u1", 16: "<u2", 32: "<u4"}
 
 
 def unpack(word: int, width: int, count: int, signed: bool = False) -> list[int]:

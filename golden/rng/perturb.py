@@ -150,9 +150,12 @@ class PerturbationStream:
         """One clock edge with the given inputs."""
         command = bool(next or rewind)
         restore = bool(rewind) and not next
-        x = self._source()
-        entry = None if x is None else emit(x, self.shift(), self.negate)
-        consume = bool(en) and x is not None and not command  # the source's vector leaves it
+        if self.pipeline:  # the source's vector (None: not valid) enters the output registers
+            x = self._source()
+            entry, holds = (None if x is None else emit(x, self.shift(), self.negate)), x is not None
+        else:  # otf: the vector is on the port itself; the source holds one exactly when source_valid
+            entry, holds = None, self.source_valid
+        consume = bool(en) and holds and not command  # the source's vector leaves it
         if command:
             self.negate = bool(sign)
         strategy = self.config.strategy
