@@ -64,6 +64,22 @@ def catch_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Within the block SIGINT only sets the interrupt flag; on leaving it normally, ``KeyboardInterrupt`` if
+    Ctrl-C arrived. For writes a Ctrl-C must not cut in half (an Optuna trial created in the storage but not yet
+    returned to its caller, so nobody can mark it FAIL). Outside the main thread: a plain block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: _INTERRUPTED.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    raise_if_interrupted()
+
+
 def interrupted() -> bool:
     """Ctrl-C arrived inside ``catch_interrupts`` (whether or not its ``KeyboardInterrupt`` was swallowed)."""
     return _INTERRUPTED.is_set()

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from pezo.executor import SERIAL, SchedulerUnreachable, check_address, open_executor
+from pezo.executor import (
+    SERIAL,
+    SchedulerUnreachable,
+    catch_interrupts,
+    check_address,
+    interrupted,
+    interrupts_deferred,
+    open_executor,
+)
 from pezo.golden.methods.base import MethodConfig
 from pezo.golden.sweep.methods import _run, jobs_for, run_methods
 
@@ -160,3 +168,24 @@ def test_report_table_starts_the_longest_designs_first_and_keeps_the_rows_in_ord
         costs, reverse=True
     )
     assert {d.unit for d in designs if d.name in started[:5]} == {"board", "stream"}
+
+
+def test_a_ctrl_c_waits_for_the_end_of_a_deferred_block():
+    """``interrupts_deferred``: SIGINT inside the block lets the block finish, then raises; the handler of
+    ``catch_interrupts`` is back afterwards (what keeps an Optuna ask or tell whole in ``pezo explore``)."""
+    finished = []
+    try:
+        with catch_interrupts():
+            with pytest.raises(KeyboardInterrupt):
+                with interrupts_deferred():
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.05)  # the handler runs between bytecodes: here, inside the block
+                    finished.append(True)
+            assert finished == [True] and interrupted()
+            with pytest.raises(KeyboardInterrupt):  # the previous handler raises at once again
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+    finally:
+        with catch_interrupts():  # clears the flag: later tests' raise_if_interrupted must not see this Ctrl-C
+            pass
+    assert not interrupted()

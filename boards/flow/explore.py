@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pezo.executor import raise_if_interrupted
+from pezo.executor import interrupts_deferred, raise_if_interrupted
 from pezo.golden.config import MAX_LANES, RNG_BITS_RANGE, STRATEGIES, PerturbConfig
 
 OBJECTIVES = {
@@ -404,7 +404,8 @@ def run_study(
 ) -> int:
     """Evaluate trials on ``executor`` until the study holds ``trials`` finished trials; returns how many
     this call finished. Each batch asks as many trials as the executor has workers; a trial is told as soon
-    as it finishes. On any exception (Ctrl-C too) the trials still in flight are told FAIL, then it re-raises."""
+    as it finishes. On any exception (Ctrl-C too) the trials still in flight are told FAIL, then it re-raises; a
+    Ctrl-C waits for an ask or a tell in progress (``interrupts_deferred``), so no trial is left RUNNING."""
     from optuna.trial import TrialState
 
     done = 0
@@ -413,18 +414,20 @@ def run_study(
         pending: set = set()
         try:
             for _ in range(min(left, executor.workers)):
-                batch.append(study.ask())
-                pending.add(len(batch) - 1)
+                with interrupts_deferred():  # a trial asked is a trial in ``pending`` (told FAIL below)
+                    batch.append(study.ask())
+                    pending.add(len(batch) - 1)
             params = [suggest(t, space, "cycles" in setting.objectives) for t in batch]
             for i, result in executor.imap(evaluate, [(p, setting) for p in params]):
                 trial = batch[i]
-                for key, value in {**result["attrs"], "reason": result["reason"]}.items():
-                    trial.set_user_attr(key, value)
-                if result["state"] == "complete":
-                    study.tell(trial, [result["values"][o] for o in setting.objectives])
-                else:
-                    study.tell(trial, state=TrialState.PRUNED)
-                pending.discard(i)
+                with interrupts_deferred():  # told and out of ``pending`` together
+                    for key, value in {**result["attrs"], "reason": result["reason"]}.items():
+                        trial.set_user_attr(key, value)
+                    if result["state"] == "complete":
+                        study.tell(trial, [result["values"][o] for o in setting.objectives])
+                    else:
+                        study.tell(trial, state=TrialState.PRUNED)
+                    pending.discard(i)
                 done += 1
                 if on_trial is not None:
                     on_trial(result)
