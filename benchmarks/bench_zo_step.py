@@ -2,7 +2,7 @@
 
     <venv with torch>/bin/python benchmarks/bench_zo_step.py [--batch 16] [--trainable {head,last1,last2,all}]
         [--steps 5] [--family gaussian] [--threads 2] [--attn sdpa] [--keep-z auto] [--also-keep-z always ...]
-        [--also-numpy-only] [--memory] [--profile] [--json]
+        [--also-numpy-only] [--also-numpy-draw] [--memory] [--profile] [--json]
 
 Needs torch + transformers (benchmark only: ``pip install torch==2.13.0 transformers`` in a separate
 venv, never the project's); without torch it prints one line saying so and exits 2. That venv also needs
@@ -34,6 +34,10 @@ Workload (the same for both sides)
   ``--also-numpy-only`` adds a side ``numpy_only`` like the first NumPy side but with the golden LM's compiled
   kernels off (``golden.lm.jit.numpy_only``: the NumPy passes), timed interleaved too (keys ``numpy_only_*``,
   ``torch_over_numpy_only``, ``numpy_only_theta_equal``); ``jit`` says what the first side used.
+  ``--also-numpy-draw`` adds a side ``numpy_draw`` like the first but with NumPy's own float32 normal draw instead
+  of the compiled one (``golden.zo.normal32.numpy_draw``; the LM's kernels stay on), timed interleaved too (keys
+  ``numpy_draw_*``, ``torch_over_numpy_draw``, ``numpy_draw_theta_equal``); ``normal_draw`` says what the first
+  side used.
 * PyTorch step: ``transformers.BertModel.from_pretrained(golden.minilm.model_dir())`` (same
   safetensors), ``--attn`` attention implementation (default ``sdpa``); the trainable layers are
   called one by one (``model.encoder.layer[i](h, attention_mask)``) with the additive mask
@@ -114,6 +118,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--also-numpy-only",
         action="store_true",
         help="one more NumPy side with the compiled (numba) kernels off, timed side by side",
+    )
+    parser.add_argument(
+        "--also-numpy-draw",
+        action="store_true",
+        help="one more NumPy side with NumPy's own normal draw (the LM kernels on), timed side by side",
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eps", type=float, default=1e-3)
@@ -322,6 +331,20 @@ def numpy_only_calls(calls: dict) -> dict:
     def off(call):
         def run(*args):
             with jit.numpy_only():
+                return call(*args)
+
+        return run
+
+    return {kind: off(call) for kind, call in calls.items()}
+
+
+def numpy_draw_calls(calls: dict) -> dict:
+    """``calls`` run with NumPy's own normal draw (the compiled LM kernels stay on)."""
+    from pezo.golden.zo import normal32
+
+    def off(call):
+        def run(*args):
+            with normal32.numpy_draw():
                 return call(*args)
 
         return run
@@ -652,6 +675,9 @@ def main(args) -> int:
     from pezo.golden.lm import jit
 
     result["jit"] = jit.status()
+    from pezo.golden.zo import normal32
+
+    result["normal_draw"] = "compiled (numba)" if normal32.compiled() else "numpy"
     result["openblas_threads"] = openblas_threads()
     sides = {"numpy": np_calls}
     others = {}
@@ -663,6 +689,9 @@ def main(args) -> int:
     if args.also_numpy_only:
         other = others["numpy_only"] = work.optimiser(params=work.trainable_copy())
         sides["numpy_only"] = numpy_only_calls(numpy_calls(work, other))
+    if args.also_numpy_draw:
+        other = others["numpy_draw"] = work.optimiser(params=work.trainable_copy())
+        sides["numpy_draw"] = numpy_draw_calls(numpy_calls(work, other))
     torch_info, torch_calls = setup_torch(args, work)
     result.update(torch_info)
     sides["torch"] = torch_calls

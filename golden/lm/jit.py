@@ -41,7 +41,7 @@ def _load() -> ModuleType | None:
     return _loaded["module"]
 
 
-def _switched_off() -> str | None:
+def switched_off() -> str | None:
     """Why the kernels are off now by request (``numpy_only`` or ``PEZO_NO_NUMBA``), else ``None``."""
     if _forced_off:
         return "off (numpy_only)"
@@ -52,12 +52,12 @@ def _switched_off() -> str | None:
 
 def kernels() -> ModuleType | None:
     """``jit_kernels`` if the compiled kernels are to be used now, else ``None``."""
-    return None if _switched_off() else _load()
+    return None if switched_off() else _load()
 
 
 def status() -> str:
     """What ``kernels()`` gives now, in words (for reports): ``numba <version>`` or why not."""
-    off = _switched_off()
+    off = switched_off()
     if off:
         return off
     _load()

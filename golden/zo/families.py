@@ -18,7 +18,8 @@ which holds d int64 offsets for a moment; that is construction, not training.)
 =============  ==========================================================================================
 family         element j of perturbation t
 =============  ==========================================================================================
-gaussian       MeZO: N(0, 1), ``Generator(PCG64(SeedSequence([seed, t, offset]))).standard_normal``
+gaussian       MeZO: N(0, 1), ``Generator(PCG64(SeedSequence([seed, t, offset]))).standard_normal`` (float32;
+               compiled by ``normal32`` when numba is present, the same values)
 rademacher     +-1 with probability 1/2, same keying (random bytes, unpacked bits)
 uniform        U(-1, 1), same keying, no modulus scaling (E||z|| = sqrt(d/3), 0.58x Gaussian's)
 naive-int      PeZO Table 3's collapsing "uniform" row: the raw b-bit integers of pezo-otf's URNG array,
@@ -101,6 +102,7 @@ from pezo.golden.rng.urng import (
     rng_phases,
     warn_near_repeat,
 )
+from pezo.golden.zo.normal32 import standard_normal_f32
 
 FAMILIES = ("gaussian", "rademacher", "uniform", "naive-int", "pezo-pregen", "pezo-otf")
 SCALINGS = ("lut", "exact", "none")
@@ -226,11 +228,11 @@ class GaussianSampler(_NumpySampler):
     family = "gaussian"
 
     def _segment(self, index, offset, size):
-        return self._rng(index, offset).standard_normal(size, dtype=np.float32)
+        return standard_normal_f32(self._rng(index, offset), np.empty(size, dtype=np.float32))
 
     def _stream(self, index, offset, size):
         rng = self._rng(index, offset)  # the segment's generator, continued piece by piece (the same draws)
-        return SegmentStream(size, fill=lambda out, _: rng.standard_normal(dtype=np.float32, out=out))
+        return SegmentStream(size, fill=lambda out, _: standard_normal_f32(rng, out))
 
 
 class RademacherSampler(_NumpySampler):
