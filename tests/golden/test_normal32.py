@@ -77,3 +77,10 @@ def test_the_gaussian_sampler_gives_numpys_z_with_and_without_the_kernel(size):
     got = np.concatenate([pieces.read(np.empty(n, np.float32)) for n in (size // 2, size - size // 2)])
     assert same_bits(got, stream) and same_bits(stream, segment)
     assert same_bits(segment, pcg(9, 4, size).standard_normal(size, dtype=np.float32))
+
+
+def test_the_kernel_releases_the_gil_for_mezos_threads():
+    """MeZO's threads draw their tensors' z at once (``golden.zo.mezo``), as NumPy's call lets them."""
+    from pezo.golden.zo import normal32_kernel
+
+    assert normal32_kernel.fill.targetoptions.get("nogil") is True
