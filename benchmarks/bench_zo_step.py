@@ -324,32 +324,18 @@ def numpy_calls(work: NumpyWorkload, opt) -> dict:
     }
 
 
-def numpy_only_calls(calls: dict) -> dict:
-    """``calls`` run with the golden LM's compiled kernels off."""
-    from pezo.golden.lm import jit
+def calls_within(calls: dict, context) -> dict:
+    """``calls``, each run inside ``context()`` (``jit.numpy_only``: the LM's compiled kernels off;
+    ``normal32.numpy_draw``: NumPy's own normal draw)."""
 
-    def off(call):
+    def within(call):
         def run(*args):
-            with jit.numpy_only():
+            with context():
                 return call(*args)
 
         return run
 
-    return {kind: off(call) for kind, call in calls.items()}
-
-
-def numpy_draw_calls(calls: dict) -> dict:
-    """``calls`` run with NumPy's own normal draw (the compiled LM kernels stay on)."""
-    from pezo.golden.zo import normal32
-
-    def off(call):
-        def run(*args):
-            with normal32.numpy_draw():
-                return call(*args)
-
-        return run
-
-    return {kind: off(call) for kind, call in calls.items()}
+    return {kind: within(call) for kind, call in calls.items()}
 
 
 def profile_numpy(args, work: NumpyWorkload, top: int) -> str:
@@ -688,10 +674,10 @@ def main(args) -> int:
         sides[f"numpy_keep_z_{value}"] = numpy_calls(work, other)
     if args.also_numpy_only:
         other = others["numpy_only"] = work.optimiser(params=work.trainable_copy())
-        sides["numpy_only"] = numpy_only_calls(numpy_calls(work, other))
+        sides["numpy_only"] = calls_within(numpy_calls(work, other), jit.numpy_only)
     if args.also_numpy_draw:
         other = others["numpy_draw"] = work.optimiser(params=work.trainable_copy())
-        sides["numpy_draw"] = numpy_draw_calls(numpy_calls(work, other))
+        sides["numpy_draw"] = calls_within(numpy_calls(work, other), normal32.numpy_draw)
     torch_info, torch_calls = setup_torch(args, work)
     result.update(torch_info)
     sides["torch"] = torch_calls
