@@ -663,7 +663,7 @@ def main(args) -> int:
     result["jit"] = jit.status()
     from pezo.golden.zo import normal32
 
-    result["normal_draw"] = "compiled (numba)" if normal32.compiled() else "numpy"
+    result["normal_draw"] = normal32.status()
     result["openblas_threads"] = openblas_threads()
     sides = {"numpy": np_calls}
     others = {}

@@ -36,13 +36,23 @@ def _kernel():
         except Exception as error:  # no numba, or it fails to compile: NumPy's draw remains
             _loaded["fill"], _loaded["reason"] = None, f"{type(error).__name__}: {error}"
         else:
-            _loaded["fill"], _loaded["reason"] = normal32_kernel.fill, "numba"
+            _loaded["fill"] = normal32_kernel.fill
     return _loaded["fill"]
 
 
 def compiled() -> bool:
-    """Whether ``standard_normal_f32`` runs the compiled kernel now (for reports and tests)."""
+    """Whether ``standard_normal_f32`` runs the compiled kernel now."""
     return not _forced_numpy and jit.switched_off() is None and _kernel() is not None
+
+
+def status() -> str:
+    """What ``standard_normal_f32`` runs now, in words (for reports): ``compiled (numba)``, or NumPy's call and why."""
+    if _forced_numpy:
+        return "numpy (numpy_draw)"
+    off = jit.switched_off()
+    if off:
+        return f"numpy ({off})"
+    return "compiled (numba)" if _kernel() is not None else f"numpy ({_loaded['reason']})"
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from pezo.golden.lm import jit
 from pezo.golden.zo import normal32
 from pezo.golden.zo.families import GaussianSampler
 
-pytestmark = pytest.mark.skipif(not normal32.compiled(), reason="the compiled normal draw is unavailable (numba)")
+pytestmark = pytest.mark.skipif(not normal32.compiled(), reason=f"the compiled normal draw is off: {normal32.status()}")
 R_TAIL = 3.6541529  # the ziggurat's base-layer edge r: values beyond it come from the tail path
 
 
@@ -59,10 +59,14 @@ def test_arrays_it_cannot_fill_and_other_bit_generators_take_numpys_call():
 def test_switched_off_it_is_numpys_draw(monkeypatch):
     monkeypatch.setenv(jit.ENV_DISABLE, "1")
     assert not normal32.compiled()
+    assert normal32.status() == f"numpy (off ({jit.ENV_DISABLE}=1))"
     with jit.numpy_only():
         monkeypatch.delenv(jit.ENV_DISABLE)
         assert not normal32.compiled()
-    assert normal32.compiled()
+        assert normal32.status() == "numpy (off (numpy_only))"
+    with normal32.numpy_draw():
+        assert not normal32.compiled() and normal32.status() == "numpy (numpy_draw)"
+    assert normal32.compiled() and normal32.status() == "compiled (numba)"
 
 
 @pytest.mark.parametrize("size", [10, 70_000])
