@@ -11,17 +11,25 @@
 * cocotb rewrites the asserts of every module imported after it starts (NumPy, SciPy, Amaranth, golden: ~2 s a
   run, redone each time when no bytecode is written); ``REWRITE_ASSERTIONS`` limits that to the testbenches.
 * Icarus is Debian's ``iverilog``; ``available_simulators`` reports what this machine can run.
+* One run at a time per design directory: every ``run_*`` holds ``design_lock(build_dir)`` (a file lock on the
+  directory that holds the design's Verilog and its simulators' build directories) from writing the Verilog to
+  reading the result, so two processes (two pytest sessions, two checkouts sharing the cache) never build the
+  same directory at once or read each other's ``result.json``; the second waits.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import shutil
 import sys
 import time
 from pathlib import Path
+
+from filelock import FileLock
 
 from pezo.golden.config import cache_dir  # re-exported: the one cache root
 from pezo.hw.engine.net_engine import NetEngine
@@ -76,6 +84,30 @@ def available_simulators() -> list[str]:
     if setup_verilator():
         sims.append("verilator")
     return sims
+
+
+LOCK_NAME = ".pezo-sim.lock"
+
+
+def design_lock(build_dir: Path) -> FileLock:
+    """The lock of the design that ``build_dir`` simulates: ``LOCK_NAME`` in its parent (the directory of the
+    design's Verilog, shared by its simulators' build directories). Re-entrant in one process; another process
+    (or thread) waits for it."""
+    parent = Path(build_dir).resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(parent / LOCK_NAME, is_singleton=True)
+
+
+def _one_run_per_design(run):
+    """``run`` (a function with a ``build_dir`` argument) under ``design_lock(build_dir)``."""
+    signature = inspect.signature(run)
+
+    @functools.wraps(run)
+    def locked(*args, **kwargs):
+        with design_lock(signature.bind(*args, **kwargs).arguments["build_dir"]):
+            return run(*args, **kwargs)
+
+    return locked
 
 
 def write_verilog(component, name: str, directory: Path, config=None) -> Path:
@@ -141,6 +173,7 @@ def _forget_foreign_objects(build_dir: Path) -> None:
     stamp.write_text(origin)
 
 
+@_one_run_per_design
 def run_cocotb(
     *,
     verilog_path: Path,
@@ -204,6 +237,7 @@ def run_cocotb(
     return {"build_s": built - start, "test_s": done - built}
 
 
+@_one_run_per_design
 def run_testbench(
     verilog, top: str, module: str, simulator: str, build_dir: Path, env: dict, result_file: Path, extra=None
 ):
@@ -226,6 +260,7 @@ def run_testbench(
     return {**json.loads(result_file.read_text()), **timing, "simulator": simulator, **(extra or {})}
 
 
+@_one_run_per_design
 def run_bench(
     bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1, expect_config=None
 ) -> dict:
@@ -259,6 +294,7 @@ def run_bench(
     return {**json.loads(result_file.read_text()), **timing}
 
 
+@_one_run_per_design
 def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1, expect_config=None) -> dict:
     """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
@@ -285,6 +321,7 @@ def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int 
     return {**json.loads(result_file.read_text()), **timing}
 
 
+@_one_run_per_design
 def run_engine(
     train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None, expect_train=None
 ) -> dict:
@@ -317,6 +354,7 @@ def run_engine(
     return run_testbench(verilog, top, "pezo.sim.engine_tb", simulator, build_dir, env, result_file)
 
 
+@_one_run_per_design
 def run_net_engine(
     config,
     loss,
@@ -366,6 +404,7 @@ def run_net_engine(
     return run_testbench(verilog, top, "pezo.sim.net_tb", simulator, build_dir, env, result_file)
 
 
+@_one_run_per_design
 def run_board(
     config,
     loss,
@@ -413,6 +452,7 @@ def run_board(
     return run_testbench(verilog, top, "pezo.sim.board_tb", simulator, build_dir, env, result_file)
 
 
+@_one_run_per_design
 def run_uart_board(
     config,
     loss,
