@@ -4,7 +4,9 @@ Fmax (``boards.flow.timing.fmax``: Yosys synth_ecp5, nextpnr-ecp5 on the LFE5UM-
 
 * ``ff -> LUT4 -> ff``: one 4-input function between two flip-flops (the shortest logic path);
 * ``ff -> carry 16 -> ff``: a 16-bit adder (a CCU2C chain, what counters and address adders become);
-* ``ff -> EBR -> ff``: a 512 x 36 block RAM read, output register off (Yosys packs none, as in our designs);
+* ``ff -> EBR -> ff``: a 512 x 36 block RAM read, output register off (Yosys packs none);
+* ``ff -> EBR (output register) -> ff``: a 1024 x 36 read through ``hw.engine.ebr`` (two DP16KD with
+  ``REGMODE_B`` OUTREG: what the network engine's weight memory is on ECP5), two cycles;
 * ``ff -> MULT18X18D -> ff``: an 18 x 18 signed multiply, DSP registers off (Yosys packs none).
 
 So a design's Fmax can be set against the primitive its critical path runs through: how close it gets.
@@ -25,6 +27,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from pezo.boards.flow import timing
+from pezo.hw.engine.ebr import ebr_memory
 
 
 def _clock_port(m):
@@ -78,6 +81,28 @@ class EbrRead(wiring.Component):
         return m
 
 
+class EbrOutputRegister(wiring.Component):
+    """1024 x 36 memory of ``hw.engine.ebr``: the read data through the blocks' output registers."""
+
+    raddr: In(10)
+    waddr: In(10)
+    wdata: In(36)
+    we: In(1)
+    rdata: Out(36)
+
+    def elaborate(self, platform):
+        m = Module()
+        r, w = ebr_memory(m, "mem", unsigned(36), 1024)
+        m.d.comb += [
+            r.addr.eq(self.raddr),
+            self.rdata.eq(r.data),
+            w.addr.eq(self.waddr),
+            w.data.eq(self.wdata),
+            w.en.eq(self.we),
+        ]
+        return m
+
+
 class Mult18(wiring.Component):
     a: In(signed(18))
     b: In(signed(18))
@@ -94,6 +119,7 @@ PRIMITIVES = {
     "ff -> LUT4 -> ff": Lut4,
     "ff -> carry 16 -> ff": Add16,
     "ff -> EBR (no output register) -> ff": EbrRead,
+    "ff -> EBR (output register) -> ff": EbrOutputRegister,
     "ff -> MULT18X18D (no registers) -> ff": Mult18,
 }
 

@@ -45,7 +45,7 @@ from pezo.golden.host import HOST_ID
 from pezo.hw.axi4 import AXI4Signature, AXI4Slave
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
-from pezo.hw.engine.net_engine import NetEngine
+from pezo.hw.engine.net_engine import W_READ_LATENCY, NetEngine
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 
 READ_LATENCY = LOGIT_READ_LATENCY + 1
@@ -229,7 +229,7 @@ class EngineTop(ConfigComponent):
             log_w.data.bank.eq(eng.last_bank),
             log_r.addr.eq(rec),
         ]
-        # align: weights and the step log answer after 1 cycle, logits after LOGIT_READ_LATENCY
+        # align: the step log answers after 1 cycle, weights after W_READ_LATENCY, logits after LOGIT_READ_LATENCY
         L = LOGIT_READ_LATENCY
         kind_t = [Signal(2, name=f"r_kind_{i}") for i in range(L)]  # 0 weights, 1 logits, 2 steps, 3 bad
         pad_t = [Signal(name=f"r_pad_{i}") for i in range(L)]  # a logit row's padding: reads 0
@@ -241,12 +241,15 @@ class EngineTop(ConfigComponent):
         ]
         for i in range(1, L):
             m.d.sync += [kind_t[i].eq(kind_t[i - 1]), sel_t[i].eq(sel_t[i - 1]), pad_t[i].eq(pad_t[i - 1])]
-        early = Signal(64)  # weights / step log, one cycle after the request
-        w_chunks = [eng.w_rdata.as_value()[64 * c : 64 * c + 64] for c in range(chunks)]
+        assert W_READ_LATENCY == 2 <= L
+        log_early = Signal(64, name="r_early_1")  # the step log, one cycle after the request, registered
         log_words = [log_r.data.loss_plus, log_r.data.loss_minus, _sext(log_r.data.g, 64), log_r.data.bank]
-        m.d.comb += early.eq(Mux(kind_t[0] == 0, _select(sel_t[0], w_chunks), _select(sel_t[0], log_words)))
+        m.d.sync += log_early.eq(_select(sel_t[0], log_words))
+        early = Signal(64)  # weights (W_READ_LATENCY) / step log, two cycles after the request
+        w_chunks = [eng.w_rdata.as_value()[64 * c : 64 * c + 64] for c in range(chunks)]
+        m.d.comb += early.eq(Mux(kind_t[1] == 0, _select(sel_t[1], w_chunks), log_early))
         delayed = early
-        for i in range(1, L):
+        for i in range(2, L):
             reg = Signal(64, name=f"r_early_{i}")
             m.d.sync += reg.eq(delayed)
             delayed = reg

@@ -25,6 +25,8 @@ class HostDriver:
 
     max_op_cycles = 1 << 20
     """``run_op`` fails when ``done`` stays 0 this long."""
+    weight_read_latency = 1
+    """Cycles from ``w_addr`` to its word on ``w_rdata``."""
 
     def __init__(self, io, config):
         self.io, self.config = io, config
@@ -49,7 +51,8 @@ class HostDriver:
         out = []
         for addr in range(cfg.weight_words):
             io.set("w_addr", addr)
-            await self.tick()
+            for _ in range(self.weight_read_latency):
+                await self.tick()
             out.append(unpack(io.get("w_rdata"), 8, cfg.array.cols, signed=True))
         return np.array(out, dtype=np.int64)
 

@@ -23,7 +23,7 @@ import numpy as np
 from pezo.golden.engine.loss import G_MODE_CODES, LossConfig, hinge_loss, onchip_g
 from pezo.golden.engine.network import NetConfig, NetEngine, batch_words, weights_digest
 from pezo.golden.engine.zo_engine import G_BITS
-from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE
+from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_TRAIN, OP_UPDATE, W_READ_LATENCY
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 from pezo.sim.benches import pack
 from pezo.sim.host_driver import HostDriver, to_signed
@@ -37,6 +37,7 @@ class NetDriver(HostDriver):
     """Host operations on a ``hw.engine.net_engine.NetEngine`` behind ``io`` (module docstring)."""
 
     max_op_cycles = MAX_WAIT_CYCLES
+    weight_read_latency = W_READ_LATENCY
 
     def __init__(self, io, config: NetConfig):
         super().__init__(io, config)

@@ -134,9 +134,10 @@ def register_wrapper(verilog: str, top: str, clock: str = "clk") -> str:
     return verilog + "\n" + "\n".join(lines) + "\n"
 
 
-def _nextpnr(json_text: str, seed: int, design: str = "design") -> str:
-    """Run nextpnr-ecp5 on a synthesised netlist; return its log. yowasp mounts its own /tmp, so the work
-    happens under ``cache_dir()/work`` with relative paths; the run goes through ``boards.flow.tools``."""
+def _nextpnr(json_text: str, seed: int, design: str = "design", target_mhz: int = TARGET_MHZ) -> str:
+    """Run nextpnr-ecp5 on a synthesised netlist (``--freq target_mhz``); return its log. yowasp mounts its own
+    /tmp, so the work happens under ``cache_dir()/work`` with relative paths; the run goes through
+    ``boards.flow.tools``."""
     with tools.scratch("pnr-") as work:
         (work / "top.json").write_text(json_text)
         args = [
@@ -144,7 +145,7 @@ def _nextpnr(json_text: str, seed: int, design: str = "design") -> str:
             "--json",
             "top.json",
             "--freq",
-            str(TARGET_MHZ),
+            str(target_mhz),
             "--timing-allow-fail",
             "--seed",
             str(seed),

@@ -45,7 +45,13 @@ answered ``LOGIT_READ_LATENCY`` cycles after its address (``pe_array.logit_read`
 Batch queue: two banks of inputs and labels. The host writes examples (``x_*``) and labels (``y_*``) into
 bank ``load_bank`` while ``load_ready`` (writes to a full bank are ignored), then pulses ``push``; any
 time, also while busy. The engine releases a bank after the loss of its last pass.
-Host weight and bias ports work while idle. No perturbed weight is ever written to the weight memory.
+Host weight and bias ports work while idle; ``w_rdata`` answers ``W_READ_LATENCY`` cycles after ``w_addr`` (the
+weight word reaches the host from the S2 weight register, so no engine output is a block RAM's clock-to-out). No
+perturbed weight is ever written to the weight memory.
+
+ECP5 (``hw.engine.dsp.is_ecp5`` of the ``platform``; pezo's ECP5 timing flow): the products are MULT18X18D with
+their input registers (``hw.engine.dsp``) and, without the backprop tail, the weight memory is DP16KD blocks whose
+output register is the S2 weight register (``hw.engine.ebr``): the same cycles, the same values.
 """
 
 from __future__ import annotations
@@ -92,6 +98,7 @@ from pezo.hw.engine.bp_tail import (
 )
 from pezo.hw.engine.conv_path import ConvPath, row_words
 from pezo.hw.engine.dsp import dsp_product, is_ecp5
+from pezo.hw.engine.ebr import EbrRead, ebr_memory
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
@@ -100,7 +107,7 @@ from pezo.hw.engine.pe_array import (
     index_bits,
     int8_lanes,
     logit_read,
-    requantize,
+    requantize_constant,
     saturate,
     scaled,
     select,
@@ -117,9 +124,18 @@ LOSS_LATENCY = 8
 registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
 G_LATENCY = 3
 """Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
+W_READ_LATENCY = 2
+"""Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
+register."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == OPERAND_STAGES == 1
 assert NET_FORWARD_LATENCY == 3 + PE_LATENCY
+
+
+def greater(a, b):
+    """``a > b`` of two signed values as the sign bit of ``b - a`` at one bit past the wider operand: one carry
+    chain whose top sum bit is the answer (Yosys's ``>`` on ECP5 adds a carry-out cell and the overflow LUTs)."""
+    return (b.as_signed() - a.as_signed())[-1]
 
 
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
@@ -206,10 +222,11 @@ class _Control:
 
 @dataclass
 class _Stage1:
-    """The S1 registers the update reads (``p``, ``valid1``, ``update1``, ``addr1``) and the S2 weight word."""
+    """The S1 registers the update reads (``p``, ``valid1``, ``update1``, ``addr1``) and the S2 registers
+    (``p2``: ``p`` one cycle later, ``w2``: the weight word)."""
 
     p: Signal
-    p_next: object  # what ``p`` takes at the next edge (the ECP5 g * p DSPs register it themselves)
+    p2: Signal
     valid1: Signal
     update1: Signal
     addr1: Signal
@@ -289,22 +306,24 @@ class NetEngine(ConfigComponent):
         """The stages below, in datapath order, on one Module (the order keeps the Verilog unchanged)."""
         m = Module()
         cfg = self.config
-        stream, pe, mem = self._elaborate_blocks(m, cfg)
+        ecp5 = is_ecp5(platform)
+        stream, pe, mem = self._elaborate_blocks(m, cfg, ebr=ecp5 and not cfg.backprop)
         self.tail_memories = TailMemories(m, cfg) if cfg.backprop else None
         queue = self._elaborate_batch_queue(m)
         ctl = self._elaborate_controller(m, cfg, stream, queue)
         self._elaborate_reads(m, cfg, stream, mem, queue, ctl)
         s1 = self._elaborate_issue_pipeline(m, cfg, stream, pe, mem, ctl)
-        self._elaborate_update(m, cfg, mem, ctl, s1, is_ecp5(platform))
+        self._elaborate_update(m, cfg, mem, ctl, s1, ecp5)
         self._elaborate_results(m, cfg, pe, mem, queue, ctl)
         self._elaborate_g(m, ctl)
         self._elaborate_host_ports(m, cfg, mem, queue)
         return m
 
-    def _elaborate_blocks(self, m, cfg):
+    def _elaborate_blocks(self, m, cfg, ebr=False):
         """The perturbation stream, the ``PEArray`` and the memories (weights, two input banks, two label
         banks, four logit banks, the ping-pong hidden buffer when ``L > 1``). Returns the stream, the array
-        and the memory ports (``_Ports``); later stages drive every port."""
+        and the memory ports (``_Ports``); later stages drive every port. ``ebr``: the weight memory is
+        ``hw.engine.ebr``'s (its read data two cycles after the address, through the blocks' output register)."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
         J0 = cfg.input_words
         slot_words = hidden_words(cfg)
@@ -313,7 +332,11 @@ class NetEngine(ConfigComponent):
 
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
         m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_shape.size, bias=has_bias))
-        m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
+        if ebr:
+            w_read, w_write = ebr_memory(m, "weight_mem", int8_lanes(C), cfg.memory_words)
+        else:
+            m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
+            w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
         m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0, init=[])
         m.submodules.label_mem = label_mem = Memory(
             shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T, init=[]
@@ -321,7 +344,6 @@ class NetEngine(ConfigComponent):
         m.submodules.logit_mem = logit_mem = Memory(
             shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O, init=[]
         )
-        w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
         x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
         l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
@@ -432,6 +454,18 @@ class NetEngine(ConfigComponent):
         loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
         clear_loss = Signal()
         g_formed = Signal(signed(G_BITS))
+        # The stream commands are registers set with the move into COMMAND (cleared in every other cycle), so
+        # they hold in the COMMAND cycle exactly as the decode of the state did: the stream's command logic starts
+        # from flip-flops placed beside it, not from the FSM's state register through its decode (the fsm_state ->
+        # next/rewind -> stream.aligning path limited the engine on ECP5). Only a step's first pass (from BATCH)
+        # opens with NEXT; every other entry (a later tile, the -epsilon pass, the update) is a REWIND.
+        command_next, command_rewind = Signal(name="command_next"), Signal(name="command_rewind")
+        m.d.sync += [command_next.eq(0), command_rewind.eq(0)]
+
+        def to_command(first_pass: bool):
+            m.d.sync += (command_next if first_pass else command_rewind).eq(1)
+            m.next = "COMMAND"
+
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -466,7 +500,7 @@ class NetEngine(ConfigComponent):
                         ]
                     with m.If(self.op == OP_UPDATE):
                         m.d.sync += decide_decay(self.wd_every)
-                        m.next = "COMMAND"
+                        to_command(first_pass=False)  # updating: REWIND
                     with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
                         m.next = "FINISH"
                     with m.Else():
@@ -481,7 +515,7 @@ class NetEngine(ConfigComponent):
                             m.d.sync += sign.eq(1)
                             m.next = "RUN"
                     with m.Else():
-                        m.next = "COMMAND"
+                        to_command(first_pass=True)  # not updating, sign 0, tile 0: NEXT
                 with m.Else():
                     m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
@@ -521,12 +555,12 @@ class NetEngine(ConfigComponent):
                             with m.If(tile != T - 1):
                                 m.d.sync += tile.eq(tile + 1)
                                 with m.If(perturbing):
-                                    m.next = "COMMAND"
+                                    to_command(first_pass=False)  # tile > 0: REWIND
                                 with m.Else():
                                     m.next = "RUN"
                             with m.Elif(perturbing & (sign == 0)):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
-                                m.next = "COMMAND"
+                                to_command(first_pass=False)  # sign 1: REWIND
                             with m.Else():
                                 m.d.sync += drain.eq(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
                                 m.next = "FORWARD_DRAIN"
@@ -556,7 +590,7 @@ class NetEngine(ConfigComponent):
                             *reset_walk,
                             *decide_decay(wd_every),
                         ]
-                        m.next = "COMMAND"
+                        to_command(first_pass=False)  # updating: REWIND
                     with m.Else():
                         m.next = "FINISH"
 
@@ -591,13 +625,12 @@ class NetEngine(ConfigComponent):
             tail_strobes(self, m, fsm, bp)
         # Strobes of the controller as plain expressions of its registers (continuous assignments: 4-state
         # simulators evaluate them from time 0)
-        first_pass = ~updating & (sign == 0) & (tile == 0)
-        commanding, running = fsm.ongoing("COMMAND"), fsm.ongoing("RUN")
+        running = fsm.ongoing("RUN")
         if conv is not None:
             m.d.comb += conv.running.eq(running)
         m.d.comb += [
-            stream.next.eq(commanding & first_pass),
-            stream.rewind.eq(commanding & ~first_pass),
+            stream.next.eq(command_next),
+            stream.rewind.eq(command_rewind),
             stream.sign.eq(sign),
             wanting.eq(running & perturbing if conv is None else running & perturbing & streaming),
             issue.eq(
@@ -676,7 +709,8 @@ class NetEngine(ConfigComponent):
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
         """S1: registers the issued word's perturbation ``p`` (0 in plain inference), flags and tag; the weight
-        word leaves the memory (also ``w_rdata``). S2: registers the weight word, ``p`` and the flags, and
+        word leaves the memory. S2: registers the weight word (also ``w_rdata``; on ECP5 the register is the weight
+        memory's output register, ``hw.engine.ebr``), ``p`` and the flags, and
         drives the array's inputs with ``sat(w + p)`` and the activation word (and the bias, ``_bias``).
         Returns ``_Stage1``: the S1 registers and the S2 weight word ``w2`` the update reads."""
         C, L = cfg.array.cols, len(cfg.layers)
@@ -731,12 +765,15 @@ class NetEngine(ConfigComponent):
             addr1.eq(word),
             p.eq(p_next),
         ]
-        m.d.comb += self.w_rdata.eq(w_read.data)
         # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
+        if isinstance(w_read, EbrRead):  # already registered in the blocks
+            m.d.comb += w2.eq(w_read.data)
+        else:
+            m.d.sync += w2.eq(w_read.data)
+        m.d.comb += self.w_rdata.eq(w2)  # W_READ_LATENCY: the host's reads leave from the register
         m.d.sync += [
-            w2.eq(w_read.data),
             p2.eq(p),
             valid2f.eq(valid1 & ~update1),
             first2.eq(first1),
@@ -744,6 +781,7 @@ class NetEngine(ConfigComponent):
             layer0_2.eq(layer0_1),
             tag2.eq(tag1),
         ]
+        m.d.comb += self.w_rdata.eq(w2)  # W_READ_LATENCY: the host's reads leave from the register
         weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
             weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
@@ -785,22 +823,24 @@ class NetEngine(ConfigComponent):
             m.d.comb += pe.weights[c].eq(array_weights[c])
         if any(l.bias for l in cfg.layers):
             self._bias(m, cfg, pe, layer, o, None if bp is None else bp.issue)
-        return _Stage1(p, p_next, valid1, update1, addr1, w2)
+        return _Stage1(p, p2, valid1, update1, addr1, w2)
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1, ecp5=False):
         """The update of an update pass, no stage holding more than one multiplier or one carry chain (and a
         compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
         round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
-        one 18 x 18 multiplier. S2 holds the two partial products; S3 the low one rounded, the old word and the
-        decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
-        ``decay_on`` picks); S4 the step and w - d, and writes ``sat(w - d - step)`` back in the same cycle
-        (``NET_UPDATE_LATENCY`` = 4; the host's ``w_*`` writes while idle). ``ecp5``: each partial product is a
-        MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p`` and whose A input register holds g
-        one cycle late; S2 stays in fabric. Exact: g is written only in IDLE and
-        FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for a cycle when a word's
-        ``p`` is in S1 and stays until the update has drained."""
+        one 18 x 18 multiplier. The products take ``p`` from its S2 register (``p_2``), so nothing but ``p``'s own
+        register follows the stream's logic. S3 holds the two partial products, the old word and the decay
+        d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
+        ``decay_on`` picks); S4 the low product rounded and w - d; S5 the step; S6 ``sat(w - d - step)``, written
+        back from that register (``NET_UPDATE_LATENCY`` = 6: the block RAM's write port starts at a flip-flop; the
+        host's ``w_*`` writes while idle). ``ecp5``: each
+        partial product is a MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p_2`` and whose A
+        input register holds g one cycle late; S3 stays in fabric. Exact: g is written only in IDLE and
+        FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for two cycles when a word's
+        ``p`` is in S2 and stays until the update has drained."""
         C = cfg.array.cols
-        word, w2, p, wd_shift = ctl.word, s1.w2, s1.p, ctl.wd_shift
+        word, w2, p, p2, wd_shift = ctl.word, s1.w2, s1.p, s1.p2, ctl.wd_shift
         w_write = mem.w_write
         low_bits = G_BITS - G_HIGH_BITS
         g_low, g_high = ctl.g[:low_bits], ctl.g[low_bits:].as_signed()
@@ -813,32 +853,34 @@ class NetEngine(ConfigComponent):
             addr.append(a)
         wd_minus_1 = (wd_shift - 1)[: wd_shift.shape().width]
         decay_off = (wd_shift == 0) | ~ctl.decay_on
-        new = Signal(int8_lanes(C))
+        new = Signal(int8_lanes(C), name="update_word")
         for c in range(C):
-            low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S2
+            low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S3
             high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
-            low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S3
-            high3 = Signal.like(high, name=f"g_p_high_3_{c}")
             old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
-            step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S4
+            low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S4
+            high4 = Signal.like(high, name=f"g_p_high_4_{c}")
+            decayed4 = Signal(signed(9), name=f"decayed_4_{c}")
+            step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S5
             decayed = Signal(signed(9), name=f"decayed_{c}")
-            if ecp5:  # p's and g's registers are each DSP's input registers
-                p_c = s1.p_next[c * STREAM_BITS : (c + 1) * STREAM_BITS].as_signed()
+            if ecp5:  # p_2's and g's registers are each DSP's input registers
+                p_c = p[c]
                 m.d.sync += [
                     low.eq(dsp_product(m, g_low, p_c, len(low), f"g_p_low_mult_{c}")),
                     high.eq(dsp_product(m, g_high, p_c, len(high), f"g_p_high_mult_{c}")),
                 ]
             else:
-                m.d.sync += [low.eq(g_low * p[c]), high.eq(g_high * p[c])]
+                m.d.sync += [low.eq(g_low * p2[c]), high.eq(g_high * p2[c])]
             m.d.sync += [
-                low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
-                high3.eq(high),
                 old3.eq(w2[c]),
                 decay3.eq(Mux(decay_off, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
-                step.eq((high3 << (low_bits - G_FRAC_BITS)) + low_rounded),
-                decayed.eq(old3 - decay3),
+                low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
+                high4.eq(high),
+                decayed4.eq(old3 - decay3),
+                step.eq((high4 << (low_bits - G_FRAC_BITS)) + low_rounded),
+                decayed.eq(decayed4),
             ]
-            m.d.comb += new[c].eq(saturate(decayed - step, WEIGHT_MIN, WEIGHT_MAX))
+            m.d.sync += new[c].eq(saturate(decayed - step, WEIGHT_MIN, WEIGHT_MAX))  # S6
         if ctl.bp is None:
             weight_write(m, w_write, self, valid[-1], addr[-1], new)
         else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write
@@ -861,9 +903,8 @@ class NetEngine(ConfigComponent):
             h_values = Signal(data.ArrayLayout(signed(8), R))
             m.d.sync += [h_valid.eq(forward_valid & out_tag.hidden), h_tag.eq(out_tag)]
             requantised = []  # per hidden layer: its shift and ReLU on the R sums
-            for i, lay in enumerate(cfg.layers[:-1]):
-                qs = [requantize(m, pe.sums[r], Const(lay.shift, SHIFT_BITS), f"hidden_{i}_{r}") for r in range(R)]
-                requantised.append([Mux(q < 0, 0, q) if lay.relu else q for q in qs])
+            for lay in cfg.layers[:-1]:
+                requantised.append([requantize_constant(pe.sums[r], lay.shift, lay.relu) for r in range(R)])
             with m.Switch(out_tag.layer):
                 for i, values in enumerate(requantised):
                     with m.Case(i):
@@ -910,18 +951,35 @@ class NetEngine(ConfigComponent):
         )
 
     def _elaborate_host_ports(self, m, cfg, mem, queue):
-        """The host's batch writes (``x_*``, ``y_*``) into bank ``write_bank`` while ``load_ready`` (written at
-        the clock edge), and its logit reads (``logit_*``: ``logit`` / ``logit_q`` ``LOGIT_READ_LATENCY``
-        cycles after the address)."""
+        """The host's batch writes (``x_*``, ``y_*``) into bank ``write_bank`` while ``load_ready``, and its logit
+        reads (``logit_*``: ``logit`` / ``logit_q`` ``LOGIT_READ_LATENCY`` cycles after the address). A write is
+        decided in its cycle (``load_ready``, the bank, the row) and lands one edge later from registers: the
+        memories' write enables (one register per row) start at flip-flops, not at ``full`` -> ``load_ready``
+        (the input buffer's LUT RAM has a write enable per 4 bits of a row). The bank it lands in was chosen in
+        its cycle, so a ``push`` in the cycle of the last write or the next one finds the batch whole; the
+        engine reads a bank at the earliest two cycles after its ``push``."""
         R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.input_words
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
-        m.d.comb += [
-            x_write.addr.eq(scaled(scaled(wp, T) + self.x_example // R, J0) + self.x_word),
-            x_write.data.eq(self.x_wdata.as_value().replicate(R)),
+        x_addr, x_data = Signal.like(x_write.addr, name="x_write_addr"), Signal.like(self.x_wdata, name="x_write_data")
+        x_en = Signal.like(x_write.en, name="x_write_en")
+        y_addr, y_data = Signal.like(y_write.addr, name="y_write_addr"), Signal.like(self.y_label, name="y_write_data")
+        y_en = Signal.like(y_write.en, name="y_write_en")
+        m.d.sync += [
+            x_addr.eq(scaled(scaled(wp, T) + self.x_example // R, J0) + self.x_word),
+            x_data.eq(self.x_wdata),
+            x_en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0)),
+            y_addr.eq(scaled(wp, T) + self.y_example // R),
+            y_data.eq(self.y_label),
+            y_en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0)),
         ]
-        m.d.comb += x_write.en.eq(Mux(self.x_we & self.load_ready, 1 << (self.x_example % R), 0))
-        m.d.comb += [y_write.addr.eq(scaled(wp, T) + self.y_example // R), y_write.data.eq(self.y_label.replicate(R))]
-        m.d.comb += y_write.en.eq(Mux(self.y_we & self.load_ready, 1 << (self.y_example % R), 0))
+        m.d.comb += [
+            x_write.addr.eq(x_addr),
+            x_write.data.eq(x_data.as_value().replicate(R)),
+            x_write.en.eq(x_en),
+            y_write.addr.eq(y_addr),
+            y_write.data.eq(y_data.replicate(R)),
+            y_write.en.eq(y_en),
+        ]
         # read: address register -> memory row -> the example's lane (registered) -> requantise (REQUANT_STAGES)
         l_addr = (
             scaled(scaled(self.logit_bank * 2 + self.logit_pass, T) + self.logit_example // R, O) + self.logit_output
@@ -962,6 +1020,13 @@ class NetEngine(ConfigComponent):
         m.d.comb += y_read.addr.eq(scaled(rp, T) + out_tag.tile)
         v1, z1, t1 = Signal(name="loss_valid_1"), Signal.like(pe.sums), Signal.like(out_tag)
         m.d.sync += [v1.eq(forward_valid & ~out_tag.hidden), z1.eq(pe.sums), t1.eq(out_tag)]
+        lowest = -(1 << (ACC_BITS - 1))
+        # per row, beside z1: z1 > the logit before it (z1b), and z1 != lowest -- compares of the array's sums,
+        # registered, so the running maximum's compare below has one carry chain and the mux behind it
+        rises = [Signal(name=f"above_previous_{r}") for r in range(R)]
+        not_lowest = [Signal(name=f"not_lowest_{r}") for r in range(R)]
+        m.d.sync += [rises[r].eq(greater(pe.sums[r], z1[r])) for r in range(R)]
+        m.d.sync += [not_lowest[r].eq(pe.sums[r] != lowest) for r in range(R)]
         # stage 1b: the label read compared with the output index, per row (and the label kept for the tail)
         v1b, z1b, t1b = Signal(name="loss_valid_1b"), Signal.like(pe.sums), Signal.like(out_tag)
         is_label = [Signal(name=f"is_label_{r}") for r in range(R)]
@@ -978,7 +1043,6 @@ class NetEngine(ConfigComponent):
         m.d.sync += [v3.eq(v2), pas3.eq(pas2)]
         terms = [Signal(unsigned(ACC_BITS + 2), name=f"hinge_{r}") for r in range(R)]
         labels, rivals = [], []
-        lowest = -(1 << (ACC_BITS - 1))
         for r in range(R):
             z = z1b[r]
             # the label's logit minus the margin: the hinge term margin + best - label is then one subtract
@@ -989,7 +1053,9 @@ class NetEngine(ConfigComponent):
             above = Signal(name=f"above_best_{r}")
             takes_z = Signal(name=f"takes_z_{r}")
             m.d.comb += takes_z.eq(v1b & ~is_label[r] & (first | above))
-            m.d.sync += above.eq(Mux(takes_z, z1[r] > z, Mux(v1b & is_label[r] & first, z1[r] != lowest, z1[r] > best)))
+            m.d.sync += above.eq(
+                Mux(takes_z, rises[r], Mux(v1b & is_label[r] & first, not_lowest[r], greater(z1[r], best)))
+            )
             with m.If(v1b & is_label[r]):
                 m.d.sync += label_logit.eq(z - margin)
             with m.If(takes_z):

@@ -106,6 +106,22 @@ def requantize(m: Module, acc, shift, name: str = "requant"):
     return out
 
 
+def requantize_constant(acc, shift: int, relu: bool = False):
+    """``requantize`` of a signed ``acc`` by a constant ``shift`` (0..31), then the ReLU if ``relu``: int8
+    ``sat(round_shift(acc, shift), lo, 127)``, lo = 0 with the ReLU, else -127. The clamps are compares of ``acc``
+    with constants beside the rounding add, not behind it, and the add spans only the ``shift + 8`` low bits the
+    result needs: one carry chain, then the muxes."""
+    lo = 0 if relu else WEIGHT_MIN
+    half = (1 << shift) >> 1
+    if shift + 8 <= len(acc):  # the result's bits when it is not clamped
+        value = (acc[: shift + 8] + half)[shift : shift + 8].as_signed()
+    else:
+        value = ((acc.as_signed() + half) >> shift)[:8].as_signed()
+    above = acc >= ((WEIGHT_MAX + 1) << shift) - half  # round_shift(acc, shift) > 127
+    below = acc < (lo << shift) - half  # round_shift(acc, shift) < lo
+    return Mux(above, WEIGHT_MAX, Mux(below, lo, value))
+
+
 REQUANT_STAGES = 3
 """Registers of ``requantize_registered``: the rounding add, the shift, the saturation."""
 

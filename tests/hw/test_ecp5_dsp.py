@@ -1,10 +1,13 @@
-"""The ECP5 variant of the products (``hw.engine.dsp``, MULT18X18D with its registers) against the generic one.
+"""The ECP5 variant of the products (``hw.engine.dsp``, MULT18X18D with its registers) and of the weight memory
+(``hw.engine.ebr``, DP16KD with its output register) against the generic one.
 
 Yosys ships MULT18X18D as a blackbox only (``share/lattice/cells_bb_ecp5.v``: no simulation model), so
 ``mult18x18d_model`` is a behavioural model of the configurations ``dsp_product`` uses (input registers A/B
 or none, output register, ``CLK0``/``CE0``/``RST0``, synchronous reset, ``SIGNEDA``/``SIGNEDB``; anything else
-stops the simulation). The pair (``PEArray`` generic and ECP5, shared inputs) runs thousands of random cycles
-on Icarus and Verilator with resets and must agree every cycle."""
+stops the simulation); likewise ``dp16kd_model`` for the DP16KD configuration ``ebr_memory`` uses, where a read
+of the word written in the same cycle gives x (undefined on the block). The pair (``PEArray`` generic and ECP5,
+shared inputs) runs thousands of random cycles on Icarus and Verilator with resets and must agree every cycle; the
+small network engine elaborated for ECP5 (both primitives) trains against golden on Icarus."""
 
 from __future__ import annotations
 
@@ -16,11 +19,13 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Elaboratable, Fragment, Module, Signal, Value, unsigned
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import Layer, NetConfig
 from pezo.hw.engine.dsp import DSP_BITS, Ecp5Target, dsp_product, is_ecp5
+from pezo.hw.engine.ebr import EBR_WORDS, blocks_of, ebr_memory
 from pezo.hw.engine.pe_array import ArrayShape, PEArray
 from pezo.sim import runner
 from pezo.sim.runner import available_simulators, run_cocotb
@@ -67,6 +72,55 @@ def mult18x18d_model() -> str:
             "    if (RST0) begin a_q <= 0; b_q <= 0; p_q <= 0; end",
             "    else if (CE0) begin a_q <= a; b_q <= b; p_q <= product; end",
             f'  assign {_bus("P", 2 * BITS)} = REG_OUTPUT_CLK == "NONE" ? product : p_q;',
+            "endmodule",
+            "",
+        ]
+    )
+
+
+def dp16kd_model() -> str:
+    """Verilog of a behavioural DP16KD: x18 on both ports, port A writes (both byte enables), port B reads into its
+    latch and, with ``REGMODE_B`` OUTREG, its output register; ``RSTB`` (sync) clears both. A read of the word
+    port A writes in that cycle gives x. Any other configuration stops the simulation."""
+    data = [f"DI{p}{i}" for p in "AB" for i in range(18)]
+    address = [f"AD{p}{i}" for p in "AB" for i in range(14)]
+    controls = [f"{c}{p}" for p in "AB" for c in ("CLK", "CE", "OCE", "WE", "RST")]
+    controls += [f"CS{p}{i}" for p in "AB" for i in range(3)]
+    outputs = [f"DOB{i}" for i in range(18)]
+    params = {"REGMODE_A": '"NOREG"', "REGMODE_B": '"NOREG"', "RESETMODE": '"SYNC"', "ASYNC_RESET_RELEASE": '"SYNC"'}
+    params |= {"DATA_WIDTH_A": "18", "DATA_WIDTH_B": "18", "CSDECODE_A": '"0b000"', "CSDECODE_B": '"0b000"'}
+    params |= {"WRITEMODE_A": '"NORMAL"', "WRITEMODE_B": '"NORMAL"', "GSR": '"AUTO"'}
+    supported = (
+        'DATA_WIDTH_A == 18 && DATA_WIDTH_B == 18 && REGMODE_A == "NOREG" && RESETMODE == "SYNC" && '
+        '(REGMODE_B == "NOREG" || REGMODE_B == "OUTREG")'
+    )
+    return "\n".join(
+        [
+            f"module DP16KD({', '.join(data + address + controls + outputs)});",
+            *[f"  parameter {name} = {value};" for name, value in params.items()],
+            f"  input {', '.join(data + address + controls)};",
+            f"  output {', '.join(outputs)};",
+            "  initial if (!(" + supported + ')) begin $display("DP16KD model: unsupported parameters"); $finish; end',
+            "  reg [17:0] mem [0:1023];",
+            "  integer i;",
+            "  initial for (i = 0; i < 1024; i = i + 1) mem[i] = 0;  // INITVAL_* 0: the block's configured contents",
+            "  reg [17:0] latch = 0, out = 0;",
+            f"  wire [9:0] wa = {{{', '.join(f'ADA{i}' for i in reversed(range(4, 14)))}}};",
+            f"  wire [9:0] ra = {{{', '.join(f'ADB{i}' for i in reversed(range(4, 14)))}}};",
+            f"  wire [17:0] din = {_bus('DIA', 18)};",
+            "  wire writing = CEA && WEA;",
+            "  always @(posedge CLKA) if (writing) begin",
+            '    if (!(ADA0 && ADA1)) begin $display("DP16KD model: a write without both byte enables"); $finish; end',
+            "    mem[wa] <= din;",
+            "  end",
+            "  always @(posedge CLKB) begin",
+            "    if (RSTB) begin latch <= 0; out <= 0; end",
+            "    else begin",
+            "      if (CEB) latch <= (writing && wa == ra) ? 18'bx : mem[ra];",
+            "      if (OCEB) out <= latch;",
+            "    end",
+            "  end",
+            f'  assign {_bus("DOB", 18)} = REGMODE_B == "OUTREG" ? out : latch;',
             "endmodule",
             "",
         ]
@@ -169,8 +223,9 @@ def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
 )
 def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
     """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
-    (the PE array's and the update's products in MULT18X18D registers) against golden, every logit and weight;
-    g formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
+    (the PE array's and the update's products in MULT18X18D registers, the weight memory in DP16KD blocks with
+    their output register) against golden, every logit and weight (read back through ``w_rdata``); g formed on
+    chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
 
@@ -179,7 +234,8 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
         path.parent.mkdir(parents=True, exist_ok=True)
         text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
         assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
-        path.write_text(text + mult18x18d_model())
+        assert text.count("DP16KD ") == 2  # 64-bit weight words: 18-bit slices, one bank
+        path.write_text(text + mult18x18d_model() + dp16kd_model())
         return path
 
     monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
@@ -192,3 +248,61 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
     result = runner.run_net_engine(cfg, loss, xs, ys, weights, "icarus", tmp_path / "icarus")
     assert result["match"], result.get("mismatches")
     assert result["steps"] == steps
+
+
+class _MemoryPair(wiring.Component):
+    """``ebr_memory`` (``data``) and an inferred memory whose read port feeds a register (``ref_data``), the same
+    write and read ports; a write to the word read in that cycle is dropped (undefined on the block)."""
+
+    def __init__(self, width: int, depth: int):
+        self.width, self.depth = width, depth
+        bits = (depth - 1).bit_length()
+        super().__init__(
+            {
+                "write_addr": In(bits),
+                "write_data": In(width),
+                "write_en": In(1),
+                "read_addr": In(bits),
+                "data": Out(width),
+                "ref_data": Out(width),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        write_en = self.write_en & (self.write_addr != self.read_addr)
+        read, write = ebr_memory(m, "ebr", self.width, self.depth)
+        m.submodules.ref = ref = Memory(shape=self.width, depth=self.depth, init=[])
+        ref_read, ref_write = ref.read_port(), ref.write_port()
+        for port in (write, ref_write):
+            m.d.comb += [port.addr.eq(self.write_addr), port.data.eq(self.write_data), port.en.eq(write_en)]
+        m.d.comb += [read.addr.eq(self.read_addr), ref_read.addr.eq(self.read_addr), self.data.eq(read.data)]
+        m.d.sync += self.ref_data.eq(ref_read.data)
+        return m
+
+
+@pytest.mark.parametrize(("width", "depth"), [(32, 424), (40, EBR_WORDS + 476)], ids=["one-bank", "two-banks"])
+def test_ebr_memory_matches_an_inferred_memory_and_register(width, depth, tmp_path, monkeypatch):
+    """3000 random cycles of writes, reads (two cycles to the data: the block's latch and output register) and
+    resets on Icarus; the two-bank case selects its bank after the registers."""
+    if "icarus" not in available_simulators():
+        pytest.skip("icarus is not available")
+    pair = _MemoryPair(width, depth)
+    text = verilog.convert(pair, name="pair", emit_src=False)
+    assert text.count("DP16KD ") == blocks_of(width, depth) == -(-width // 18) * -(-depth // EBR_WORDS)
+    source = tmp_path / "pair.v"
+    source.write_text(text + dp16kd_model())
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the runner passes sys.path on: ebr_pair_tb
+    run_cocotb(
+        verilog_path=source,
+        toplevel="pair",
+        test_module="ebr_pair_tb",
+        simulator="icarus",
+        build_dir=tmp_path / "icarus",
+        extra_env={"PEZO_CYCLES": "3000", "PEZO_DEPTH": str(depth), "PEZO_WIDTH": str(width)},
+    )
+
+
+def test_ebr_memory_rejects_an_empty_memory():
+    with pytest.raises(ValueError, match="depth"):
+        ebr_memory(Module(), "empty", 8, 0)

@@ -101,6 +101,39 @@ def test_requantisation_unit_matches_golden_at_the_edges():
     assert got == [int(int8.requantize(a, s)) for a, s in cases]
 
 
+def test_requantisation_by_a_constant_shift_matches_golden_at_the_clamps():
+    from pezo.hw.engine.pe_array import requantize_constant
+
+    m, acc = Module(), Signal(signed(32))
+    shifts = (0, 1, 9, 10, 24, 25, 31)
+    outs = {}
+    for s in shifts:
+        for relu in (False, True):
+            outs[s, relu] = Signal(signed(8), name=f"q_{s}_{int(relu)}")
+            m.d.comb += outs[s, relu].eq(requantize_constant(acc, s, relu))
+    # each clamp's bound and its neighbours (the rounding's half included), and the extremes
+    values = {0, 1, -1, (1 << 31) - 1, -(1 << 31)}
+    for s in shifts:
+        for edge in (128, 127, 0, -127, -128):
+            for k in (-2, -1, 0, 1, 2):
+                values.add(min(max((edge << s) - ((1 << s) >> 1) + k, -(1 << 31)), (1 << 31) - 1))
+    values = sorted(values)
+    got = []
+
+    async def bench(ctx):
+        for a in values:
+            ctx.set(acc, a)
+            got.append({key: ctx.get(out) for key, out in outs.items()})
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    for a, row in zip(values, got):
+        for (s, relu), q in row.items():
+            want = int(int8.requantize(a, s))
+            assert q == (max(want, 0) if relu else want), (a, s, relu)
+
+
 @pytest.fixture(scope="module")
 def real_task():
     from pezo.golden.lm.data import TaskDataMissing
