@@ -58,6 +58,18 @@ class Add16(wiring.Component):
         return m
 
 
+def _connect(m, ports, read, write):
+    """A memory's read and write port to the component's ``raddr`` / ``rdata`` / ``waddr`` / ``wdata`` / ``we``."""
+    m.d.comb += [
+        read.addr.eq(ports.raddr),
+        ports.rdata.eq(read.data),
+        write.addr.eq(ports.waddr),
+        write.data.eq(ports.wdata),
+        write.en.eq(ports.we),
+    ]
+    return m
+
+
 class EbrRead(wiring.Component):
     """512 x 36 memory: one synchronous read port, one write port; the data goes straight to the output."""
 
@@ -70,15 +82,7 @@ class EbrRead(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.mem = mem = Memory(shape=unsigned(36), depth=512, init=[])
-        r, w = mem.read_port(), mem.write_port()
-        m.d.comb += [
-            r.addr.eq(self.raddr),
-            self.rdata.eq(r.data),
-            w.addr.eq(self.waddr),
-            w.data.eq(self.wdata),
-            w.en.eq(self.we),
-        ]
-        return m
+        return _connect(m, self, mem.read_port(), mem.write_port())
 
 
 class EbrOutputRegister(wiring.Component):
@@ -92,15 +96,7 @@ class EbrOutputRegister(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        r, w = ebr_memory(m, "mem", unsigned(36), 1024)
-        m.d.comb += [
-            r.addr.eq(self.raddr),
-            self.rdata.eq(r.data),
-            w.addr.eq(self.waddr),
-            w.data.eq(self.wdata),
-            w.en.eq(self.we),
-        ]
-        return m
+        return _connect(m, self, *ebr_memory(m, "mem", unsigned(36), 1024))
 
 
 class Mult18(wiring.Component):
