@@ -20,7 +20,7 @@ from the last down to C+1 (1-based; ``l`` below is 0-based, l = L-1 .. C), four 
   the rounding pipeline: NITI's pseudo-stochastic rounding to ``bp_bits`` (shift = max(bitwidth - bp_bits,
   0); ``golden.engine.int8.pseudo_stochastic_round``: shift 0 passes G unchanged), then
   ``sat(w - step, -127, 127)`` into the weight memory (the old word read as the result arrives).
-* **requantisation** (l > C) -- per tile and input k the E buffer's R values, ``requantize`` by
+* **requantisation** (l > C) -- per tile and input k the E buffer's R values, ``requantize_registered`` by
   max(bitwidth(E) - 7, 0) (round half up, saturate to +-127; shift 0 is NITI's "fits 7 bits, unchanged"),
   into lane k % C of the int8 error buffer: e_{l-1} for the next layer's passes.
 

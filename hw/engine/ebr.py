@@ -49,9 +49,15 @@ class EbrWrite:
     en: Signal
 
 
+def _geometry(width: int, depth: int) -> tuple[int, int]:
+    """(slices of ``EBR_DATA_BITS`` per word, banks of ``EBR_WORDS``) for ``depth`` words of ``width`` bits."""
+    return -(-width // EBR_DATA_BITS), -(-depth // EBR_WORDS)
+
+
 def blocks_of(width: int, depth: int) -> int:
     """DP16KD blocks ``ebr_memory`` uses for ``depth`` words of ``width`` bits."""
-    return -(-width // EBR_DATA_BITS) * -(-depth // EBR_WORDS)
+    slices, banks = _geometry(width, depth)
+    return slices * banks
 
 
 def ebr_memory(m, name: str, shape, depth: int) -> tuple[EbrRead, EbrWrite]:
@@ -65,8 +71,7 @@ def ebr_memory(m, name: str, shape, depth: int) -> tuple[EbrRead, EbrWrite]:
     read_addr = Signal(address_bits, name=f"{name}_raddr")
     write_addr = Signal(address_bits, name=f"{name}_waddr")
     write_en = Signal(name=f"{name}_we")
-    slices = -(-width // EBR_DATA_BITS)
-    banks = -(-depth // EBR_WORDS)
+    slices, banks = _geometry(width, depth)
     low_bits = min(address_bits, EBR_WORDS.bit_length() - 1)
     bank_data = []
     for bank in range(banks):

@@ -12,8 +12,9 @@ their last word entered; a new dot product may start in the cycle after a ``last
 (``hw.engine.dsp.is_ecp5(platform)``) the input registers are each product's MULT18X18D input registers
 (``dsp_product``), the products register stays in fabric: the same cycles.
 
-``requantize``: int32 -> int8, ``sat(round_shift(acc, shift), -127, 127)`` with a run-time shift
-(``requantize_registered``: the same over three registers, for the host's logit reads and the tail's errors).
+Requantisation, int32 -> int8 ``sat(round_shift(acc, shift), -127, 127)`` (round half up; ``golden.engine.int8``):
+``requantize_registered`` with a run-time shift over three registers (the host's logit reads, the tail's errors),
+``requantize_constant`` with a constant one in a cycle (the hidden layers).
 """
 
 from __future__ import annotations
@@ -89,25 +90,8 @@ def saturate(value, lo: int, hi: int):
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
 
 
-def _round_shift(m: Module, acc, shift, name: str):
-    """``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits (round half up) as an expression."""
-    half = Signal(unsigned(32), name=f"{name}_half")
-    m.d.comb += half.eq((1 << shift) >> 1)
-    return (acc + half) >> shift
-
-
-def requantize(m: Module, acc, shift, name: str = "requant"):
-    """int8 ``sat(round_shift(acc, shift), -127, 127)`` of a signed ``acc`` and unsigned ``shift``
-    (0..31): ``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits, round half up."""
-    wide = Signal(signed(len(acc) + 1), name=f"{name}_wide")
-    m.d.comb += wide.eq(_round_shift(m, acc, shift, name))
-    out = Signal(signed(8), name=name)
-    m.d.comb += out.eq(saturate(wide, WEIGHT_MIN, WEIGHT_MAX))
-    return out
-
-
 def requantize_constant(acc, shift: int, relu: bool = False):
-    """``requantize`` of a signed ``acc`` by a constant ``shift`` (0..31), then the ReLU if ``relu``: int8
+    """The requantisation of a signed ``acc`` by a constant ``shift`` (0..31), then the ReLU if ``relu``: int8
     ``sat(round_shift(acc, shift), lo, 127)``, lo = 0 with the ReLU, else -127. The clamps are compares of ``acc``
     with constants beside the rounding add, not behind it, and the add spans only the ``shift + 8`` low bits the
     result needs: one carry chain, then the muxes."""
@@ -127,8 +111,9 @@ REQUANT_STAGES = 3
 
 
 def requantize_registered(m: Module, acc, shift, name: str = "requant"):
-    """``requantize`` of ``acc`` and ``shift`` (valid in the same cycle) over ``REQUANT_STAGES``
-    registers: the int8 result is valid three cycles later. One carry chain or one barrel shifter per
+    """int8 ``sat(round_shift(acc, shift), -127, 127)`` of a signed ``acc`` and an unsigned ``shift`` (0..31, valid
+    in the same cycle; ``(acc + (2^shift >> 1)) >> shift`` in ``len(acc) + 1`` bits, round half up) over
+    ``REQUANT_STAGES`` registers: the int8 result is valid three cycles later. One carry chain or one barrel shifter per
     cycle: ``acc + (2^shift >> 1)`` (the half decoded from ``shift`` in front of the adder), then ``>> shift``
     (the shift delayed with it), then the saturation's compare."""
     wide = len(acc) + 1

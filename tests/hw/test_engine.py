@@ -56,11 +56,12 @@ def test_engine_matches_golden_on_the_amaranth_simulator(fields):
 
 
 def test_requantisation_unit_matches_golden_at_the_edges():
-    from pezo.hw.engine.pe_array import requantize
+    """``requantize_registered`` (the run-time shift: host logit reads, the tail's errors), one case a cycle."""
+    from pezo.hw.engine.pe_array import REQUANT_STAGES, requantize_registered
 
     m = Module()
     acc, shift = Signal(signed(32)), Signal(unsigned(5))
-    out = requantize(m, acc, shift)
+    out = requantize_registered(m, acc, shift)
     cases = [
         (a, s)
         for s in (0, 1, 2, 4, 31)
@@ -90,15 +91,17 @@ def test_requantisation_unit_matches_golden_at_the_edges():
     got = []
 
     async def bench(ctx):
-        for a, s in cases:
+        for a, s in cases + [(0, 0)] * (REQUANT_STAGES - 1):
             ctx.set(acc, a)
             ctx.set(shift, s)
+            await ctx.tick()
             got.append(ctx.get(out))
 
     sim = Simulator(m)
+    sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert got == [int(int8.requantize(a, s)) for a, s in cases]
+    assert got[REQUANT_STAGES - 1 :] == [int(int8.requantize(a, s)) for a, s in cases]
 
 
 def test_requantisation_by_a_constant_shift_matches_golden_at_the_clamps():
