@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -136,6 +136,28 @@ def greater(a, b):
     """``a > b`` of two signed values as the sign bit of ``b - a`` at one bit past the wider operand: one carry
     chain whose top sum bit is the answer (Yosys's ``>`` on ECP5 adds a carry-out cell and the overflow LUTs)."""
     return (b.as_signed() - a.as_signed())[-1]
+
+
+PERTURBATION_NEAR_BITS = 9
+"""Bits of ``p`` clamped for the forward's add (``near_perturbation``): [-256, 255]."""
+
+
+def near_perturbation(p):
+    """``p`` clamped to [-256, 255] (``PERTURBATION_NEAR_BITS`` signed): for a weight ``w`` in [-128, 127],
+    ``sat(w + p, -127, 127)`` is the same with the clamped ``p`` (w + 255 >= 127, w - 256 <= -129)."""
+    half = 1 << PERTURBATION_NEAR_BITS - 1
+    return saturate(p, -half, half - 1)[:PERTURBATION_NEAR_BITS]
+
+
+def perturbed_weight(w, p_near):
+    """``sat(w + p_near, -127, 127)`` of an int8 ``w`` and a ``near_perturbation``: one 10-bit carry chain, then the
+    clamps decided by the sum's top bits (above: sum >= 128; below: sum <= -128, i.e. negative and not in
+    [-127, -1]), not by two more compare chains."""
+    total = Value.cast(w.as_signed() + p_near.as_signed())  # signed, 10 bits: [-384, 382]
+    top = len(total) - 1
+    above = ~total[top] & (total[7:top] != 0)
+    below = total[top] & ~((total[7:top] == (1 << top - 7) - 1) & (total[:7] != 0))
+    return Mux(above, WEIGHT_MAX, Mux(below, WEIGHT_MIN, total[:8].as_signed()))
 
 
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
@@ -767,6 +789,7 @@ class NetEngine(ConfigComponent):
         ]
         # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
+        p2_near = Signal(data.ArrayLayout(signed(PERTURBATION_NEAR_BITS), C), name="p_near_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
         if isinstance(w_read, EbrRead):  # already registered in the blocks
             m.d.comb += w2.eq(w_read.data)
@@ -775,14 +798,14 @@ class NetEngine(ConfigComponent):
         m.d.comb += self.w_rdata.eq(w2)  # W_READ_LATENCY: the host's reads leave from the register
         m.d.sync += [
             p2.eq(p),
+            *[p2_near[c].eq(near_perturbation(p[c])) for c in range(C)],
             valid2f.eq(valid1 & ~update1),
             first2.eq(first1),
             last2.eq(last1),
             layer0_2.eq(layer0_1),
             tag2.eq(tag1),
         ]
-        m.d.comb += self.w_rdata.eq(w2)  # W_READ_LATENCY: the host's reads leave from the register
-        weights = [saturate(w2[c] + p2[c], WEIGHT_MIN, WEIGHT_MAX) for c in range(C)]
+        weights = [perturbed_weight(w2[c], p2_near[c]) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
             weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
         # -- S3 (OPERAND_STAGES): every operand in a register before the array's input register: a block RAM's
@@ -935,10 +958,19 @@ class NetEngine(ConfigComponent):
         sign or scaled; 0 in host mode), read by the controller in FORWARD_DRAIN's last cycle."""
         loss, g_shift, g_lr, mode = ctl.loss, ctl.g_shift, ctl.g_lr, ctl.mode
         diff, half = Signal(signed(LOSS_BITS + 1), name="loss_diff"), Signal(unsigned(LOSS_BITS), name="g_half")
-        m.d.sync += [diff.eq(loss[0] - loss[1]), half.eq((Const(1, LOSS_BITS) << g_shift) >> 1)]
+        # the compares beside the difference, -g_lr in a register: the sign's mux starts at flip-flops
+        above, below = Signal(name="loss_above"), Signal(name="loss_below")
+        minus_lr = Signal.like(g_lr, name="g_lr_minus")
+        m.d.sync += [
+            diff.eq(loss[0] - loss[1]),
+            half.eq((Const(1, LOSS_BITS) << g_shift) >> 1),
+            above.eq(greater(loss[0], loss[1])),
+            below.eq(greater(loss[1], loss[0])),
+            minus_lr.eq(-g_lr),
+        ]
         # one carry chain, then one barrel shifter per register: round_shift(diff, g_shift)
         rounded, sign_g = Signal(signed(LOSS_BITS + 2), name="g_rounded"), Signal(signed(G_BITS), name="g_sign")
-        m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(diff > 0, g_lr, Mux(diff < 0, -g_lr, 0)))]
+        m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(above, g_lr, Mux(below, minus_lr, 0)))]
         scaled, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_2")
         m.d.sync += [scaled.eq(rounded >> g_shift), sign_g2.eq(sign_g)]
         sign_g = sign_g2
