@@ -344,8 +344,8 @@ class NetEngine(ConfigComponent):
     def _elaborate_blocks(self, m, cfg, ebr=False):
         """The perturbation stream, the ``PEArray`` and the memories (weights, two input banks, two label
         banks, four logit banks, the ping-pong hidden buffer when ``L > 1``). Returns the stream, the array
-        and the memory ports (``_Ports``); later stages drive every port. ``ebr``: the weight memory is
-        ``hw.engine.ebr``'s (its read data two cycles after the address, through the blocks' output register)."""
+        and the memory ports (``_Ports``); later stages drive every port. ``ebr``: the weight and logit memories are
+        ``hw.engine.ebr``'s (their read data two cycles after the address, through the blocks' output register)."""
         R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
         J0 = cfg.input_words
         slot_words = hidden_words(cfg)
@@ -363,12 +363,14 @@ class NetEngine(ConfigComponent):
         m.submodules.label_mem = label_mem = Memory(
             shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T, init=[]
         )
-        m.submodules.logit_mem = logit_mem = Memory(
-            shape=data.ArrayLayout(signed(ACC_BITS), R), depth=4 * T * O, init=[]
-        )
+        logit_shape = data.ArrayLayout(signed(ACC_BITS), R)
+        if ebr:
+            l_read, l_write = ebr_memory(m, "logit_mem", logit_shape, 4 * T * O)
+        else:
+            m.submodules.logit_mem = logit_mem = Memory(shape=logit_shape, depth=4 * T * O, init=[])
+            l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
         x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
-        l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
         h_read = h_write = None
         if L > 1:
             depth = hidden_depth(cfg) if cfg.backprop else 2 * slot_words

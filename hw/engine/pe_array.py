@@ -30,6 +30,7 @@ from pezo.golden.engine.int8 import ACC_BITS, SHIFT_RANGE, WEIGHT_MAX, WEIGHT_MI
 from pezo.golden.engine.zo_engine import EngineConfig
 from pezo.hw.component import ConfigComponent, ConfigSignature
 from pezo.hw.engine.dsp import dsp_product, is_ecp5
+from pezo.hw.engine.ebr import EbrRead
 
 PE_LATENCY = 4
 """Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
@@ -137,7 +138,8 @@ have a cycle of their own)."""
 
 def logit_read(m, port, addr, row, shift, logit, logit_q):
     """The host's logit read through the synchronous memory read ``port``: ``addr`` (the memory row), ``row``
-    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read into a register,
+    (the example's lane of the row) and ``shift`` are sampled into registers; the row is read into a register (an
+    ``hw.engine.ebr`` port's: the blocks' output register),
     its lane selected into a register, then requantised over ``REQUANT_STAGES``
     registers; ``logit`` is delayed to match. ``logit`` and ``logit_q`` are valid ``LOGIT_READ_LATENCY``
     cycles after the address."""
@@ -147,9 +149,13 @@ def logit_read(m, port, addr, row, shift, logit, logit_q):
     m.d.sync += [addr0.eq(addr), row0.eq(row), shift0.eq(shift)]
     m.d.sync += [row1.eq(row0), row2.eq(row1), shift1.eq(shift0), shift2.eq(shift1), shift3.eq(shift2)]
     m.d.comb += port.addr.eq(addr0)
-    row_data = Signal.like(port.data, name="logit_row")
     chosen = Signal(signed(ACC_BITS))
-    m.d.sync += [row_data.eq(port.data), chosen.eq(row_data[row2])]
+    if isinstance(port, EbrRead):  # the row register is the blocks' output register
+        row_data = port.data
+    else:
+        row_data = Signal.like(port.data, name="logit_row")
+        m.d.sync += row_data.eq(port.data)
+    m.d.sync += chosen.eq(row_data[row2])
     m.d.comb += logit_q.eq(requantize_registered(m, chosen, shift3, "logit_requant"))
     m.d.comb += logit.eq(delayed(m, chosen, REQUANT_STAGES, "logit"))
 

@@ -223,8 +223,8 @@ def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
 )
 def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
     """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
-    (the PE array's and the update's products in MULT18X18D registers, the weight memory in DP16KD blocks with
-    their output register) against golden, every logit and weight (read back through ``w_rdata``); g formed on
+    (the PE array's and the update's products in MULT18X18D registers, the weight and logit memories in DP16KD
+    blocks with their output register) against golden, every logit and weight (read back through ``w_rdata``); g formed on
     chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
@@ -234,7 +234,10 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
         path.parent.mkdir(parents=True, exist_ok=True)
         text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
         assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
-        assert text.count("DP16KD ") == 2  # 64-bit weight words: 18-bit slices, one bank
+        # 32-bit weight words and 64-bit logit rows (2 x 32): 18-bit slices, one bank each
+        assert (
+            text.count("DP16KD ") == blocks_of(32, cfg.memory_words) + blocks_of(64, 4 * cfg.array.tiles * 3) == 2 + 4
+        )
         path.write_text(text + mult18x18d_model() + dp16kd_model())
         return path
 
