@@ -97,9 +97,14 @@ WEIGHT_STAGES = 1
 """Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
 not followed by the add and the saturation in one cycle); the activation reads are issued this many
 cycles late so that both meet at the array."""
-OPERAND_STAGES = 1
-"""Registers between the operands' reads (the activation words, the perturbed weight word, the tail's operands)
-and the array's input register: a block RAM's clock-to-out is followed by no logic in its cycle."""
+OPERAND_STAGES = 2
+"""Registers between the operands' reads and the array's input register: the weight word's ``w + p`` (its clamp to
+int8 after the register), then the clamped word; the activation words (and the tail's operands) are read
+``ACTIVATION_READ_DELAY`` cycles after the issue and registered as read, then selected into the array's input
+register. A block RAM's clock-to-out is followed by no logic in its cycle, an add by no clamp."""
+ACTIVATION_READ_DELAY = WEIGHT_STAGES + OPERAND_STAGES - 1
+"""Cycles from a word's issue to its activation word's read address (registered that many times), so that the
+activation word, registered once as read, meets the weight word at the array."""
 NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
 ``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the ``OPERAND_STAGES``
@@ -109,10 +114,10 @@ NET_UPDATE_LATENCY = UPDATE_LATENCY + 3
 engine: the memory read, p's second register, the split g * p (two partial products), the low one's rounding
 with w - d, their sum, the saturating subtract into a register, the write (three stages more than the head
 engine's ``UPDATE_LATENCY``)."""
-LAYER_GAP = NET_FORWARD_LATENCY + 1 - WEIGHT_STAGES
+LAYER_GAP = NET_FORWARD_LATENCY + 1 - ACTIVATION_READ_DELAY
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the
-buffer; the next layer reads the buffer ``WEIGHT_STAGES`` cycles after its issue."""
+buffer; the next layer reads the buffer ``ACTIVATION_READ_DELAY`` cycles after its issue."""
 ACC_MAX = (1 << (ACC_BITS - 1)) - 1
 BP_DRAINS = {"gradient": NET_FORWARD_LATENCY + 7, "error": NET_FORWARD_LATENCY + 6, "requantise": 6}
 """Cycles after a backprop pass's last issue until its last result is stored (``hw.engine.bp_tail``): the

@@ -40,7 +40,7 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
-from pezo.golden.engine.network import BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
+from pezo.golden.engine.network import ACTIVATION_READ_DELAY, BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
 from pezo.hw.engine.pe_array import (
     REQUANT_STAGES,
     delayed,
@@ -425,31 +425,33 @@ def tail_strobes(engine, m, fsm, bp: TailControl) -> None:
     bp.error_phase = fsm.ongoing("BP_LOAD") | bp.error | fsm.ongoing("BP_ERR_DRAIN")
 
 
-def tail_operands(engine, m, cfg, pe, mem, bp, x3, h3):
-    """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's: addresses
-    registered one cycle after the issue, the memories' data registered as read (S3: a block RAM's clock-to-out
-    is followed by no logic in its cycle), then the lane selects into the array's input register. Gradient:
-    weights e[tR + c, o], activations the transposed input block (``x3``/``h3``: the forward's registered
-    activation words); error: weights column k % C of the cached block, activations e[tR + r, bC + c].
-    Returns (weights, acts, tail) at S3: the tail pass's weights and activations and "a tail pass"."""
+def tail_operands(engine, m, cfg, pe, mem, bp, x_word, h_word):
+    """The array's operands in a tail pass (``hw.engine.bp_tail``), read like the forward's activation words:
+    addresses registered ``ACTIVATION_READ_DELAY`` times after the issue, the memories' data registered as read
+    (S4: a block RAM's clock-to-out is followed by no logic in its cycle), then the lane selects into the array's
+    input register. Gradient: weights e[tR + c, o], activations the transposed input block (``x_word``/``h_word``:
+    the forward's registered activation words); error: weights column k % C of the cached block, activations
+    e[tR + r, bC + c]. Returns (weights, acts, tail) at S4: the tail pass's weights and activations and "a tail
+    pass"."""
     R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
     tm = engine.tail_memories
-    e_addr, b_addr, st_addr = Signal.like(tm.e_read.addr), Signal.like(tm.b_read.addr), Signal.like(tm.st_read.addr)
-    m.d.sync += [
+    e_addr = Signal.like(tm.e_read.addr, name="tail_e_addr")
+    m.d.comb += [
         e_addr.eq(scaled(bp.bt, tm.words) + Mux(bp.error, bp.boc, bp.bo_word)),
-        b_addr.eq(bp.boc),
-        st_addr.eq(bp.bt),
+        tm.e_read.addr.eq(delayed(m, e_addr, ACTIVATION_READ_DELAY, "tail_e_addr")),
+        tm.b_read.addr.eq(delayed(m, bp.boc, ACTIVATION_READ_DELAY, "tail_b_addr")),
+        tm.st_read.addr.eq(delayed(m, bp.bt, ACTIVATION_READ_DELAY, "tail_st_addr")),
     ]
-    m.d.comb += [tm.e_read.addr.eq(e_addr), tm.b_read.addr.eq(b_addr), tm.st_read.addr.eq(st_addr)]
-    kind = delayed(m, Mux(bp.issue, bp.kind, KIND_FORWARD), 3, "kind")
-    sel = delayed(m, Mux(bp.error, bp.br, bp.bo_lane), 3, "lane_select")
-    o = delayed(m, bp.bo, 3, "bp_o")
-    oc = delayed(m, bp.boc, 3, "bp_block")
-    gen = delayed(m, bp.layers.last, 3, "generated")
-    first = delayed(m, bp.layers.first, 3, "tail_layer0")
-    errors = Signal.like(tm.e_read.data, name="tail_errors_3")
-    state = Signal(tm.st_read.data.shape(), name="tail_state_3")
-    blocks = Signal(tm.b_read.data.shape(), name="tail_blocks_3")
+    at = ACTIVATION_READ_DELAY + 2  # the stage of the registered reads
+    kind = delayed(m, Mux(bp.issue, bp.kind, KIND_FORWARD), at, "kind")
+    sel = delayed(m, Mux(bp.error, bp.br, bp.bo_lane), at, "lane_select")
+    o = delayed(m, bp.bo, at, "bp_o")
+    oc = delayed(m, bp.boc, at, "bp_block")
+    gen = delayed(m, bp.layers.last, at, "generated")
+    first = delayed(m, bp.layers.first, at, "tail_layer0")
+    errors = Signal.like(tm.e_read.data, name=f"tail_errors_{at}")
+    state = Signal(tm.st_read.data.shape(), name=f"tail_state_{at}")
+    blocks = Signal(tm.b_read.data.shape(), name=f"tail_blocks_{at}")
     m.d.sync += [errors.eq(tm.e_read.data), state.eq(tm.st_read.data), blocks.eq(tm.b_read.data)]
     row = lambda r: errors.as_value()[r * C * 8 : (r + 1) * C * 8]  # noqa: E731
     generated_column = error_column(m, cfg, state, o)
@@ -460,12 +462,12 @@ def tail_operands(engine, m, cfg, pe, mem, bp, x3, h3):
     error_rows = [[Signal(signed(8), name=f"error_in_{r}_{c}") for c in range(C)] for r in range(R)]
     for r in range(R):
         for c in range(C):
-            h = x3[c][r] if L == 1 else Mux(first, x3[c][r], h3[c * C + r])
+            h = x_word[c][r] if L == 1 else Mux(first, x_word[c][r], h_word[c * C + r])
             m.d.comb += [
                 transposed[r][c].eq(h),
                 error_rows[r][c].eq(Mux(gen, generated_block[r][c], errors[r * C + c])),
             ]
-    acts = Signal.like(pe.acts, name="tail_acts_3")
+    acts = Signal.like(pe.acts, name=f"tail_acts_{at}")
     m.d.comb += acts.eq(Mux(kind == KIND_ERROR, pack_rows(error_rows), pack_rows(transposed)))
     weights = [Mux(kind == KIND_ERROR, cached[c], column[c]) for c in range(C)]
     return weights, acts, kind != KIND_FORWARD

@@ -10,7 +10,8 @@ A dense-only net builds none of this (its circuit is unchanged).
   per pass, in golden's global order, and the stream is neither consumed nor waited for on the other pixels.
 * **reads** (S1): the patch word's address instead of the dense word index (the batch bank's im2col'd example
   words for a conv layer 0, the HWC hidden buffer for a later one); a padding word reads as zero (``zeroed``).
-* **row buffer** (S2, ``row_buffer``): the first pixel's perturbed, saturated weight words go to the array and are
+* **row buffer** (S2, ``row_buffer``): the first pixel's perturbed weight words (``w + p``, clamped after it) go on
+  to the array and are
   written into a buffer of ``row_words`` words at the same time; every later pixel of the channel takes them from
   the buffer (read one cycle ahead, transparent to the write: a one-word row reads the word written in the same
   cycle). No fill cycles: a conv layer issues OH * OW * out_channels * row_words words per tile.
@@ -22,12 +23,13 @@ A dense-only net builds none of this (its circuit is unchanged).
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Mux, Signal, signed
+from amaranth.hdl import Const, Mux, Signal, Value, signed
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.network import NetConfig
 from pezo.hw.engine.conv_walk import WalkShape, walk_fields
-from pezo.hw.engine.pe_array import delayed, int8_lanes, select
+from pezo.hw.engine.pe_array import delayed, select
 
 MUXED_FIELDS = ("stream", "final", "addr", "zero", "channel", "out_word", "out_lane", "pool_first", "pool_last")
 """The walk fields the engine reads for the conv layer being issued."""
@@ -74,11 +76,12 @@ class ConvPath:
 
     def row_buffer(self, m, j, weights, valid2):
         """The row buffer (module docstring) between the perturbation add and the array: ``j`` the issued word's
-        row word (S0), ``weights`` the C perturbed, saturated weights at S2, ``valid2`` a forward word at S2.
-        Returns the C weights the array takes."""
+        row word (S0), ``weights`` the C perturbed weights (``w + p``, signed, before their clamp) at S2, ``valid2``
+        a forward word at S2. Returns the C weights the array takes (their clamp follows)."""
         C = self.cfg.array.cols
         depth = max(row_words(self.cfg.layers[i], C) for i in self.walks)
-        buffer = Memory(shape=int8_lanes(C), depth=depth, init=[])
+        lanes = data.ArrayLayout(signed(len(Value.cast(weights[0]))), C)
+        buffer = Memory(shape=lanes, depth=depth, init=[])
         m.submodules.conv_row_buffer = buffer
         write = buffer.write_port()
         read = buffer.read_port(transparent_for=(write,))

@@ -7,11 +7,14 @@ Datapath, one weight word (C weights of one output) per cycle for R examples:
 * issue (S0): the controller reads weight word ``word`` (global order) and, in a perturbed pass,
   consumes one stream vector (registered as p);
 * S1: the weight word leaves the memory into a register (``WEIGHT_STAGES``: the block RAM's clock-to-out
-  is followed by no logic); the layer's activation word is read (layer 0: the batch bank at the head of
-  the queue; later layers: the hidden buffer the previous layer wrote), its address one cycle behind
-  the issue; in the update, ``g * p`` (then round, then ``sat(w - step)`` written back);
-* S2: ``sat(w + p, -127, 127)`` and the activation word into the array's input register (p = 0 in
-  plain inference, negated by the stream in the -epsilon pass);
+  is followed by no logic); in the update, ``g * p`` (then round, then ``sat(w - step)`` written back);
+* S2: ``w + p`` (p clamped to 9 bits beside its register: the same saturation) into a register (p = 0 in
+  plain inference, negated by the stream in the -epsilon pass); the layer's activation word is read
+  (layer 0: the batch bank at the head of the queue; later layers: the hidden buffer the previous layer
+  wrote), its address ``ACTIVATION_READ_DELAY`` (2) cycles behind the issue;
+* S3: ``sat(w + p, -127, 127)`` and the activation word (registered as read) into registers; S4: both into the
+  array's input register (``OPERAND_STAGES``: no block RAM's clock-to-out and no add is followed by more
+  logic in its cycle);
 * results leave the array ``NET_FORWARD_LATENCY`` cycles after the issue of a row's last word: a hidden
   layer's R sums are requantised (the layer's shift and ReLU) into a register and written one cycle
   later to lane ``o % C`` of word ``o // C`` of the layer's hidden buffer (ping-pong: layer l writes
@@ -66,6 +69,7 @@ from amaranth.lib.wiring import In, Out
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import (
+    ACTIVATION_READ_DELAY,
     LAYER_GAP,
     NET_FORWARD_LATENCY,
     NET_UPDATE_LATENCY,
@@ -104,6 +108,7 @@ from pezo.hw.engine.pe_array import (
     SHIFT_BITS,
     ArrayShape,
     PEArray,
+    delayed,
     index_bits,
     int8_lanes,
     logit_read,
@@ -128,8 +133,8 @@ W_READ_LATENCY = 2
 """Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
 register."""
 STEP_BITS = 16
-assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == OPERAND_STAGES == 1
-assert NET_FORWARD_LATENCY == 3 + PE_LATENCY
+assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2
+assert NET_FORWARD_LATENCY == 4 + PE_LATENCY
 
 
 def greater(a, b):
@@ -149,11 +154,19 @@ def near_perturbation(p):
     return saturate(p, -half, half - 1)[:PERTURBATION_NEAR_BITS]
 
 
-def perturbed_weight(w, p_near):
-    """``sat(w + p_near, -127, 127)`` of an int8 ``w`` and a ``near_perturbation``: one 10-bit carry chain, then the
-    clamps decided by the sum's top bits (above: sum >= 128; below: sum <= -128, i.e. negative and not in
-    [-127, -1]), not by two more compare chains."""
-    total = Value.cast(w.as_signed() + p_near.as_signed())  # signed, 10 bits: [-384, 382]
+PERTURBED_SUM_BITS = PERTURBATION_NEAR_BITS + 1
+"""Bits of ``w + near_perturbation(p)`` (signed): [-384, 382]."""
+
+
+def perturbed_sum(w, p_near):
+    """``w + p_near`` of an int8 ``w`` and a ``near_perturbation``: one ``PERTURBED_SUM_BITS``-bit carry chain."""
+    return (w.as_signed() + p_near.as_signed())[:PERTURBED_SUM_BITS].as_signed()
+
+
+def clamp_int8(total):
+    """``sat(total, -127, 127)`` of a signed ``total`` of 9 bits or more, decided by its top bits (above: total >= 128;
+    below: total <= -128, i.e. negative and not in [-127, -1]), not by compare chains."""
+    total = Value.cast(total)
     top = len(total) - 1
     above = ~total[top] & (total[7:top] != 0)
     below = total[top] & ~((total[7:top] == (1 << top - 7) - 1) & (total[:7] != 0))
@@ -707,8 +720,9 @@ class NetEngine(ConfigComponent):
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
         """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
-        ``en``; the activation word one cycle later (address registered: layer 0 from the batch bank at the
-        head of the queue, later layers from the hidden buffer), so it meets the registered weights at S2."""
+        ``en``; the activation word ``ACTIVATION_READ_DELAY`` cycles later (address registered that many times:
+        layer 0 from the batch bank at the head of the queue, later layers from the hidden buffer), so that,
+        registered as read, it meets the clamped weight word at S4."""
         T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.input_words
         x_read, h_read, bp = mem.x_read, mem.h_read, ctl.bp
         m.d.comb += stream.en.eq(ctl.wanting)
@@ -719,23 +733,24 @@ class NetEngine(ConfigComponent):
         x_word = j
         if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
             x_word = ctl.conv.walks[0]["addr"]
-        m.d.sync += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
-        m.d.comb += x_read.addr.eq(x_addr)
+        m.d.comb += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
+        m.d.comb += x_read.addr.eq(delayed(m, x_addr, ACTIVATION_READ_DELAY, "acts_x_addr"))
         if L > 1:
             h_addr = Signal.like(h_read.addr)
             h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
             if bp is None:
-                m.d.sync += h_addr.eq(scaled(~ctl.layer[0], hidden_words(cfg)) + h_word)
+                m.d.comb += h_addr.eq(scaled(~ctl.layer[0], hidden_words(cfg)) + h_word)
             else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
                 layer = Mux(bp.grad, bp.l, ctl.layer)
-                m.d.sync += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
-            m.d.comb += h_read.addr.eq(h_addr)
+                m.d.comb += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
+            m.d.comb += h_read.addr.eq(delayed(m, h_addr, ACTIVATION_READ_DELAY, "acts_h_addr"))
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
         """S1: registers the issued word's perturbation ``p`` (0 in plain inference), flags and tag; the weight
         word leaves the memory. S2: registers the weight word (also ``w_rdata``; on ECP5 the register is the weight
-        memory's output register, ``hw.engine.ebr``), ``p`` and the flags, and
-        drives the array's inputs with ``sat(w + p)`` and the activation word (and the bias, ``_bias``).
+        memory's output register, ``hw.engine.ebr``), ``p`` (and ``p`` clamped) and the flags. S3: ``w + p``.
+        S4: ``sat(w + p)`` and the activation word (read with the address ``ACTIVATION_READ_DELAY`` cycles late),
+        which drive the array's inputs (and the bias, ``_bias``).
         Returns ``_Stage1``: the S1 registers and the S2 weight word ``w2`` the update reads."""
         C, L = cfg.array.cols, len(cfg.layers)
         tag_shape = tag_layout(cfg)
@@ -789,7 +804,7 @@ class NetEngine(ConfigComponent):
             addr1.eq(word),
             p.eq(p_next),
         ]
-        # -- S2: the registered weight word + p, saturated (the row buffer, the tail's operands) -----------
+        # -- S2: the registered weight word + p (the conv row buffer) ------------------------------------
         w2, p2 = Signal(int8_lanes(C), name="weights_2"), Signal.like(p, name="p_2")
         p2_near = Signal(data.ArrayLayout(signed(PERTURBATION_NEAR_BITS), C), name="p_near_2")
         valid2f, first2, last2, layer0_2, tag2 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
@@ -807,41 +822,52 @@ class NetEngine(ConfigComponent):
             layer0_2.eq(layer0_1),
             tag2.eq(tag1),
         ]
-        weights = [perturbed_weight(w2[c], p2_near[c]) for c in range(C)]
+        sums = [perturbed_sum(w2[c], p2_near[c]) for c in range(C)]
         if ctl.conv is not None:  # a conv row's later pixels take its words from the row buffer
-            weights = ctl.conv.row_buffer(m, ctl.j, weights, valid2f)
-        # -- S3 (OPERAND_STAGES): every operand in a register before the array's input register: a block RAM's
-        # clock-to-out is followed by no logic in its cycle (the activation words are registered as read)
-        weights3 = Signal(int8_lanes(C), name="weights_3")
-        x3 = Signal.like(x_read.data, name="acts_x_3")
+            sums = ctl.conv.row_buffer(m, ctl.j, sums, valid2f)
+        # -- S3, S4 (OPERAND_STAGES): w + p in a register, then its clamp to int8 in the next; the activation words
+        # (read ACTIVATION_READ_DELAY cycles after the issue) registered as read at S4: a block RAM's clock-to-out
+        # is followed by no logic in its cycle, an add by no clamp
+        sums3 = Signal(data.ArrayLayout(signed(PERTURBED_SUM_BITS), C), name="weight_sums_3")
         valid3f, first3, last3, layer0_3, tag3 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
         m.d.sync += [
-            *[weights3[c].eq(weights[c]) for c in range(C)],
-            x3.eq(x_read.data),
+            *[sums3[c].eq(sums[c]) for c in range(C)],
             valid3f.eq(valid2f),
             first3.eq(first2),
             last3.eq(last2),
             layer0_3.eq(layer0_2),
             tag3.eq(tag2),
         ]
-        acts = x3.as_value()
-        h3 = None
+        weights4 = Signal(int8_lanes(C), name="weights_4")
+        x4 = Signal.like(x_read.data, name="acts_x_4")
+        valid4f, first4, last4, layer0_4, tag4 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
+        m.d.sync += [
+            *[weights4[c].eq(clamp_int8(sums3[c])) for c in range(C)],
+            x4.eq(x_read.data),
+            valid4f.eq(valid3f),
+            first4.eq(first3),
+            last4.eq(last3),
+            layer0_4.eq(layer0_3),
+            tag4.eq(tag3),
+        ]
+        acts = x4.as_value()
+        h4 = None
         if L > 1:
-            h3 = Signal.like(h_read.data, name="acts_h_3")
-            m.d.sync += h3.eq(h_read.data)
-            acts = Mux(layer0_3, x3.as_value(), h3.as_value())
+            h4 = Signal.like(h_read.data, name="acts_h_4")
+            m.d.sync += h4.eq(h_read.data)
+            acts = Mux(layer0_4, x4.as_value(), h4.as_value())
         if ctl.conv is not None:  # zero padding
-            acts = ctl.conv.zeroed(m, acts, stages=2 + OPERAND_STAGES)
-        array_weights = [weights3[c] for c in range(C)]
+            acts = ctl.conv.zeroed(m, acts, stages=WEIGHT_STAGES + 1 + OPERAND_STAGES)
+        array_weights = [weights4[c] for c in range(C)]
         if bp is not None:  # a tail pass's operands, selected from registered reads into the array's register
-            tail_weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, x3, h3)
+            tail_weights, tail_acts, tail_pass = tail_operands(self, m, cfg, pe, mem, bp, x4, h4)
             acts = Mux(tail_pass, tail_acts.as_value(), acts)
-            array_weights = [Mux(tail_pass, tail_weights[c], weights3[c]) for c in range(C)]
+            array_weights = [Mux(tail_pass, tail_weights[c], weights4[c]) for c in range(C)]
         m.d.comb += [
-            pe.valid.eq(valid3f),
-            pe.first.eq(first3),
-            pe.last.eq(last3),
-            pe.tag.eq(tag3.as_value()),
+            pe.valid.eq(valid4f),
+            pe.first.eq(first4),
+            pe.last.eq(last4),
+            pe.tag.eq(tag4.as_value()),
             pe.acts.eq(acts),
         ]
         for c in range(C):
@@ -1022,7 +1048,8 @@ class NetEngine(ConfigComponent):
 
     def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
         """The bias memory: one int32 per output of every layer (global output order; host writes while
-        idle), read with a row's first word (address one cycle behind the issue, like the activations);
+        idle), read with a row's first word (address ``ACTIVATION_READ_DELAY`` cycles behind the issue, like the
+        activations);
         a layer without ``bias`` adds 0."""
         offsets = [sum(l.bias_size for l in cfg.layers[:i]) for i in range(len(cfg.layers))]
         m.submodules.bias_mem = bias_mem = Memory(shape=signed(ACC_BITS), depth=cfg.total_outputs, init=[])
@@ -1033,13 +1060,12 @@ class NetEngine(ConfigComponent):
             index.eq(select(layer, [offsets[i] + o for i in range(len(cfg.layers))])),
             uses.eq(select(layer, [int(lay.bias) for lay in cfg.layers])),
         ]
-        index1, uses1, uses2 = Signal.like(index), Signal(), Signal()
         if tail_issue is not None:  # a tail pass starts its sums from 0
             uses = uses & ~tail_issue
-        m.d.sync += [index1.eq(index), uses1.eq(uses), uses2.eq(uses1)]
-        bias3 = Signal(signed(ACC_BITS), name="bias_3")  # with the operands (OPERAND_STAGES)
-        m.d.sync += bias3.eq(Mux(uses2, b_read.data, 0))
-        m.d.comb += [b_read.addr.eq(index1), pe.bias.eq(bias3)]
+        read_uses = delayed(m, uses, ACTIVATION_READ_DELAY + 1, "bias_uses")
+        bias4 = Signal(signed(ACC_BITS), name="bias_4")  # registered as read, with the activation words
+        m.d.sync += bias4.eq(Mux(read_uses, b_read.data, 0))
+        m.d.comb += [b_read.addr.eq(delayed(m, index, ACTIVATION_READ_DELAY, "bias_addr")), pe.bias.eq(bias4)]
 
     def _loss_unit(self, m, cfg, pe, out_tag, forward_valid, y_read, rp, ctl):
         """Per row: the label's logit and the running max of the others over a tile's outputs (they leave

@@ -224,8 +224,8 @@ def test_ecp5_array_matches_generic(simulator, bias, tmp_path, monkeypatch):
 def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatch):
     """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
     (the PE array's and the update's products in MULT18X18D registers, the weight and logit memories in DP16KD
-    blocks with their output register) against golden, every logit and weight (read back through ``w_rdata``); g formed on
-    chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
+    blocks with their output register) against golden, every logit and weight (read back through ``w_rdata``); g
+    formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
 
