@@ -105,10 +105,14 @@ register. A block RAM's clock-to-out is followed by no logic in its cycle, an ad
 ACTIVATION_READ_DELAY = WEIGHT_STAGES + OPERAND_STAGES - 1
 """Cycles from a word's issue to its activation word's read address (registered that many times), so that the
 activation word, registered once as read, meets the weight word at the array."""
-NET_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
+PRODUCT_STAGES = 2
+"""Registers behind each product of the network engine's array (the head engine's array has one): on ECP5 the
+MULT18X18D's output register, then a fabric register beside the row's adder tree, so the route out of the DSP
+column has a cycle of its own."""
+NET_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
-``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the ``OPERAND_STAGES``
-in front of the array."""
+``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the ``WEIGHT_STAGES`` in front
+of the perturbation add and the ``OPERAND_STAGES`` in front of the array."""
 NET_UPDATE_LATENCY = UPDATE_LATENCY + 3
 """Cycles after the last weight word's read is issued until its new value is written back in the network
 engine: the memory read, p's second register, the split g * p (two partial products), the low one's rounding

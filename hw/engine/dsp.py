@@ -10,14 +10,17 @@ build, ``boards.ulx3s.ulx3s_platform``) keeps the inferred ``*`` and its fabric 
 ``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
 = 1 (a signed operand up to 18 bits, an unsigned one up to 17), both through the input registers
 ``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset
-(``RESETMODE`` SYNC, the registers reset to 0 like the fabric's); no pipeline or output register. So the returned
+(``RESETMODE`` SYNC, the registers reset to 0 like the fabric's); no pipeline register, the output register only
+with ``output_register``. So the returned
 signed product is ``a * b`` of the values on ``a`` and ``b`` one cycle earlier, combinational out of the block:
 the caller registers it in fabric (its products register, placed beside its consumer), which gives the cycles
 of an input register, then a product register, in fabric.
 
-Why not the output register too: with ``REG_OUTPUT`` the products leave the DSP column at the start of the
-next cycle and route to the adder tree in the same cycle as the tree's adds (digits-mlp seed 7: 85.3 MHz,
-``dut.pe.prod_2_4_dsp.P3`` -> 4.7 ns of routing -> ``row_sum_2``, against 101.1 MHz before). Why both inputs:
+The output register (``output_register``) only in front of a fabric register, never instead of it: with
+``REG_OUTPUT`` alone the products leave the DSP column at the start of the next cycle and route to the adder tree in
+the same cycle as the tree's adds (digits-mlp seed 7: 85.3 MHz, ``dut.pe.prod_2_4_dsp.P3`` -> 4.7 ns of routing ->
+``row_sum_2``, against 101.1 MHz before); with both, the route from the DSP column to the tree has a cycle of its own
+(the network engine's ``ArrayShape.product_stages`` 2). Why both inputs:
 nextpnr times a MULT18X18D with one input registered as if neither were.
 """
 
@@ -52,10 +55,11 @@ def _operand(value, name: str):
     return operand, operand.eq(value)
 
 
-def dsp_product(m, a, b, width: int, name: str) -> Signal:
+def dsp_product(m, a, b, width: int, name: str, output_register: bool = False) -> Signal:
     """``a * b`` (signed, ``width`` <= 36 bits) of the previous cycle's ``a`` and ``b`` from one MULT18X18D
     (instance ``<name>_dsp``) with its input registers (contract in the module docstring); the DSP is added to
-    ``m.submodules``."""
+    ``m.submodules``. ``output_register``: through the block's output register too (``REG_OUTPUT`` on ``CLK0``), the
+    product of the values two cycles earlier."""
     if not 1 <= width <= 2 * DSP_BITS:
         raise ValueError(f"width: {width} is outside 1..{2 * DSP_BITS}")
     a18, a_eq = _operand(a, f"{name}_a")
@@ -78,7 +82,7 @@ def dsp_product(m, a, b, width: int, name: str) -> Signal:
     registers = {
         "p_REG_INPUTA_CLK": "CLK0",
         "p_REG_INPUTB_CLK": "CLK0",
-        "p_REG_OUTPUT_CLK": "NONE",
+        "p_REG_OUTPUT_CLK": "CLK0" if output_register else "NONE",
         "p_REG_PIPELINE_CLK": "NONE",
         "p_REG_INPUTC_CLK": "NONE",
         "p_RESETMODE": "SYNC",

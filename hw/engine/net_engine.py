@@ -74,6 +74,7 @@ from pezo.golden.engine.network import (
     NET_FORWARD_LATENCY,
     NET_UPDATE_LATENCY,
     OPERAND_STAGES,
+    PRODUCT_STAGES,
     WEIGHT_STAGES,
     NetConfig,
 )
@@ -134,7 +135,7 @@ W_READ_LATENCY = 2
 register."""
 STEP_BITS = 16
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2
-assert NET_FORWARD_LATENCY == 4 + PE_LATENCY
+assert NET_FORWARD_LATENCY == 4 + PE_LATENCY + PRODUCT_STAGES - 1
 
 
 def greater(a, b):
@@ -366,7 +367,7 @@ class NetEngine(ConfigComponent):
         tag_shape = tag_layout(cfg)
 
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
-        m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_shape.size, bias=has_bias))
+        m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_shape.size, bias=has_bias, product_stages=PRODUCT_STAGES))
         if ebr:
             w_read, w_write = ebr_memory(m, "weight_mem", int8_lanes(C), cfg.memory_words)
         else:

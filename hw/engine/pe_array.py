@@ -8,9 +8,11 @@ consecutive valid words, the first flagged ``first`` (the accumulator restarts) 
 input register (the perturbed weights and the activations: nothing but wiring between the weight memory's
 read, the saturating perturbation add and the multipliers) -> products register -> adder-tree register ->
 accumulator, so results leave ``PE_LATENCY`` cycles after
-their last word entered; a new dot product may start in the cycle after a ``last`` word (no bubble). On ECP5
-(``hw.engine.dsp.is_ecp5(platform)``) the input registers are each product's MULT18X18D input registers
-(``dsp_product``), the products register stays in fabric: the same cycles.
+their last word entered (``ArrayShape.product_stages`` 2: a second products register, one cycle more); a new dot
+product may start in the cycle after a ``last`` word (no bubble). On ECP5 (``hw.engine.dsp.is_ecp5(platform)``) the
+input registers are each product's MULT18X18D input registers (``dsp_product``), the (last) products register stays
+in fabric beside the adder tree, and with two products registers the first is the MULT18X18D's output register:
+the same cycles.
 
 Requantisation, int32 -> int8 ``sat(round_shift(acc, shift), -127, 127)`` (round half up; ``golden.engine.int8``):
 ``requantize_registered`` with a run-time shift over three registers (the host's logit reads, the tail's errors),
@@ -33,7 +35,8 @@ from pezo.hw.engine.dsp import dsp_product, is_ecp5
 from pezo.hw.engine.ebr import EbrRead
 
 PE_LATENCY = 4
-"""Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate."""
+"""Cycles from a word on the inputs to its accumulator: input register, products, adder tree, accumulate (with one
+products register, ``ArrayShape.product_stages`` 1; each more adds a cycle: ``ArrayShape.latency``)."""
 
 REPLICA_ATTR = "pezo_replica"
 """Attribute of registers that hold the same value on purpose (a copy per consumer, placed beside it): the
@@ -180,11 +183,19 @@ class ArrayShape:
     cols: int
     tag_bits: int
     bias: bool = False
+    product_stages: int = 1
+    """Registers behind each product (1 or 2; 2 on ECP5: the MULT18X18D's output register, then the fabric's)."""
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a word on the inputs to its accumulator."""
+        return PE_LATENCY + self.product_stages - 1
 
     def __post_init__(self):
         check_int("rows", self.rows, 1, 64)
         check_int("cols", self.cols, 1, 64)
         check_int("tag_bits", self.tag_bits, 1, 64)
+        check_int("product_stages", self.product_stages, 1, 2)
 
 
 class PEArray(ConfigComponent):
@@ -236,20 +247,21 @@ class PEArray(ConfigComponent):
         ]
         start = 0  # what a ``first`` word's accumulator starts from
         if cfg.bias:  # the bias rides along with its word
-            bias = [Signal(signed(ACC_BITS), name=f"bias_{i}") for i in range(3)]
-            m.d.sync += [bias[0].eq(self.bias), bias[1].eq(bias[0]), bias[2].eq(bias[1])]
-            start = bias[2]
-        # stage 1: R x C products (int16)
+            start = delayed(m, self.bias, 3 + cfg.product_stages - 1, "bias")
+        # stage 1 (.. product_stages): R x C products (int16)
+        extra = cfg.product_stages - 1
         products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
-                if ecp5:  # the stage 0 registers are the MULT18X18D's input registers, the products stay in fabric
-                    product = dsp_product(m, self.weights[c], self.acts[r][c], 16, f"mult_{r}_{c}")
+                if ecp5:  # the stage 0 registers are the MULT18X18D's input registers (a second products register:
+                    # its output register), the last products register stays in fabric, beside the adder tree
+                    name = f"mult_{r}_{c}"
+                    product = dsp_product(m, self.weights[c], self.acts[r][c], 16, name, output_register=extra > 0)
                     m.d.sync += products[r][c].eq(product)
                 else:
-                    m.d.sync += products[r][c].eq(weights[r][c] * acts[r][c])
-        v1, f1, l1, t1 = Signal(), Signal(), Signal(), Signal.like(self.tag)
-        m.d.sync += [v1.eq(v0), f1.eq(f0), l1.eq(l0), t1.eq(t0)]
+                    product = delayed(m, weights[r][c] * acts[r][c], extra, f"prod_{r}_{c}_dsp")
+                    m.d.sync += products[r][c].eq(product)
+        v1, f1, l1, t1 = (delayed(m, s, 1 + extra, n) for s, n in ((v0, "v1"), (f0, "f1"), (l0, "l1"), (t0, "t1")))
         # stage 2: one adder tree per row
         width = 16 + max(1, (cfg.cols - 1).bit_length())
         row_sums = [Signal(signed(width), name=f"row_sum_{r}") for r in range(cfg.rows)]

@@ -12,6 +12,7 @@ from pezo.golden.engine.network import (
     NET_FORWARD_LATENCY,
     NET_UPDATE_LATENCY,
     OPERAND_STAGES,
+    PRODUCT_STAGES,
     WEIGHT_STAGES,
     Layer,
     NetConfig,
@@ -133,13 +134,15 @@ def test_presets_tile_the_default_array_and_the_bound():
         issued = sum(cfg.layer_cycles(i) for i in range(len(cfg.layers)))  # a conv's words once per pixel (issue 33)
         assert issued == words or cfg.has_conv
         assert cfg.cycle_bound() == 2 * cfg.array.tiles * issued + words + NET_FORWARD_LATENCY + NET_UPDATE_LATENCY
-    assert NET_FORWARD_LATENCY == FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
-    assert LAYER_GAP == FORWARD_LATENCY + 2  # the gap does not grow with the operand stages (the reads move too)
+    assert NET_FORWARD_LATENCY == FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
+    # the gap grows with the products registers, not with the operand stages (the reads move with them)
+    assert LAYER_GAP == FORWARD_LATENCY + PRODUCT_STAGES - 1 + 2
     digits = net_config("digits-mlp")
     # 2129 before issue 32's split g * p (NET_UPDATE_LATENCY 4) and operand register (NET_FORWARD_LATENCY 7);
     # 2131 before the products took p from its second register (NET_UPDATE_LATENCY 5), 2132 before the written
-    # word had a register of its own (6), 2133 before the clamp of w + p had a register of its own (OPERAND_STAGES 2)
-    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2134
+    # word had a register of its own (6), 2133 before the clamp of w + p had a register of its own (OPERAND_STAGES 2),
+    # 2134 before the second products register (PRODUCT_STAGES 2)
+    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2135
     util = digits.layer_utilisation()
     assert [u["words_per_tile"] for u in util] == [256, 128, 40]
     assert util[0]["mac_utilisation"] == round(256 / (256 + LAYER_GAP), 4) and util[-1]["mac_utilisation"] == 1
