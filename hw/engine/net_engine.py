@@ -174,6 +174,12 @@ def clamp_int8(total):
     return Mux(above, WEIGHT_MAX, Mux(below, WEIGHT_MIN, total[:8].as_signed()))
 
 
+def logit_row(cfg: NetConfig, parity, pas, tile, o):
+    """The logit memory's row of output ``o`` of tile ``tile`` in pass ``pas`` of a forward into bank ``parity``:
+    ((parity * 2 + pas) * T + tile) * O + o."""
+    return scaled(scaled(parity * 2 + pas, cfg.array.tiles) + tile, cfg.outputs) + o
+
+
 def tag_layout(cfg: NetConfig) -> data.StructLayout:
     """What rides along with a dot product through the array."""
     widest = max(l.outputs for l in cfg.layers)
@@ -185,6 +191,7 @@ def tag_layout(cfg: NetConfig) -> data.StructLayout:
         "o_lane": index_bits(cfg.array.cols),
         "pas": 1,
         "tile": index_bits(cfg.array.tiles),
+        "logit_row": index_bits(4 * cfg.array.tiles * cfg.outputs),  # its logit-memory row, if a last layer's
     }
     if cfg.backprop:  # the pass kind (bp_tail.KIND_*) and a gradient word's address
         fields.update({"kind": 2, "word": index_bits(cfg.weight_words)})
@@ -771,6 +778,9 @@ class NetEngine(ConfigComponent):
             tag0.o_lane.eq(ctl.o_lane),
             tag0.pas.eq(ctl.sign),
             tag0.tile.eq(ctl.tile),
+            # the logit memory's row, (parity, pass, tile, o), formed at the issue: the memory's write address
+            # leaves a flip-flop (parity flips only after the forward's last result)
+            tag0.logit_row.eq(logit_row(cfg, ctl.parity, ctl.sign, ctl.tile, o)),
         ]
         if ctl.conv is not None:
             conv = ctl.conv
@@ -943,7 +953,7 @@ class NetEngine(ConfigComponent):
         requantised into a register, written one cycle later to its lane of the hidden buffer; the last
         layer's sums into logit bank ``parity`` (this cycle) and the loss unit (``_loss_unit``: drives
         ``ctl.loss`` ``LOSS_LATENCY`` cycles after the last logit)."""
-        R, C, T, L, O = cfg.array.rows, cfg.array.cols, cfg.array.tiles, len(cfg.layers), cfg.outputs
+        R, C, L = cfg.array.rows, cfg.array.cols, len(cfg.layers)
         slot_words = hidden_words(cfg)
         tag_shape = tag_layout(cfg)
         h_write, l_write = mem.h_write, mem.l_write
@@ -971,10 +981,8 @@ class NetEngine(ConfigComponent):
             ]
             lane_mask = Cat(*[(Const(1, C) << h_tag.o_lane)[:C] for _ in range(R)])  # lane o % C of every row
             m.d.comb += h_write.en.eq(Mux(write_valid, lane_mask, 0))
-        logit_base = Signal(range(4 * T * O + 1))
-        m.d.comb += logit_base.eq(scaled(scaled(ctl.parity * 2 + out_tag.pas, T) + out_tag.tile, O) + out_tag.o)
         m.d.comb += [
-            l_write.addr.eq(logit_base),
+            l_write.addr.eq(out_tag.logit_row),
             l_write.data.eq(pe.sums),
             l_write.en.eq(forward_valid & ~out_tag.hidden),
         ]
@@ -1019,7 +1027,7 @@ class NetEngine(ConfigComponent):
         (the input buffer's LUT RAM has a write enable per 4 bits of a row). The bank it lands in was chosen in
         its cycle, so a ``push`` in the cycle of the last write or the next one finds the batch whole; the
         engine reads a bank at the earliest two cycles after its ``push``."""
-        R, T, O, J0 = cfg.array.rows, cfg.array.tiles, cfg.outputs, cfg.input_words
+        R, T, J0 = cfg.array.rows, cfg.array.tiles, cfg.input_words
         wp, x_write, y_write, l_read = queue.wp, mem.x_write, mem.y_write, mem.l_read
         x_addr, x_data = Signal.like(x_write.addr, name="x_write_addr"), Signal.like(self.x_wdata, name="x_write_data")
         x_en = Signal.like(x_write.en, name="x_write_en")
@@ -1042,9 +1050,7 @@ class NetEngine(ConfigComponent):
             y_write.en.eq(y_en),
         ]
         # read: address register -> memory row -> the example's lane (registered) -> requantise (REQUANT_STAGES)
-        l_addr = (
-            scaled(scaled(self.logit_bank * 2 + self.logit_pass, T) + self.logit_example // R, O) + self.logit_output
-        )
+        l_addr = logit_row(cfg, self.logit_bank, self.logit_pass, self.logit_example // R, self.logit_output)
         logit_read(m, l_read, l_addr, self.logit_example % R, self.requant_shift, self.logit, self.logit_q)
 
     def _bias(self, m, cfg, pe, layer, o, tail_issue=None):
