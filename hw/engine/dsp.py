@@ -9,7 +9,8 @@ build, ``boards.ulx3s.ulx3s_platform``) keeps the inferred ``*`` and its fabric 
 
 ``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
 = 1 (a signed operand up to 18 bits, an unsigned one up to 17), both through the input registers
-``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset
+``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset (the other
+three clocks, enables and resets unconnected)
 (``RESETMODE`` SYNC, the registers reset to 0 like the fabric's); no pipeline register, the output register only
 with ``output_register``. So the returned
 signed product is ``a * b`` of the values on ``a`` and ``b`` one cycle earlier, combinational out of the block:
@@ -75,9 +76,11 @@ def dsp_product(m, a, b, width: int, name: str, output_register: bool = False) -
         "i_SIGNEDB": Const(1, 1),
         "i_SOURCEA": Const(0, 1),
         "i_SOURCEB": Const(0, 1),
-        **{f"i_CLK{i}": ClockSignal("sync") if i == 0 else Const(0, 1) for i in range(4)},
-        **{f"i_CE{i}": Const(1 if i == 0 else 0, 1) for i in range(4)},
-        **{f"i_RST{i}": ResetSignal("sync", allow_reset_less=True) if i == 0 else Const(0, 1) for i in range(4)},
+        # CLK1..3, CE1..3, RST1..3 clock no register: left unconnected (nextpnr routes a constant on a DSP's clock,
+        # enable or reset pin from its one constant driver, 9 pins a block; an open pin is tied off in the bitstream)
+        "i_CLK0": ClockSignal("sync"),
+        "i_CE0": Const(1, 1),
+        "i_RST0": ResetSignal("sync", allow_reset_less=True),
     }
     registers = {
         "p_REG_INPUTA_CLK": "CLK0",
