@@ -7,12 +7,13 @@ Lattice ECP5 platforms; pezo's ECP5 timing flow passes an ``Ecp5Target``) and do
 False. Everything else (no platform: the ZCU102 Verilog, the Icarus / Verilator / Amaranth simulations; the ULX3S
 build, ``boards.ulx3s.ulx3s_platform``) keeps the inferred ``*`` and its fabric registers.
 
-``dsp_product`` contract: one MULT18X18D, both operands sign-extended to 18 bits with ``SIGNEDA`` = ``SIGNEDB``
-= 1 (a signed operand up to 18 bits, an unsigned one up to 17), both through the input registers
-``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock, ``CE0`` = 1, ``RST0`` = the ``sync`` reset (the other
-three clocks, enables and resets unconnected)
-(``RESETMODE`` SYNC, the registers reset to 0 like the fabric's); no pipeline register, the output register only
-with ``output_register``. So the returned
+``dsp_product`` contract: one MULT18X18D with ``SIGNEDA`` = ``SIGNEDB`` = 1; a signed operand (up to 18 bits) in
+the top bits of its 18 (its low bits constant 0, which nextpnr ties off instead of routing, and no sign bit fanned
+out to the high pins; the product is read from the bit the two shifts add up to), an unsigned one (up to 17 bits)
+zero-extended; both through the input registers ``REG_INPUTA``/``REG_INPUTB`` on ``CLK0`` = the ``sync`` clock,
+``CE0`` = 1, ``RST0`` = the ``sync`` reset (the other three clocks, enables and resets unconnected; ``RESETMODE``
+SYNC, the registers reset to 0 like the fabric's); no pipeline register, the output register only with
+``output_register``. So the returned
 signed product is ``a * b`` of the values on ``a`` and ``b`` one cycle earlier, combinational out of the block:
 the caller registers it in fabric (its products register, placed beside its consumer), which gives the cycles
 of an input register, then a product register, in fabric.
@@ -47,13 +48,17 @@ def is_ecp5(platform) -> bool:
 
 
 def _operand(value, name: str):
-    """A signed 18-bit operand ``name`` and its assignment from ``value`` (sign- or zero-extended)."""
+    """A signed 18-bit operand ``name`` from ``value``, its assignment and its shift: a signed value in the top bits
+    (``value << shift``, the ``shift`` low bits constant 0: nextpnr ties a constant DSP data pin off in the bitstream
+    instead of routing it, and no sign bit fans out to the unused high pins), an unsigned one zero-extended
+    (shift 0: bit 17 is the sign)."""
     value = Value.cast(value)
     shape = value.shape()
     if shape.width > DSP_BITS - (0 if shape.signed else 1):
         raise ValueError(f"{name}: a {shape} operand does not fit a signed {DSP_BITS}-bit DSP input")
+    shift = DSP_BITS - shape.width if shape.signed else 0
     operand = Signal(signed(DSP_BITS), name=name)
-    return operand, operand.eq(value)
+    return operand, operand.eq(value << shift if shift else value), shift
 
 
 def dsp_product(m, a, b, width: int, name: str, output_register: bool = False) -> Signal:
@@ -63,13 +68,16 @@ def dsp_product(m, a, b, width: int, name: str, output_register: bool = False) -
     product of the values two cycles earlier."""
     if not 1 <= width <= 2 * DSP_BITS:
         raise ValueError(f"width: {width} is outside 1..{2 * DSP_BITS}")
-    a18, a_eq = _operand(a, f"{name}_a")
-    b18, b_eq = _operand(b, f"{name}_b")
+    a18, a_eq, a_shift = _operand(a, f"{name}_a")
+    b18, b_eq, b_shift = _operand(b, f"{name}_b")
+    low = a_shift + b_shift  # the product's weight-1 bit
+    if low + width > 2 * DSP_BITS:
+        raise ValueError(f"width: {width} bits of the product do not fit above bit {low} of the DSP's 36")
     p36 = Signal(2 * DSP_BITS, name=f"{name}_p")
     m.d.comb += [a_eq, b_eq]
     ports = {
-        **{f"i_A{i}": a18[i] for i in range(DSP_BITS)},
-        **{f"i_B{i}": b18[i] for i in range(DSP_BITS)},
+        **{f"i_A{i}": a18[i] if i >= a_shift else Const(0, 1) for i in range(DSP_BITS)},
+        **{f"i_B{i}": b18[i] if i >= b_shift else Const(0, 1) for i in range(DSP_BITS)},
         **{f"i_C{i}": Const(0, 1) for i in range(DSP_BITS)},
         **{f"o_P{i}": p36[i] for i in range(2 * DSP_BITS)},
         "i_SIGNEDA": Const(1, 1),
@@ -92,7 +100,7 @@ def dsp_product(m, a, b, width: int, name: str, output_register: bool = False) -
     }
     m.submodules[f"{name}_dsp"] = Instance("MULT18X18D", **registers, **ports)
     product = Signal(signed(width), name=name)
-    m.d.comb += product.eq(p36[:width].as_signed())
+    m.d.comb += product.eq(p36[low : low + width].as_signed())
     return product
 
 
