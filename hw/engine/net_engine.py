@@ -942,7 +942,8 @@ class NetEngine(ConfigComponent):
                 step.eq((high4 << (low_bits - G_FRAC_BITS)) + low_rounded),
                 decayed.eq(decayed4),
             ]
-            m.d.sync += new[c].eq(saturate(decayed - step, WEIGHT_MIN, WEIGHT_MAX))  # S6
+            # S6: one carry chain, then the clamp from the difference's top bits (no compare chains behind it)
+            m.d.sync += new[c].eq(clamp_int8(decayed - step))
         if ctl.bp is None:
             weight_write(m, w_write, self, valid[-1], addr[-1], new)
         else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write

@@ -13,7 +13,15 @@ from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import Layer, NetConfig
 from pezo.golden.zo.net_config import NetTrainConfig
-from pezo.hw.engine.net_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE, NetEngine
+from pezo.hw.engine.net_engine import (
+    OP_FORWARD_ZO,
+    OP_INFER,
+    OP_UPDATE,
+    NetEngine,
+    clamp_int8,
+    near_perturbation,
+    perturbed_sum,
+)
 from pezo.sim.amaranth_sim import run_host
 from pezo.sim.net_host import NetDriver, net_training
 
@@ -96,6 +104,39 @@ def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, over
     assert result["final_weight_range"] != [0, 0]
     if loss.on_chip and overlap:
         assert result["load_hidden"] and result["wait_cycles"] == 0
+
+
+def test_the_perturbation_add_and_the_int8_clamps_saturate_like_sat():
+    """``clamp_int8(perturbed_sum(w, near_perturbation(p)))`` is ``sat(w + p, -127, 127)`` for every int8 w and p
+    around every edge (and the stream's extremes); ``clamp_int8`` of a 26-bit difference (the update's
+    ``decayed - step``) is ``sat`` around both clamps and at its extremes."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.sim import Simulator
+
+    w, p, wide = Signal(signed(8)), Signal(signed(16)), Signal(signed(26))
+    forward, update = Signal(signed(8)), Signal(signed(8))
+    m = Module()
+    m.d.comb += [forward.eq(clamp_int8(perturbed_sum(w, near_perturbation(p)))), update.eq(clamp_int8(wide))]
+    ps = [*range(-300, 301), -32768, 32767, -257, 256, -1000, 1000]
+    wides = [*range(-300, 301), -(1 << 25), (1 << 25) - 1, -(1 << 24), 1 << 24, -129, 128]
+    bad = []
+
+    async def bench(ctx):
+        for wv in range(-128, 128):
+            ctx.set(w, wv)
+            for pv in ps:
+                ctx.set(p, pv)
+                if ctx.get(forward) != max(-127, min(127, wv + pv)):
+                    bad.append(("forward", wv, pv))
+        for v in wides:
+            ctx.set(wide, v)
+            if ctx.get(update) != max(-127, min(127, v)):
+                bad.append(("update", v))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not bad, bad[:5]
 
 
 @pytest.mark.parametrize("wd_shift", [1, 4, 7])
