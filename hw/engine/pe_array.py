@@ -12,7 +12,8 @@ their last word entered (``ArrayShape.product_stages`` 2: a second products regi
 product may start in the cycle after a ``last`` word (no bubble). On ECP5 (``hw.engine.dsp.is_ecp5(platform)``) the
 input registers are each product's MULT18X18D input registers (``dsp_product``), the (last) products register stays
 in fabric beside the adder tree, and with two products registers the first is the MULT18X18D's output register:
-the same cycles.
+the same cycles. With two, the second register holds the sums of pairs of a row's products (the tree's first
+level moves into that cycle; the integer sums are the same).
 
 Requantisation, int32 -> int8 ``sat(round_shift(acc, shift), -127, 127)`` (round half up; ``golden.engine.int8``):
 ``requantize_registered`` with a run-time shift over three registers (the host's logit reads, the tail's errors),
@@ -248,25 +249,34 @@ class PEArray(ConfigComponent):
         start = 0  # what a ``first`` word's accumulator starts from
         if cfg.bias:  # the bias rides along with its word
             start = delayed(m, self.bias, 3 + cfg.product_stages - 1, "bias")
-        # stage 1 (.. product_stages): R x C products (int16)
+        # stage 1 (.. product_stages): R x C products (int16); with two products stages the fabric's register holds
+        # the sums of pairs of products (the tree's first level, in the cycle that also routes out of the DSPs)
         extra = cfg.product_stages - 1
-        products = [[Signal(signed(16), name=f"prod_{r}_{c}") for c in range(cfg.cols)] for r in range(cfg.rows)]
+        raw = [[None] * cfg.cols for _ in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
                 if ecp5:  # the stage 0 registers are the MULT18X18D's input registers (a second products register:
                     # its output register), the last products register stays in fabric, beside the adder tree
                     name = f"mult_{r}_{c}"
-                    product = dsp_product(m, self.weights[c], self.acts[r][c], 16, name, output_register=extra > 0)
-                    m.d.sync += products[r][c].eq(product)
+                    raw[r][c] = dsp_product(m, self.weights[c], self.acts[r][c], 16, name, output_register=extra > 0)
                 else:
-                    product = delayed(m, weights[r][c] * acts[r][c], extra, f"prod_{r}_{c}_dsp")
-                    m.d.sync += products[r][c].eq(product)
+                    raw[r][c] = delayed(m, weights[r][c] * acts[r][c], extra, f"prod_{r}_{c}_dsp")
+        terms = []  # per row: the registered products, or the registered pairs of them
+        for r in range(cfg.rows):
+            groups = [raw[r][c : c + 1 + extra] for c in range(0, cfg.cols, 1 + extra)]
+            row = []
+            for k, group in enumerate(groups):
+                name = f"prod_{r}_{k}" if extra == 0 else f"prod_pair_{r}_{k}"
+                term = Signal(signed(16 + len(group) - 1), name=name)
+                m.d.sync += term.eq(tree_sum(group))
+                row.append(term)
+            terms.append(row)
         v1, f1, l1, t1 = (delayed(m, s, 1 + extra, n) for s, n in ((v0, "v1"), (f0, "f1"), (l0, "l1"), (t0, "t1")))
         # stage 2: one adder tree per row
         width = 16 + max(1, (cfg.cols - 1).bit_length())
         row_sums = [Signal(signed(width), name=f"row_sum_{r}") for r in range(cfg.rows)]
         for r in range(cfg.rows):
-            m.d.sync += row_sums[r].eq(tree_sum(products[r]))
+            m.d.sync += row_sums[r].eq(tree_sum(terms[r]))
         v2, f2, l2, t2 = Signal(), Signal(), Signal(), Signal.like(self.tag)
         m.d.sync += [v2.eq(v1), f2.eq(f1), l2.eq(l1), t2.eq(t1)]
         # stage 3: accumulate (restart on ``first``)
