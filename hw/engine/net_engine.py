@@ -892,9 +892,9 @@ class NetEngine(ConfigComponent):
         compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
         round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
         one 18 x 18 multiplier. The products take ``p`` from its S2 register (``p_2``), so nothing but ``p``'s own
-        register follows the stream's logic. S3 holds the two partial products, the old word and the decay
-        d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
-        ``decay_on`` picks); S4 the low product rounded and w - d; S5 the step; S6 ``sat(w - d - step)``, written
+        register follows the stream's logic. S3 holds the two partial products and the old word; S4 the low
+        product rounded and the decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 =
+        off; on the updates ``decay_on`` picks); S5 the step and w - d; S6 ``sat(w - d - step)``, written
         back from that register (``NET_UPDATE_LATENCY`` = 6: the block RAM's write port starts at a flip-flop; the
         host's ``w_*`` writes while idle). ``ecp5``: each
         partial product is a MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p_2`` and whose A
@@ -914,15 +914,16 @@ class NetEngine(ConfigComponent):
             valid.append(v)
             addr.append(a)
         wd_minus_1 = (wd_shift - 1)[: wd_shift.shape().width]
-        decay_off = (wd_shift == 0) | ~ctl.decay_on
+        decay_off = Signal(name="decay_off_3")  # with the old word's S3 register, for the decay at S4
+        m.d.sync += decay_off.eq((wd_shift == 0) | ~ctl.decay_on)
         new = Signal(int8_lanes(C), name="update_word")
         for c in range(C):
             low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S3
             high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
-            old3, decay3 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"decay_{c}")
+            old3 = Signal(signed(8), name=f"old_3_{c}")
             low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S4
             high4 = Signal.like(high, name=f"g_p_high_4_{c}")
-            decayed4 = Signal(signed(9), name=f"decayed_4_{c}")
+            old4, decay4 = Signal(signed(8), name=f"old_4_{c}"), Signal(signed(8), name=f"decay_{c}")
             step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S5
             decayed = Signal(signed(9), name=f"decayed_{c}")
             if ecp5:  # p_2's and g's registers are each DSP's input registers
@@ -933,14 +934,16 @@ class NetEngine(ConfigComponent):
                 ]
             else:
                 m.d.sync += [low.eq(g_low * p2[c]), high.eq(g_high * p2[c])]
+            # the old word leaves the memory into a register first (the decay's shift and round start at S3's
+            # register, not at a block RAM's output and its bank select)
             m.d.sync += [
                 old3.eq(w2[c]),
-                decay3.eq(Mux(decay_off, 0, ((w2[c] >> wd_minus_1) + 1) >> 1)),
+                old4.eq(old3),
+                decay4.eq(Mux(decay_off, 0, ((old3 >> wd_minus_1) + 1) >> 1)),
                 low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
                 high4.eq(high),
-                decayed4.eq(old3 - decay3),
                 step.eq((high4 << (low_bits - G_FRAC_BITS)) + low_rounded),
-                decayed.eq(decayed4),
+                decayed.eq(old4 - decay4),
             ]
             # S6: one carry chain, then the clamp from the difference's top bits (no compare chains behind it)
             m.d.sync += new[c].eq(clamp_int8(decayed - step))
