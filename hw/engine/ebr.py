@@ -6,10 +6,11 @@ no option for it), so the read data leaves the block 5.8 ns after the clock (nex
 fabric register beside the consumer is the earliest it can land: with 8.3 ns at 120 MHz, 2.5 ns for the
 route. With the output register the block's clock-to-out is the register's, and the route is a whole cycle.
 
-``ebr_memory`` contract: ``depth`` words of ``width`` bits in 18-bit x 1024-word blocks (``DATA_WIDTH`` 18 on
-both ports, ``ceil(width / 18)`` blocks per bank of 1 024 words, ``ceil(depth / 1024)`` banks), its ports named
-as ``lib.memory``'s. Port A writes (``write.en`` with ``write.addr`` / ``write.data``, both byte enables on),
-port B reads every cycle:
+``ebr_memory`` contract: ``depth`` words of ``width`` bits in ``lanes`` equal lanes (``lib.memory``'s write
+granularity ``width / lanes``), in 18-bit x 1024-word blocks (``DATA_WIDTH`` 18 on both ports, each lane in
+``ceil(width / lanes / 18)`` blocks of its own per bank of 1 024 words, ``ceil(depth / 1024)`` banks), its ports
+named as ``lib.memory``'s. Port A writes (``write.en``, one bit per lane, with ``write.addr`` / ``write.data``, both
+byte enables on), port B reads every cycle:
 ``read.data`` is the word at ``read.addr`` two cycles earlier (the block's read latch, then its output register;
 with banks, the bank of that address, selected after the registers by a twice-registered copy of the high
 address bits). The output register resets to 0 with the ``sync`` reset (``RESETMODE`` SYNC). A read of the
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import ClockSignal, Const, Instance, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Mux, ResetSignal, Signal, Value
 
 EBR_DATA_BITS = 18
 """Data width of each DP16KD port as used here (x18 mode)."""
@@ -49,42 +50,60 @@ class EbrWrite:
     en: Signal
 
 
-def _geometry(width: int, depth: int) -> tuple[int, int]:
-    """(slices of ``EBR_DATA_BITS`` per word, banks of ``EBR_WORDS``) for ``depth`` words of ``width`` bits."""
-    return -(-width // EBR_DATA_BITS), -(-depth // EBR_WORDS)
+def _geometry(width: int, depth: int, lanes: int = 1) -> tuple[int, int]:
+    """(slices of ``EBR_DATA_BITS`` per lane, banks of ``EBR_WORDS``) for ``depth`` words of ``width`` bits in
+    ``lanes`` lanes."""
+    return -(-(width // lanes) // EBR_DATA_BITS), -(-depth // EBR_WORDS)
 
 
-def blocks_of(width: int, depth: int) -> int:
-    """DP16KD blocks ``ebr_memory`` uses for ``depth`` words of ``width`` bits."""
-    slices, banks = _geometry(width, depth)
-    return slices * banks
+def blocks_of(width: int, depth: int, lanes: int = 1) -> int:
+    """DP16KD blocks ``ebr_memory`` uses for ``depth`` words of ``width`` bits in ``lanes`` lanes."""
+    slices, banks = _geometry(width, depth, lanes)
+    return lanes * slices * banks
 
 
-def ebr_memory(m, name: str, shape, depth: int) -> tuple[EbrRead, EbrWrite]:
-    """``depth`` words of ``shape`` (a shape or layout; the ports' ``data`` are signals of it) in DP16KD
-    instances ``<name>_b<bank>_<slice>`` added to ``m.submodules`` (contract in the module docstring)."""
+def ebr_memory(m, name: str, shape, depth: int, lanes: int = 1) -> tuple[EbrRead, EbrWrite]:
+    """``depth`` words of ``shape`` (a shape or layout; the ports' ``data`` are signals of it) in ``lanes`` lanes,
+    each written on its bit of ``write.en``, in DP16KD instances ``<name>_b<bank>_<slice>`` added to
+    ``m.submodules`` (contract in the module docstring)."""
     if depth < 1:
         raise ValueError(f"depth: {depth} is below 1")
     read_data, write_data = Signal(shape, name=f"{name}_rdata"), Signal(shape, name=f"{name}_wdata")
     width = len(Value.cast(read_data))
+    if lanes < 1 or width % lanes:
+        raise ValueError(f"lanes: {lanes} does not divide the word's {width} bits into equal lanes")
     address_bits = max(1, (depth - 1).bit_length())
     read_addr = Signal(address_bits, name=f"{name}_raddr")
     write_addr = Signal(address_bits, name=f"{name}_waddr")
-    write_en = Signal(name=f"{name}_we")
-    slices, banks = _geometry(width, depth)
+    write_en = Signal(lanes, name=f"{name}_we")
+    slices, banks = _geometry(width, depth, lanes)
+    lane_bits = width // lanes
     low_bits = min(address_bits, EBR_WORDS.bit_length() - 1)
     bank_data = []
     for bank in range(banks):
         in_bank = write_addr[low_bits:] == bank if banks > 1 else Const(1, 1)
-        word = Signal(slices * EBR_DATA_BITS, name=f"{name}_b{bank}_dob")
-        for s in range(slices):
-            lo, hi = s * EBR_DATA_BITS, min(width, (s + 1) * EBR_DATA_BITS)
-            din = Signal(EBR_DATA_BITS, name=f"{name}_b{bank}_{s}_dia")
-            m.d.comb += din.eq(Value.cast(write_data)[lo:hi])
-            m.submodules[f"{name}_b{bank}_{s}"] = _block(
-                din, word[lo : lo + EBR_DATA_BITS], read_addr[:low_bits], write_addr[:low_bits], write_en & in_bank
+        lane_data = []
+        for lane in range(lanes):
+            word = Signal(
+                slices * EBR_DATA_BITS, name=f"{name}_b{bank}_l{lane}_dob" if lanes > 1 else f"{name}_b{bank}_dob"
             )
-        bank_data.append(word[:width])
+            for s in range(slices):
+                lo, hi = (
+                    lane * lane_bits + s * EBR_DATA_BITS,
+                    lane * lane_bits + min(lane_bits, (s + 1) * EBR_DATA_BITS),
+                )
+                index = lane * slices + s
+                din = Signal(EBR_DATA_BITS, name=f"{name}_b{bank}_{index}_dia")
+                m.d.comb += din.eq(Value.cast(write_data)[lo:hi])
+                m.submodules[f"{name}_b{bank}_{index}"] = _block(
+                    din,
+                    word[s * EBR_DATA_BITS : (s + 1) * EBR_DATA_BITS],
+                    read_addr[:low_bits],
+                    write_addr[:low_bits],
+                    write_en[lane] & in_bank,
+                )
+            lane_data.append(word[:lane_bits])
+        bank_data.append(Cat(*lane_data))
     if banks == 1:
         m.d.comb += read_data.eq(bank_data[0])
     else:  # the bank of the address two cycles ago: its high bits registered with the latch and the register

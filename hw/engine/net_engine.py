@@ -54,7 +54,8 @@ perturbed weight is ever written to the weight memory.
 
 ECP5 (``hw.engine.dsp.is_ecp5`` of the ``platform``; pezo's ECP5 timing flow): the products are MULT18X18D with
 their input registers (``hw.engine.dsp``) and, without the backprop tail, the weight memory is DP16KD blocks whose
-output register is the S2 weight register (``hw.engine.ebr``): the same cycles, the same values.
+output register is the S2 weight register (``hw.engine.ebr``), the logit memory's is the host read's row register
+and a deep input buffer's (``INPUT_EBR_MIN_WORDS``) is the S4 activation register: the same cycles, the same values.
 """
 
 from __future__ import annotations
@@ -134,6 +135,11 @@ W_READ_LATENCY = 2
 """Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
 register."""
 STEP_BITS = 16
+INPUT_EBR_MIN_WORDS = 64
+"""ECP5 (``ebr``): the input buffer is DP16KD blocks with their output register (``hw.engine.ebr``, a block per
+example's lane, its output register the S4 register) from this many words (both banks) on; a shallower one (digits-mlp's 16)
+stays the LUT RAM Yosys maps it to, read into a fabric register (an inferred memory that deep maps to DP16KD
+without its output register: 5.8 ns clock-to-out, then the route to the array, limited rt-mlp at 112 MHz)."""
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2
 assert NET_FORWARD_LATENCY == 4 + PE_LATENCY + PRODUCT_STAGES - 1
 
@@ -380,7 +386,12 @@ class NetEngine(ConfigComponent):
         else:
             m.submodules.weight_mem = weight_mem = Memory(shape=int8_lanes(C), depth=cfg.memory_words, init=[])
             w_read, w_write = weight_mem.read_port(), weight_mem.write_port()
-        m.submodules.input_mem = input_mem = Memory(shape=data.ArrayLayout(int8_lanes(C), R), depth=2 * T * J0, init=[])
+        input_shape = data.ArrayLayout(int8_lanes(C), R)
+        if ebr and 2 * T * J0 >= INPUT_EBR_MIN_WORDS:  # one example's lane per block: a write enable per row
+            x_read, x_write = ebr_memory(m, "input_mem", input_shape, 2 * T * J0, lanes=R)
+        else:
+            m.submodules.input_mem = input_mem = Memory(shape=input_shape, depth=2 * T * J0, init=[])
+            x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         m.submodules.label_mem = label_mem = Memory(
             shape=data.ArrayLayout(unsigned(index_bits(O)), R), depth=2 * T, init=[]
         )
@@ -390,7 +401,6 @@ class NetEngine(ConfigComponent):
         else:
             m.submodules.logit_mem = logit_mem = Memory(shape=logit_shape, depth=4 * T * O, init=[])
             l_read, l_write = logit_mem.read_port(), logit_mem.write_port()
-        x_read, x_write = input_mem.read_port(), input_mem.write_port(granularity=1)
         y_read, y_write = label_mem.read_port(), label_mem.write_port(granularity=1)
         h_read = h_write = None
         if L > 1:
@@ -854,13 +864,16 @@ class NetEngine(ConfigComponent):
         valid4f, first4, last4, layer0_4, tag4 = Signal(), Signal(), Signal(), Signal(), Signal(tag_shape)
         m.d.sync += [
             *[weights4[c].eq(clamp_int8(sums3[c])) for c in range(C)],
-            x4.eq(x_read.data),
             valid4f.eq(valid3f),
             first4.eq(first3),
             last4.eq(last3),
             layer0_4.eq(layer0_3),
             tag4.eq(tag3),
         ]
+        if isinstance(x_read, EbrRead):  # already registered in the blocks
+            m.d.comb += x4.eq(x_read.data)
+        else:
+            m.d.sync += x4.eq(x_read.data)
         acts = x4.as_value()
         h4 = None
         if L > 1:

@@ -2,7 +2,7 @@
 inputs, ``hw.engine.ebr``'s (``data``) and an inferred memory followed by a register (``ref_data``); they must agree
 in every cycle but the two after a reset (the block's reset also clears its read latch). The pair never writes the
 word it reads in that cycle (undefined on the block). Environment: ``PEZO_CYCLES``, ``PEZO_STIM_SEED``,
-``PEZO_DEPTH``, ``PEZO_WIDTH``."""
+``PEZO_DEPTH``, ``PEZO_WIDTH``, ``PEZO_LANES`` (the write enable's bits)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pezo.sim.scoreboard import Scoreboard, env_int, start_and_reset
 @cocotb.test()
 async def ebr_matches_inferred(dut):
     cycles, rng = env_int("PEZO_CYCLES", 3000), random.Random(env_int("PEZO_STIM_SEED", 1))
-    depth, width = env_int("PEZO_DEPTH", 1), env_int("PEZO_WIDTH", 1)
+    depth, width, lanes = env_int("PEZO_DEPTH", 1), env_int("PEZO_WIDTH", 1), env_int("PEZO_LANES", 1)
     board = Scoreboard("ebr_memory vs inferred memory + register")
     falling = FallingEdge(dut.clk)
     for name in ("write_addr", "write_data", "write_en", "read_addr"):
@@ -33,7 +33,7 @@ async def ebr_matches_inferred(dut):
             nonzero += ref != 0
         dut.write_addr.value = rng.randrange(depth)
         dut.write_data.value = rng.getrandbits(width)
-        dut.write_en.value = int(rng.random() < 0.5)
+        dut.write_en.value = rng.randrange(1, 1 << lanes) if rng.random() < 0.5 else 0
         dut.read_addr.value = rng.randrange(depth)
         reset = rng.random() < 0.01
         resets += reset

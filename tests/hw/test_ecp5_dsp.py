@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Elaboratable, Fragment, Module, Signal, Value, unsigned
-from amaranth.lib import wiring
+from amaranth.hdl import Elaboratable, Fragment, Module, Mux, Signal, Value, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import Layer, NetConfig
+from pezo.hw.engine import net_engine
 from pezo.hw.engine.dsp import DSP_BITS, Ecp5Target, dsp_product, is_ecp5
 from pezo.hw.engine.ebr import EBR_WORDS, blocks_of, ebr_memory
 from pezo.hw.engine.pe_array import ArrayShape, PEArray
@@ -225,7 +226,8 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
     """Two ZO steps (forward passes, g, the update's g * p in DSPs) of a small network engine elaborated for ECP5
     (the PE array's and the update's products in MULT18X18D registers, the weight and logit memories in DP16KD
     blocks with their output register) against golden, every logit and weight (read back through ``w_rdata``); g
-    formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE)."""
+    formed on chip (written in FORWARD_DRAIN) and from the host (written in IDLE). The input buffer is DP16KD
+    blocks with a write enable per example's lane, as rt-mlp's (``INPUT_EBR_MIN_WORDS`` lowered to this net's 8)."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
 
@@ -234,14 +236,23 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
         path.parent.mkdir(parents=True, exist_ok=True)
         text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
         assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
-        # 32-bit weight words and 64-bit logit rows (2 x 32): 18-bit slices, one bank each
+        # 32-bit weight words, 64-bit logit rows (2 x 32) and input rows (2 examples' lanes of 32 bits, each its own
+        # blocks): 18-bit slices, one bank each
+        inputs = 2 * cfg.array.tiles * cfg.input_words
         assert (
-            text.count("DP16KD ") == blocks_of(32, cfg.memory_words) + blocks_of(64, 4 * cfg.array.tiles * 3) == 2 + 4
+            text.count("DP16KD ")
+            == (
+                blocks_of(32, cfg.memory_words)
+                + blocks_of(64, 4 * cfg.array.tiles * 3)
+                + blocks_of(64, inputs, lanes=2)
+            )
+            == 2 + 4 + 4
         )
         path.write_text(text + mult18x18d_model() + dp16kd_model())
         return path
 
     monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
+    monkeypatch.setattr(net_engine, "INPUT_EBR_MIN_WORDS", 1)  # the input buffer in DP16KD too (8 words here)
     cfg = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4)
     rng = np.random.default_rng(3)
     steps = 2
@@ -257,14 +268,14 @@ class _MemoryPair(wiring.Component):
     """``ebr_memory`` (``data``) and an inferred memory whose read port feeds a register (``ref_data``), the same
     write and read ports; a write to the word read in that cycle is dropped (undefined on the block)."""
 
-    def __init__(self, width: int, depth: int):
-        self.width, self.depth = width, depth
+    def __init__(self, width: int, depth: int, lanes: int = 1):
+        self.width, self.depth, self.lanes = width, depth, lanes
         bits = (depth - 1).bit_length()
         super().__init__(
             {
                 "write_addr": In(bits),
                 "write_data": In(width),
-                "write_en": In(1),
+                "write_en": In(lanes),
                 "read_addr": In(bits),
                 "data": Out(width),
                 "ref_data": Out(width),
@@ -273,26 +284,33 @@ class _MemoryPair(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        write_en = self.write_en & (self.write_addr != self.read_addr)
-        read, write = ebr_memory(m, "ebr", self.width, self.depth)
-        m.submodules.ref = ref = Memory(shape=self.width, depth=self.depth, init=[])
-        ref_read, ref_write = ref.read_port(), ref.write_port()
+        write_en = Mux(self.write_addr != self.read_addr, self.write_en, 0)
+        lane_bits = self.width // self.lanes
+        read, write = ebr_memory(m, "ebr", self.width, self.depth, lanes=self.lanes)
+        m.submodules.ref = ref = Memory(shape=data.ArrayLayout(lane_bits, self.lanes), depth=self.depth, init=[])
+        ref_read, ref_write = ref.read_port(), ref.write_port(granularity=1)
         for port in (write, ref_write):
             m.d.comb += [port.addr.eq(self.write_addr), port.data.eq(self.write_data), port.en.eq(write_en)]
         m.d.comb += [read.addr.eq(self.read_addr), ref_read.addr.eq(self.read_addr), self.data.eq(read.data)]
-        m.d.sync += self.ref_data.eq(ref_read.data)
+        m.d.sync += self.ref_data.eq(ref_read.data.as_value())
         return m
 
 
-@pytest.mark.parametrize(("width", "depth"), [(32, 424), (40, EBR_WORDS + 476)], ids=["one-bank", "two-banks"])
-def test_ebr_memory_matches_an_inferred_memory_and_register(width, depth, tmp_path, monkeypatch):
-    """3000 random cycles of writes, reads (two cycles to the data: the block's latch and output register) and
-    resets on Icarus; the two-bank case selects its bank after the registers."""
+@pytest.mark.parametrize(
+    ("width", "depth", "lanes"),
+    [(32, 424, 1), (40, EBR_WORDS + 476, 1), (3 * 24, 192, 3)],
+    ids=["one-bank", "two-banks", "three-lanes"],
+)
+def test_ebr_memory_matches_an_inferred_memory_and_register(width, depth, lanes, tmp_path, monkeypatch):
+    """3000 random cycles of writes (any subset of the lanes), reads (two cycles to the data: the block's latch and
+    output register) and resets on Icarus; the two-bank case selects its bank after the registers; with lanes, each
+    lane (24 bits: two blocks) is written on its own enable, as an inferred memory with that granularity."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
-    pair = _MemoryPair(width, depth)
+    pair = _MemoryPair(width, depth, lanes)
     text = verilog.convert(pair, name="pair", emit_src=False)
-    assert text.count("DP16KD ") == blocks_of(width, depth) == -(-width // 18) * -(-depth // EBR_WORDS)
+    per_lane = -(-(width // lanes) // 18)
+    assert text.count("DP16KD ") == blocks_of(width, depth, lanes) == lanes * per_lane * -(-depth // EBR_WORDS)
     source = tmp_path / "pair.v"
     source.write_text(text + dp16kd_model())
     monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the runner passes sys.path on: ebr_pair_tb
@@ -302,10 +320,12 @@ def test_ebr_memory_matches_an_inferred_memory_and_register(width, depth, tmp_pa
         test_module="ebr_pair_tb",
         simulator="icarus",
         build_dir=tmp_path / "icarus",
-        extra_env={"PEZO_CYCLES": "3000", "PEZO_DEPTH": str(depth), "PEZO_WIDTH": str(width)},
+        extra_env={"PEZO_CYCLES": "3000", "PEZO_DEPTH": str(depth), "PEZO_WIDTH": str(width), "PEZO_LANES": str(lanes)},
     )
 
 
-def test_ebr_memory_rejects_an_empty_memory():
+def test_ebr_memory_rejects_an_empty_memory_and_unequal_lanes():
     with pytest.raises(ValueError, match="depth"):
         ebr_memory(Module(), "empty", 8, 0)
+    with pytest.raises(ValueError, match="lanes: 3"):
+        ebr_memory(Module(), "uneven", 8, 16, lanes=3)
