@@ -62,12 +62,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
+from pezo.golden.engine.int8 import ACC_BITS
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import (
     ACTIVATION_READ_DELAY,
@@ -110,6 +110,7 @@ from pezo.hw.engine.pe_array import (
     SHIFT_BITS,
     ArrayShape,
     PEArray,
+    clamp_int8,
     delayed,
     index_bits,
     int8_lanes,
@@ -136,8 +137,8 @@ W_READ_LATENCY = 2
 register."""
 STEP_BITS = 16
 INPUT_EBR_MIN_WORDS = 64
-"""ECP5 (``ebr``): the input buffer is DP16KD blocks with their output register (``hw.engine.ebr``, a block per
-example's lane, its output register the S4 register) from this many words (both banks) on; a shallower one (digits-mlp's 16)
+"""ECP5 (``ebr``): from this many words (both banks) on, the input buffer is DP16KD blocks (``hw.engine.ebr``, a
+block per example's lane) whose output register is the S4 activation register; a shallower one (digits-mlp's 16)
 stays the LUT RAM Yosys maps it to, read into a fabric register (an inferred memory that deep maps to DP16KD
 without its output register: 5.8 ns clock-to-out, then the route to the array, limited rt-mlp at 112 MHz)."""
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2
@@ -168,16 +169,6 @@ PERTURBED_SUM_BITS = PERTURBATION_NEAR_BITS + 1
 def perturbed_sum(w, p_near):
     """``w + p_near`` of an int8 ``w`` and a ``near_perturbation``: one ``PERTURBED_SUM_BITS``-bit carry chain."""
     return (w.as_signed() + p_near.as_signed())[:PERTURBED_SUM_BITS].as_signed()
-
-
-def clamp_int8(total):
-    """``sat(total, -127, 127)`` of a signed ``total`` of 9 bits or more, decided by its top bits (above: total >= 128;
-    below: total <= -128, i.e. negative and not in [-127, -1]), not by compare chains."""
-    total = Value.cast(total)
-    top = len(total) - 1
-    above = ~total[top] & (total[7:top] != 0)
-    below = total[top] & ~((total[7:top] == (1 << top - 7) - 1) & (total[:7] != 0))
-    return Mux(above, WEIGHT_MAX, Mux(below, WEIGHT_MIN, total[:8].as_signed()))
 
 
 def logit_row(cfg: NetConfig, parity, pas, tile, o):

@@ -95,6 +95,16 @@ def saturate(value, lo: int, hi: int):
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
 
 
+def clamp_int8(total):
+    """``sat(total, -127, 127)`` of a signed ``total`` of 9 bits or more, decided by its top bits (above: total >= 128;
+    below: total <= -128, i.e. negative and not in [-127, -1]), not by compare chains."""
+    total = Value.cast(total)
+    top = len(total) - 1
+    above = ~total[top] & (total[7:top] != 0)
+    below = total[top] & ~((total[7:top] == (1 << top - 7) - 1) & (total[:7] != 0))
+    return Mux(above, WEIGHT_MAX, Mux(below, WEIGHT_MIN, total[:8].as_signed()))
+
+
 def requantize_constant(acc, shift: int, relu: bool = False):
     """The requantisation of a signed ``acc`` by a constant ``shift`` (0..31), then the ReLU if ``relu``: int8
     ``sat(round_shift(acc, shift), lo, 127)``, lo = 0 with the ReLU, else -127. The clamps are compares of ``acc``
@@ -129,7 +139,7 @@ def requantize_registered(m: Module, acc, shift, name: str = "requant"):
     shifted = Signal(signed(wide), name=f"{name}_wide")
     m.d.sync += shifted.eq(rounded >> shift1)
     out = Signal(signed(8), name=name)
-    m.d.sync += out.eq(saturate(shifted, WEIGHT_MIN, WEIGHT_MAX))
+    m.d.sync += out.eq(clamp_int8(shifted))
     return out
 
 

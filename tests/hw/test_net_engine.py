@@ -18,10 +18,10 @@ from pezo.hw.engine.net_engine import (
     OP_INFER,
     OP_UPDATE,
     NetEngine,
-    clamp_int8,
     near_perturbation,
     perturbed_sum,
 )
+from pezo.hw.engine.pe_array import clamp_int8
 from pezo.sim.amaranth_sim import run_host
 from pezo.sim.net_host import NetDriver, net_training
 
