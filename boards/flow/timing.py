@@ -137,7 +137,7 @@ def register_wrapper(verilog: str, top: str, clock: str = "clk") -> str:
 def _nextpnr(json_text: str, seed: int, design: str = "design", target_mhz: int = TARGET_MHZ) -> str:
     """Run nextpnr-ecp5 on a synthesised netlist (``--freq target_mhz``); return its log. yowasp mounts its own
     /tmp, so the work happens under ``cache_dir()/work`` with relative paths; the run goes through
-    ``boards.flow.tools``."""
+    ``boards.flow.tools``, stopped with ``TimingError`` past ``$PEZO_PNR_TIMEOUT`` seconds (default 3600)."""
     with tools.scratch("pnr-") as work:
         (work / "top.json").write_text(json_text)
         args = [
@@ -153,7 +153,11 @@ def _nextpnr(json_text: str, seed: int, design: str = "design", target_mhz: int 
             "pnr.log",
             "-q",
         ]
-        proc = tools.run(tools.NEXTPNR_ECP5, args, work, design, TimingError)
+        limit = tools.pnr_timeout()
+        hint = (
+            f" (${tools.PNR_TIMEOUT_VARIABLE}; seed {seed}: router congestion, most likely -- another seed may route)"
+        )
+        proc = tools.run(tools.NEXTPNR_ECP5, args, work, design, TimingError, timeout=limit, timeout_hint=hint)
         log = (work / "pnr.log").read_text() if (work / "pnr.log").exists() else proc.stderr
         if proc.returncode != 0:
             errors = [line for line in log.splitlines() if "ERROR" in line] or log.splitlines()[-5:]

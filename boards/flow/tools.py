@@ -14,7 +14,8 @@ pezo therefore never lets a tool write its shared cache:
   moves each file it wrote into the shared cache by ``os.replace`` (atomic: a process that mapped an older file
   keeps its inode) and records the tool as ready; a ready tool always finds its module, so it only reads;
 * ``run`` runs a tool in a subprocess and retries a run killed by a signal once; a second death raises one line
-  naming the design, the tool and the signal.
+  naming the design, the tool and the signal; a run past its time limit (nextpnr in the timing flow:
+  ``$PEZO_PNR_TIMEOUT``) is stopped with one line naming the limit.
 
 Tool runs work in ``scratch`` directories under ``cache_dir()/work`` (yowasp mounts its own /tmp, so the tools
 see them by relative paths). Each is named after the process that made it; a process killed before its
@@ -23,6 +24,7 @@ see them by relative paths). Each is named after the process that made it; a pro
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -140,24 +142,65 @@ def _exit_text(code: int) -> str:
     return f"exit {code}"
 
 
-def _launch(tool: Tool, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+PNR_TIMEOUT_VARIABLE = "PEZO_PNR_TIMEOUT"
+DEFAULT_PNR_TIMEOUT = 3600.0
+"""Seconds one nextpnr run of the timing flow may take (``$PEZO_PNR_TIMEOUT``): an uncongested engine routes in
+5-10 minutes on 2 cores; router1 has no limit of its own and, congested, rips up for hours."""
+
+
+def pnr_timeout() -> float:
+    """``$PEZO_PNR_TIMEOUT`` (unset or empty: ``DEFAULT_PNR_TIMEOUT``); ValueError naming the variable unless it is
+    a finite number of seconds > 0."""
+    text = os.environ.get(PNR_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PNR_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"{PNR_TIMEOUT_VARIABLE} must be a finite number of seconds > 0 (unset: {DEFAULT_PNR_TIMEOUT:g}), "
+            f"got {text!r}"
+        )
+    return value
+
+
+def _launch(tool: Tool, args: list[str], cwd: Path, timeout: float | None = None) -> subprocess.CompletedProcess:
+    limit = {} if timeout is None else {"timeout": timeout}
     return subprocess.run(
-        [sys.executable, "-c", tool.code(), *args], cwd=cwd, capture_output=True, text=True, env=env(tool)
+        [sys.executable, "-c", tool.code(), *args], cwd=cwd, capture_output=True, text=True, env=env(tool), **limit
     )
 
 
 def run(
-    tool: Tool, args: list[str], cwd: Path, design: str, error: type[Exception] = RuntimeError
+    tool: Tool,
+    args: list[str],
+    cwd: Path,
+    design: str,
+    error: type[Exception] = RuntimeError,
+    timeout: float | None = None,
+    timeout_hint: str = "",
 ) -> subprocess.CompletedProcess:
     """Run ``tool`` with ``args`` in ``cwd`` (a subprocess; output captured). A run killed by a signal is retried
     once; a second death raises ``error`` naming ``design``, the tool and the signal (SIGINT is the user's
-    interrupt: ``KeyboardInterrupt``, no retry). Any other exit code is the caller's to read."""
-    proc = _launch(tool, args, cwd)
+    interrupt: ``KeyboardInterrupt``, no retry). A run past ``timeout`` seconds is killed and raises ``error``
+    naming the limit (``timeout_hint``: where it is set). Any other exit code is the caller's to read."""
+    try:
+        return _run(tool, args, cwd, design, error, timeout)
+    except subprocess.TimeoutExpired:
+        raise error(
+            f"{design}: {tool.name} ran past {timeout:g} s{timeout_hint} and was stopped; nothing was written"
+        ) from None
+
+
+def _run(tool, args, cwd, design, error, timeout) -> subprocess.CompletedProcess:
+    proc = _launch(tool, args, cwd, timeout)
     if proc.returncode == -signal.SIGINT:  # the user's Ctrl-C reached the tool: not a crash to retry
         raise KeyboardInterrupt
     if proc.returncode < 0:
         print(f"pezo: {design}: {tool.name} was {_exit_text(proc.returncode)}; retrying once", file=sys.stderr)
-        proc = _launch(tool, args, cwd)
+        proc = _launch(tool, args, cwd, timeout)
         if proc.returncode < 0:
             raise error(
                 f"{design}: {tool.name} was {_exit_text(proc.returncode)} twice; nothing was written "

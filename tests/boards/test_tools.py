@@ -166,14 +166,14 @@ def _completed(code):
 
 def test_a_run_killed_by_a_signal_is_retried_once(monkeypatch, capsys):
     codes = [-signal.SIGBUS, 0]
-    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: _completed(codes.pop(0)))
+    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd, timeout=None: _completed(codes.pop(0)))
     assert tools.run(tools.YOSYS, [], Path("."), "otf 32 x 14").returncode == 0
     assert codes == []
     assert "otf 32 x 14: Yosys was killed by SIGBUS; retrying once" in capsys.readouterr().err
 
 
 def test_a_second_death_is_one_line_naming_design_tool_and_signal(monkeypatch):
-    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: _completed(-signal.SIGBUS))
+    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd, timeout=None: _completed(-signal.SIGBUS))
     with pytest.raises(synth.SynthesisError) as info:
         tools.run(tools.YOSYS, [], Path("."), "pregen 4095 x 12", synth.SynthesisError)
     message = str(info.value)
@@ -183,7 +183,9 @@ def test_a_second_death_is_one_line_naming_design_tool_and_signal(monkeypatch):
 
 def test_an_interrupted_tool_is_an_interrupt_not_a_retry(monkeypatch):
     calls = []
-    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: calls.append(1) or _completed(-signal.SIGINT))
+    monkeypatch.setattr(
+        tools, "_launch", lambda tool, args, cwd, timeout=None: calls.append(1) or _completed(-signal.SIGINT)
+    )
     with pytest.raises(KeyboardInterrupt):
         tools.run(tools.YOSYS, [], Path("."), "d")
     assert calls == [1]
@@ -191,7 +193,7 @@ def test_an_interrupted_tool_is_an_interrupt_not_a_retry(monkeypatch):
 
 def test_an_ordinary_failure_is_not_retried(monkeypatch):
     calls = []
-    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd: calls.append(1) or _completed(1))
+    monkeypatch.setattr(tools, "_launch", lambda tool, args, cwd, timeout=None: calls.append(1) or _completed(1))
     assert tools.run(tools.YOSYS, [], Path("."), "d").returncode == 1
     assert calls == [1]
 
@@ -222,3 +224,33 @@ def test_scratch_directories_of_ended_processes_are_removed(tmp_path, monkeypatc
         assert work.is_dir() and work.name.startswith(f"synth-pid{os.getpid()}-")
         assert not orphan.exists() and alive.exists()
     assert not work.exists()
+
+
+def test_a_run_past_its_time_limit_is_stopped_with_one_line_naming_the_limit(monkeypatch):
+    """router1 has no limit of its own: a congested seed would rip up for hours (``$PEZO_PNR_TIMEOUT``)."""
+    seen = {}
+
+    def fake_run(cmd, cwd, capture_output, text, env, timeout):
+        seen["timeout"] = timeout
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(tools, "prepare", lambda tool, cache=None: cache)
+    monkeypatch.setattr(tools.subprocess, "run", fake_run)
+    with pytest.raises(synth.SynthesisError) as info:
+        tools.run(tools.NEXTPNR_ECP5, [], Path("."), "rt-mlp", synth.SynthesisError, timeout=12.5, timeout_hint=" ($X)")
+    assert seen == {"timeout": 12.5}
+    assert str(info.value) == "rt-mlp: nextpnr-ecp5 ran past 12.5 s ($X) and was stopped; nothing was written"
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "nan", "inf", "an hour"])
+def test_the_pnr_time_limit_must_be_a_positive_number_of_seconds(monkeypatch, text):
+    monkeypatch.setenv("PEZO_PNR_TIMEOUT", text)
+    with pytest.raises(ValueError, match=r"^PEZO_PNR_TIMEOUT must be a finite number of seconds > 0 \(unset: 3600\)"):
+        tools.pnr_timeout()
+
+
+def test_the_pnr_time_limit_defaults_to_an_hour_and_reads_the_variable(monkeypatch):
+    monkeypatch.delenv("PEZO_PNR_TIMEOUT", raising=False)
+    assert tools.pnr_timeout() == tools.DEFAULT_PNR_TIMEOUT == 3600
+    monkeypatch.setenv("PEZO_PNR_TIMEOUT", " 90 ")
+    assert tools.pnr_timeout() == 90
