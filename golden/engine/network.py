@@ -113,10 +113,10 @@ NET_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPE
 """Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
 ``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the ``WEIGHT_STAGES`` in front
 of the perturbation add and the ``OPERAND_STAGES`` in front of the array."""
-NET_UPDATE_LATENCY = UPDATE_LATENCY + 3
+NET_UPDATE_LATENCY = UPDATE_LATENCY + 4
 """Cycles after the last weight word's read is issued until its new value is written back in the network
 engine: the memory read, p's second register, the split g * p (two partial products), the low one's rounding
-with w - d, their sum, the saturating subtract into a register, the write (three stages more than the head
+with w - d, their sum, the subtract, its clamp into a register, the write (four stages more than the head
 engine's ``UPDATE_LATENCY``)."""
 LAYER_GAP = NET_FORWARD_LATENCY + 1 - ACTIVATION_READ_DELAY
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array

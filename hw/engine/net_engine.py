@@ -898,9 +898,9 @@ class NetEngine(ConfigComponent):
         one 18 x 18 multiplier. The products take ``p`` from its S2 register (``p_2``), so nothing but ``p``'s own
         register follows the stream's logic. S3 holds the two partial products and the old word; S4 the low
         product rounded and the decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 =
-        off; on the updates ``decay_on`` picks); S5 the step and w - d; S6 ``sat(w - d - step)``, written
-        back from that register (``NET_UPDATE_LATENCY`` = 6: the block RAM's write port starts at a flip-flop; the
-        host's ``w_*`` writes while idle). ``ecp5``: each
+        off; on the updates ``decay_on`` picks); S5 the step and w - d; S6 w - d - step; S7 its clamp to int8,
+        written back from that register (``NET_UPDATE_LATENCY`` = 7: the block RAM's write port starts at a
+        flip-flop; the host's ``w_*`` writes while idle). ``ecp5``: each
         partial product is a MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p_2`` and whose A
         input register holds g one cycle late; S3 stays in fabric. Exact: g is written only in IDLE and
         FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for two cycles when a word's
@@ -949,8 +949,9 @@ class NetEngine(ConfigComponent):
                 step.eq((high4 << (low_bits - G_FRAC_BITS)) + low_rounded),
                 decayed.eq(old4 - decay4),
             ]
-            # S6: one carry chain, then the clamp from the difference's top bits (no compare chains behind it)
-            m.d.sync += new[c].eq(clamp_int8(decayed - step))
+            # S6: the difference (one carry chain); S7: its clamp from the top bits
+            difference = Signal(signed(len(step) + 1), name=f"update_difference_{c}")
+            m.d.sync += [difference.eq(decayed - step), new[c].eq(clamp_int8(difference))]
         if ctl.bp is None:
             weight_write(m, w_write, self, valid[-1], addr[-1], new)
         else:  # the ZO update writes layers 1..C only (the stream still replays every word); the tail's write

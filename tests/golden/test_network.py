@@ -141,8 +141,9 @@ def test_presets_tile_the_default_array_and_the_bound():
     # 2129 before issue 32's split g * p (NET_UPDATE_LATENCY 4) and operand register (NET_FORWARD_LATENCY 7);
     # 2131 before the products took p from its second register (NET_UPDATE_LATENCY 5), 2132 before the written
     # word had a register of its own (6), 2133 before the clamp of w + p had a register of its own (OPERAND_STAGES 2),
-    # 2134 before the second products register (PRODUCT_STAGES 2)
-    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2135
+    # 2134 before the second products register (PRODUCT_STAGES 2), 2135 before the update's clamp had a register of
+    # its own (NET_UPDATE_LATENCY 7)
+    assert digits.weights == 64 * 32 + 32 * 32 + 32 * 10 and digits.cycle_bound() == 2136
     util = digits.layer_utilisation()
     assert [u["words_per_tile"] for u in util] == [256, 128, 40]
     assert util[0]["mac_utilisation"] == round(256 / (256 + LAYER_GAP), 4) and util[-1]["mac_utilisation"] == 1
