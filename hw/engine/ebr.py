@@ -7,10 +7,13 @@ fabric register beside the consumer is the earliest it can land: with 8.3 ns at 
 route. With the output register the block's clock-to-out is the register's, and the route is a whole cycle.
 
 ``ebr_memory`` contract: ``depth`` words of ``width`` bits in ``lanes`` equal lanes (``lib.memory``'s write
-granularity ``width / lanes``), in 18-bit x 1024-word blocks (``DATA_WIDTH`` 18 on both ports, each lane in
-``ceil(width / lanes / 18)`` blocks of its own per bank of 1 024 words, ``ceil(depth / 1024)`` banks), its ports
-named as ``lib.memory``'s. Port A writes (``write.en``, one bit per lane, with ``write.addr`` / ``write.data``, both
-byte enables on), port B reads every cycle:
+granularity ``width / lanes``), its ports named as ``lib.memory``'s. The blocks run in one of the DP16KD's
+modes (``EBR_MODES``: 18 bits x 1 024 words, 9 x 2 048, 4 x 4 096, 2 x 8 192, 1 x 16 384; ``DATA_WIDTH`` the
+same on both ports): the one with the fewest blocks, then the fewest banks (``ebr_geometry``; rt-mlp's 3 088
+weight words of 64 bits: 16 blocks 4 bits wide in one bank rather than 16 blocks 18 wide in four, so no bank
+select follows the output registers). Each lane has ``ceil(width / lanes / bits)`` blocks of its own per bank of
+``words`` words, ``ceil(depth / words)`` banks. Port A writes (``write.en``, one bit per lane, with
+``write.addr`` / ``write.data``; in the 18-bit mode both byte enables on), port B reads every cycle:
 ``read.data`` is the word at ``read.addr`` two cycles earlier (the block's read latch, then its output register;
 with banks, the bank of that address, selected after the registers by a twice-registered copy of the high
 address bits). The output register resets to 0 with the ``sync`` reset (``RESETMODE`` SYNC). A read of the
@@ -26,11 +29,41 @@ from dataclasses import dataclass
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Mux, ResetSignal, Signal, Value
 
 EBR_DATA_BITS = 18
-"""Data width of each DP16KD port as used here (x18 mode)."""
+"""Data width of the DP16KD's widest true-dual-port mode (x18)."""
 EBR_WORDS = 1024
 """Words of one DP16KD at ``EBR_DATA_BITS``."""
-_ADDRESS_LOW = 4
-"""x18 mode: the word address sits in ``AD[13:4]``; ``AD[1:0]`` are the write's byte enables."""
+EBR_MODES = ((18, 1024, 4), (9, 2048, 3), (4, 4096, 2), (2, 8192, 1), (1, 16384, 0))
+"""The DP16KD's modes as (data bits, words, the word address's lowest ``AD`` pin): the address sits in
+``AD[13:low]``; in x18 ``AD[1:0]`` are the write's byte enables, below it the unused low pins are tied to 0."""
+
+
+@dataclass(frozen=True)
+class EbrGeometry:
+    """How ``ebr_memory`` lays a memory out: ``bits`` x ``words`` blocks (``low``: the address's lowest pin),
+    ``slices`` blocks per lane and bank, ``banks`` banks."""
+
+    bits: int
+    words: int
+    low: int
+    slices: int
+    banks: int
+
+
+def ebr_geometry(width: int, depth: int, lanes: int = 1) -> EbrGeometry:
+    """The mode with the fewest blocks for ``depth`` words of ``width`` bits in ``lanes`` lanes, then the fewest
+    banks, then the widest."""
+
+    def layout(mode):
+        bits, words, low = mode
+        return EbrGeometry(bits, words, low, -(-(width // lanes) // bits), -(-depth // words))
+
+    return min((layout(mode) for mode in EBR_MODES), key=lambda g: (lanes * g.slices * g.banks, g.banks))
+
+
+def blocks_of(width: int, depth: int, lanes: int = 1) -> int:
+    """DP16KD blocks ``ebr_memory`` uses for ``depth`` words of ``width`` bits in ``lanes`` lanes."""
+    g = ebr_geometry(width, depth, lanes)
+    return lanes * g.slices * g.banks
 
 
 @dataclass(frozen=True)
@@ -50,18 +83,6 @@ class EbrWrite:
     en: Signal
 
 
-def _geometry(width: int, depth: int, lanes: int = 1) -> tuple[int, int]:
-    """(slices of ``EBR_DATA_BITS`` per lane, banks of ``EBR_WORDS``) for ``depth`` words of ``width`` bits in
-    ``lanes`` lanes."""
-    return -(-(width // lanes) // EBR_DATA_BITS), -(-depth // EBR_WORDS)
-
-
-def blocks_of(width: int, depth: int, lanes: int = 1) -> int:
-    """DP16KD blocks ``ebr_memory`` uses for ``depth`` words of ``width`` bits in ``lanes`` lanes."""
-    slices, banks = _geometry(width, depth, lanes)
-    return lanes * slices * banks
-
-
 def ebr_memory(m, name: str, shape, depth: int, lanes: int = 1) -> tuple[EbrRead, EbrWrite]:
     """``depth`` words of ``shape`` (a shape or layout; the ports' ``data`` are signals of it) in ``lanes`` lanes,
     each written on its bit of ``write.en``, in DP16KD instances ``<name>_b<bank>_<slice>`` added to
@@ -76,28 +97,25 @@ def ebr_memory(m, name: str, shape, depth: int, lanes: int = 1) -> tuple[EbrRead
     read_addr = Signal(address_bits, name=f"{name}_raddr")
     write_addr = Signal(address_bits, name=f"{name}_waddr")
     write_en = Signal(lanes, name=f"{name}_we")
-    slices, banks = _geometry(width, depth, lanes)
+    g = ebr_geometry(width, depth, lanes)
+    slices, banks, bits = g.slices, g.banks, g.bits
     lane_bits = width // lanes
-    low_bits = min(address_bits, EBR_WORDS.bit_length() - 1)
+    low_bits = min(address_bits, g.words.bit_length() - 1)
     bank_data = []
     for bank in range(banks):
         in_bank = write_addr[low_bits:] == bank if banks > 1 else Const(1, 1)
         lane_data = []
         for lane in range(lanes):
-            word = Signal(
-                slices * EBR_DATA_BITS, name=f"{name}_b{bank}_l{lane}_dob" if lanes > 1 else f"{name}_b{bank}_dob"
-            )
+            word = Signal(slices * bits, name=f"{name}_b{bank}_l{lane}_dob" if lanes > 1 else f"{name}_b{bank}_dob")
             for s in range(slices):
-                lo, hi = (
-                    lane * lane_bits + s * EBR_DATA_BITS,
-                    lane * lane_bits + min(lane_bits, (s + 1) * EBR_DATA_BITS),
-                )
+                lo, hi = lane * lane_bits + s * bits, lane * lane_bits + min(lane_bits, (s + 1) * bits)
                 index = lane * slices + s
-                din = Signal(EBR_DATA_BITS, name=f"{name}_b{bank}_{index}_dia")
+                din = Signal(bits, name=f"{name}_b{bank}_{index}_dia")
                 m.d.comb += din.eq(Value.cast(write_data)[lo:hi])
                 m.submodules[f"{name}_b{bank}_{index}"] = _block(
+                    g,
                     din,
-                    word[s * EBR_DATA_BITS : (s + 1) * EBR_DATA_BITS],
+                    word[s * bits : (s + 1) * bits],
                     read_addr[:low_bits],
                     write_addr[:low_bits],
                     write_en[lane] & in_bank,
@@ -116,21 +134,23 @@ def ebr_memory(m, name: str, shape, depth: int, lanes: int = 1) -> tuple[EbrRead
     return EbrRead(read_addr, read_data), EbrWrite(write_addr, write_data, write_en)
 
 
-def _block(din, dob, read_addr, write_addr, write_en) -> Instance:
-    """One DP16KD: port A writes ``din`` at ``write_addr`` on ``write_en``; port B reads ``read_addr`` every cycle
-    into its output register, ``dob``."""
+def _block(g: EbrGeometry, din, dob, read_addr, write_addr, write_en) -> Instance:
+    """One DP16KD in ``g``'s mode: port A writes ``din`` at ``write_addr`` on ``write_en``; port B reads
+    ``read_addr`` every cycle into its output register, ``dob`` (both ``g.bits`` wide, on the low data pins)."""
 
     def address(prefix, addr, byte_enables):
-        bits = {f"i_{prefix}{i}": Const(byte_enables if i < 2 else 0, 1) for i in range(_ADDRESS_LOW)}
-        for i in range(_ADDRESS_LOW, 14):
-            k = i - _ADDRESS_LOW
-            bits[f"i_{prefix}{i}"] = addr[k] if k < len(addr) else Const(0, 1)
-        return bits
+        pins = {
+            f"i_{prefix}{i}": Const(byte_enables if i < 2 and g.bits == EBR_DATA_BITS else 0, 1) for i in range(g.low)
+        }
+        for i in range(g.low, 14):
+            k = i - g.low
+            pins[f"i_{prefix}{i}"] = addr[k] if k < len(addr) else Const(0, 1)
+        return pins
 
     return Instance(
         "DP16KD",
-        p_DATA_WIDTH_A=EBR_DATA_BITS,
-        p_DATA_WIDTH_B=EBR_DATA_BITS,
+        p_DATA_WIDTH_A=g.bits,
+        p_DATA_WIDTH_B=g.bits,
         p_REGMODE_A="NOREG",
         p_REGMODE_B="OUTREG",
         p_RESETMODE="SYNC",
@@ -147,7 +167,7 @@ def _block(din, dob, read_addr, write_addr, write_en) -> Instance:
         i_RSTA=Const(0, 1),
         **{f"i_CSA{i}": Const(0, 1) for i in range(3)},
         **address("ADA", write_addr, 1),
-        **{f"i_DIA{i}": din[i] for i in range(EBR_DATA_BITS)},
+        **{f"i_DIA{i}": din[i] if i < g.bits else Const(0, 1) for i in range(EBR_DATA_BITS)},
         i_CLKB=ClockSignal("sync"),
         i_CEB=Const(1, 1),
         i_OCEB=Const(1, 1),
@@ -156,5 +176,5 @@ def _block(din, dob, read_addr, write_addr, write_en) -> Instance:
         **{f"i_CSB{i}": Const(0, 1) for i in range(3)},
         **address("ADB", read_addr, 0),
         **{f"i_DIB{i}": Const(0, 1) for i in range(EBR_DATA_BITS)},
-        **{f"o_DOB{i}": dob[i] for i in range(EBR_DATA_BITS)},
+        **{f"o_DOB{i}": dob[i] for i in range(g.bits)},
     )

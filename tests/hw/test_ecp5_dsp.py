@@ -26,7 +26,7 @@ from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import Layer, NetConfig
 from pezo.hw.engine import net_engine
 from pezo.hw.engine.dsp import DSP_BITS, Ecp5Target, dsp_product, is_ecp5
-from pezo.hw.engine.ebr import EBR_WORDS, blocks_of, ebr_memory
+from pezo.hw.engine.ebr import EBR_WORDS, blocks_of, ebr_geometry, ebr_memory
 from pezo.hw.engine.pe_array import ArrayShape, PEArray
 from pezo.sim import runner
 from pezo.sim.runner import available_simulators, run_cocotb
@@ -80,9 +80,10 @@ def mult18x18d_model() -> str:
 
 
 def dp16kd_model() -> str:
-    """Verilog of a behavioural DP16KD: x18 on both ports, port A writes (both byte enables), port B reads into its
-    latch and, with ``REGMODE_B`` OUTREG, its output register; ``RSTB`` (sync) clears both. A read of the word
-    port A writes in that cycle gives x. Any other configuration stops the simulation."""
+    """Verilog of a behavioural DP16KD: the same mode on both ports (x18, x9, x4, x2 or x1: the word address in
+    ``AD[13:low]``, the data on the low pins), port A writes (in x18 both byte enables), port B reads into its latch
+    and, with ``REGMODE_B`` OUTREG, its output register; ``RSTB`` (sync) clears both. A read of the word port A
+    writes in that cycle gives x. Any other configuration stops the simulation."""
     data = [f"DI{p}{i}" for p in "AB" for i in range(18)]
     address = [f"AD{p}{i}" for p in "AB" for i in range(14)]
     controls = [f"{c}{p}" for p in "AB" for c in ("CLK", "CE", "OCE", "WE", "RST")]
@@ -92,26 +93,34 @@ def dp16kd_model() -> str:
     params |= {"DATA_WIDTH_A": "18", "DATA_WIDTH_B": "18", "CSDECODE_A": '"0b000"', "CSDECODE_B": '"0b000"'}
     params |= {"WRITEMODE_A": '"NORMAL"', "WRITEMODE_B": '"NORMAL"', "GSR": '"AUTO"'}
     supported = (
-        'DATA_WIDTH_A == 18 && DATA_WIDTH_B == 18 && REGMODE_A == "NOREG" && RESETMODE == "SYNC" && '
+        "DATA_WIDTH_A == DATA_WIDTH_B && (DATA_WIDTH_B == 18 || DATA_WIDTH_B == 9 || DATA_WIDTH_B == 4 || "
+        'DATA_WIDTH_B == 2 || DATA_WIDTH_B == 1) && REGMODE_A == "NOREG" && RESETMODE == "SYNC" && '
         '(REGMODE_B == "NOREG" || REGMODE_B == "OUTREG")'
     )
     return "\n".join(
         [
             f"module DP16KD({', '.join(data + address + controls + outputs)});",
             *[f"  parameter {name} = {value};" for name, value in params.items()],
+            "  localparam W = DATA_WIDTH_B;",
+            "  localparam LOW = W == 18 ? 4 : W == 9 ? 3 : W == 4 ? 2 : W == 2 ? 1 : 0;",
             f"  input {', '.join(data + address + controls)};",
             f"  output {', '.join(outputs)};",
             "  initial if (!(" + supported + ')) begin $display("DP16KD model: unsupported parameters"); $finish; end',
-            "  reg [17:0] mem [0:1023];",
+            "  reg [17:0] mem [0:16383];",
             "  integer i;",
-            "  initial for (i = 0; i < 1024; i = i + 1) mem[i] = 0;  // INITVAL_* 0: the block's configured contents",
+            "  initial for (i = 0; i < 16384; i = i + 1) mem[i] = 0;  // INITVAL_* 0: the block's configured contents",
             "  reg [17:0] latch = 0, out = 0;",
-            f"  wire [9:0] wa = {{{', '.join(f'ADA{i}' for i in reversed(range(4, 14)))}}};",
-            f"  wire [9:0] ra = {{{', '.join(f'ADB{i}' for i in reversed(range(4, 14)))}}};",
-            f"  wire [17:0] din = {_bus('DIA', 18)};",
+            f"  wire [13:0] wa = {_bus('ADA', 14)} >> LOW;",
+            f"  wire [13:0] ra = {_bus('ADB', 14)} >> LOW;",
+            f"  wire [17:0] din = {_bus('DIA', 18)} & ((18'd1 << W) - 1);",
             "  wire writing = CEA && WEA;",
             "  always @(posedge CLKA) if (writing) begin",
-            '    if (!(ADA0 && ADA1)) begin $display("DP16KD model: a write without both byte enables"); $finish; end',
+            "    if (W == 18 && !(ADA0 && ADA1)) begin",
+            '      $display("DP16KD model: a write without both byte enables"); $finish;',
+            "    end",
+            "    if (W != 18 && ({ADA3, ADA2, ADA1, ADA0} & ((4'd1 << LOW) - 1)) != 0) begin",
+            '      $display("DP16KD model: an address pin below the mode\'s word address is set"); $finish;',
+            "    end",
             "    mem[wa] <= din;",
             "  end",
             "  always @(posedge CLKB) begin",
@@ -298,19 +307,23 @@ class _MemoryPair(wiring.Component):
 
 @pytest.mark.parametrize(
     ("width", "depth", "lanes"),
-    [(32, 424, 1), (40, EBR_WORDS + 476, 1), (3 * 24, 192, 3)],
-    ids=["one-bank", "two-banks", "three-lanes"],
+    [(32, 424, 1), (9, 3000, 1), (3 * 24, 192, 3), (64, 3088, 1), (40, EBR_WORDS + 476, 1)],
+    ids=["x18", "x9-two-banks", "x18-three-lanes", "x4-rt-mlp-weights", "x9-one-bank"],
 )
 def test_ebr_memory_matches_an_inferred_memory_and_register(width, depth, lanes, tmp_path, monkeypatch):
     """3000 random cycles of writes (any subset of the lanes), reads (two cycles to the data: the block's latch and
-    output register) and resets on Icarus; the two-bank case selects its bank after the registers; with lanes, each
-    lane (24 bits: two blocks) is written on its own enable, as an inferred memory with that granularity."""
+    output register) and resets on Icarus, in the mode ``ebr_geometry`` picks (x18, x9, x4); the two-bank case
+    selects its bank after the registers; with lanes, each lane (24 bits: two blocks) is written on its own enable,
+    as an inferred memory with that granularity."""
     if "icarus" not in available_simulators():
         pytest.skip("icarus is not available")
     pair = _MemoryPair(width, depth, lanes)
     text = verilog.convert(pair, name="pair", emit_src=False)
-    per_lane = -(-(width // lanes) // 18)
-    assert text.count("DP16KD ") == blocks_of(width, depth, lanes) == lanes * per_lane * -(-depth // EBR_WORDS)
+    g = ebr_geometry(width, depth, lanes)
+    assert text.count("DP16KD ") == blocks_of(width, depth, lanes) == lanes * g.slices * g.banks
+    assert (g.bits, g.banks) == {(32, 424): (18, 1), (9, 3000): (9, 2), (72, 192): (18, 1), (64, 3088): (4, 1)}.get(
+        (width, depth), (9, 1)
+    )
     source = tmp_path / "pair.v"
     source.write_text(text + dp16kd_model())
     monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the runner passes sys.path on: ebr_pair_tb
