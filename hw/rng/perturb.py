@@ -6,10 +6,10 @@ round-half-up adder, stage 2 the sign (a conditional negation). ``en`` alone mov
 consumes the source; ``next`` / ``rewind`` empty them. So every output is a register, and no path holds
 more than one adder after the source.
 
-otf: R(x, a) (a 4-way mux of constant shifts by the scale LUT's k, then the rounding adder) and the sign
-are combinational behind the URNG registers, so a value is on ``lanes`` in the cycle the array holds it
-(output registers would let the array run ahead of the consumer and move where the next perturbation
-aligns; see ``golden.rng.perturb``). Its controller starts from registers only (a register mirrors
+otf: R(x, a) and the sign (``signed_scale_round``: one adder per shift by the scale LUT's k, the negation
+folded into it, then a 4-way mux) are combinational behind the URNG registers, so a value is on ``lanes`` in
+the cycle the array holds it (output registers would let the array run ahead of the consumer and move where the
+next perturbation aligns; see ``golden.rng.perturb``). Its controller starts from registers only (a register mirrors
 ``pointer == 0``), so the array's clock enables are one LUT from a flip-flop.
 """
 
@@ -33,6 +33,17 @@ def scale_round(x, a: int):
     if a >= 0:
         return x.as_signed() << a
     return (x.as_signed() + (1 << (-a - 1))) >> -a
+
+
+def signed_scale_round(x, a: int, negate):
+    """``-R(x, a)`` if ``negate`` else ``R(x, a)`` (``scale_round``) with one carry chain: the negation folds into
+    the add as ``~x`` (= -x - 1, the inversion in front of the adder). a >= 0: ``(~x + 1) << a``; a < 0, s = -a,
+    h = 2^(s-1): -floor((x + h) / 2^s) = floor((-x - h + 2^s - 1) / 2^s) = (~x + h) >> s, as 2^s - h = h."""
+    x = x.as_signed()
+    flipped = Mux(negate, ~x, x)
+    if a >= 0:
+        return (flipped + negate) << a
+    return (flipped + (1 << (-a - 1))) >> -a
 
 
 def lane_layout(config: PerturbConfig) -> data.ArrayLayout:
@@ -72,12 +83,10 @@ class PerturbationStream(ConfigComponent):
         if cfg.strategy == "otf":  # the scale LUT picks a shift per rotation: align to its start
             values, shifts, shift_index = self._otf(m, source_valid, consume, restore)
             for lane, x in zip(self.lanes, values):
-                scaled = Signal(signed(STREAM_BITS))
                 with m.Switch(shift_index):
                     for k, a in enumerate(shifts):
                         with m.Case(k):
-                            m.d.comb += scaled.eq(scale_round(x, a))
-                m.d.comb += lane.eq(Mux(negate, -scaled, scaled))
+                            m.d.comb += lane.eq(signed_scale_round(x, a, negate))
             m.d.comb += self.valid.eq(source_valid)
             return m
 

@@ -285,3 +285,37 @@ def test_stream_latency_and_no_bubble_after_a_stall(cfg):
             replay.append(stream.lanes().copy())
         stream.step(en=True)
     assert [v.tolist() for v in replay] == [v.tolist() for v in vectors]
+
+
+def test_signed_scale_round_is_the_negated_rounding_in_one_adder():
+    """``hw.rng.perturb.signed_scale_round(x, a, negate)`` (the otf stream's lanes: the negation folded into the
+    rounding adder as ~x) equals +-``golden.rng.perturb.scale_round(x, a)`` in 16 bits, for every 14-bit x and
+    the shifts a = -8..3 (both signs of a, so both of its branches)."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.sim import Simulator
+
+    from pezo.hw.rng.perturb import signed_scale_round
+
+    m = Module()
+    x, negate = Signal(signed(14)), Signal()
+    outs = {a: Signal(signed(STREAM_BITS), name=f"shift_{a + 8}") for a in range(-8, 4)}
+    m.d.comb += [out.eq(signed_scale_round(x, a, negate)) for a, out in outs.items()]
+    xs = np.arange(-(1 << 13), 1 << 13)
+    seen, wrong = [], []
+
+    async def bench(ctx):
+        for value in xs:
+            for sign in (0, 1):
+                ctx.set(x, int(value))
+                ctx.set(negate, sign)
+                for a, out in outs.items():
+                    expected = int(scale_round(np.int64(value), a)) * (-1 if sign else 1)
+                    expected = (expected + (1 << 15)) % (1 << 16) - (1 << 15)
+                    seen.append(1)
+                    if ctx.get(out) != expected:
+                        wrong.append((int(value), a, sign))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(seen) == len(xs) * 2 * len(outs) and wrong == []
