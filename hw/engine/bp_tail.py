@@ -335,11 +335,11 @@ def tail_states(engine, m, cfg, fsm, split, bp_bits, drain, updating, finish_ste
                 m.d.sync += bj.eq(0)
                 next_output()
                 with m.If(bo == lay.outputs - 1):
-                    m.d.sync += drain.eq(BP_DRAINS["gradient"] - 1)
+                    m.d.sync += drain.load(BP_DRAINS["gradient"] - 1)
                     m.next = "BP_GRAD_DRAIN"
     with m.State("BP_GRAD_DRAIN"):
-        m.d.sync += drain.eq(drain - 1)
-        with m.If(drain == 0):
+        m.d.sync += drain.tick()
+        with m.If(drain.zero):
             with m.If(~phase):
                 m.d.sync += g_shift.eq(Mux(g_width > bp_bits, g_width - bp_bits, 0))
                 with m.If(l > split):
@@ -368,7 +368,7 @@ def tail_states(engine, m, cfg, fsm, split, bp_bits, drain, updating, finish_ste
                 with m.If(bt == T - 1):
                     m.d.sync += bt.eq(0)
                     with m.If(bj == lay.strips - 1):
-                        m.d.sync += drain.eq(BP_DRAINS["error"] - 1)
+                        m.d.sync += drain.load(BP_DRAINS["error"] - 1)
                         m.next = "BP_ERR_DRAIN"
                     with m.Else():
                         m.d.sync += [
@@ -380,8 +380,8 @@ def tail_states(engine, m, cfg, fsm, split, bp_bits, drain, updating, finish_ste
                         ]
                         m.next = "BP_LOAD"
     with m.State("BP_ERR_DRAIN"):
-        m.d.sync += drain.eq(drain - 1)
-        with m.If(drain == 0):
+        m.d.sync += drain.tick()
+        with m.If(drain.zero):
             m.d.sync += [e_shift.eq(Mux(e_width > 7, e_width - 7, 0)), phase.eq(1), *grad_walk]
             m.next = "BP_GRAD"
     with m.State("BP_REQ"):  # per tile and input k: E -> int8 error of layer l - 1
@@ -391,11 +391,11 @@ def tail_states(engine, m, cfg, fsm, split, bp_bits, drain, updating, finish_ste
         with m.If(bk == lay.inputs - 1):
             m.d.sync += [bk.eq(0), bk_word.eq(0), bk_lane.eq(0), bt.eq(bt + 1)]
             with m.If(bt == T - 1):
-                m.d.sync += drain.eq(BP_DRAINS["requantise"] - 1)
+                m.d.sync += drain.load(BP_DRAINS["requantise"] - 1)
                 m.next = "BP_REQ_DRAIN"
     with m.State("BP_REQ_DRAIN"):
-        m.d.sync += drain.eq(drain - 1)
-        with m.If(drain == 0):
+        m.d.sync += drain.tick()
+        with m.If(drain.zero):
             m.d.sync += l.eq(l - 1)
             m.next = "BP_LAYER"
     with m.State("BP_END"):

@@ -109,6 +109,7 @@ from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
     ArrayShape,
+    Countdown,
     PEArray,
     clamp_int8,
     delayed,
@@ -462,7 +463,7 @@ class NetEngine(ConfigComponent):
         j = Signal(range(max(row_words(l, C) for l in cfg.layers) + 1), name="walk_j")
         o = Signal(range(max(l.outputs for l in cfg.layers) + 1), name="walk_o")
         o_word, o_lane = Signal(range(slot_words + 1)), Signal(range(C))
-        drain = Signal(range(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP + 1))
+        drain = Countdown(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY + LAYER_GAP, "drain")
         parity = Signal()
         # a register set with ``op`` (and the split) at start: op != INFER, and not C = 0 with the tail (after a reset:
         # op 0, split 0); the decisions read it from a flip-flop
@@ -589,12 +590,12 @@ class NetEngine(ConfigComponent):
                             m.d.sync += o_word.eq(o_word + 1)
                     with m.If(updating):
                         with m.If(last_word):
-                            m.d.sync += drain.eq(NET_UPDATE_LATENCY - 1)
+                            m.d.sync += drain.load(NET_UPDATE_LATENCY - 1)
                             m.next = "UPDATE_DRAIN"
                     with m.Elif(layer_done):
                         m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
                         with m.If(~last_layer):
-                            m.d.sync += [layer.eq(layer + 1), drain.eq(LAYER_GAP - 1), *walk_start(layer + 1)]
+                            m.d.sync += [layer.eq(layer + 1), *drain.load(LAYER_GAP - 1), *walk_start(layer + 1)]
                             m.next = "GAP"
                         with m.Else():
                             m.d.sync += [layer.eq(0), word.eq(0), *walk_start(0)]
@@ -608,15 +609,15 @@ class NetEngine(ConfigComponent):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
                                 to_command(first_pass=False)  # sign 1: REWIND
                             with m.Else():
-                                m.d.sync += drain.eq(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
+                                m.d.sync += drain.load(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
                                 m.next = "FORWARD_DRAIN"
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
-                m.d.sync += drain.eq(drain - 1)
-                with m.If(drain == 0):
+                m.d.sync += drain.tick()
+                with m.If(drain.zero):
                     m.next = "RUN"
             with m.State("FORWARD_DRAIN"):
-                m.d.sync += drain.eq(drain - 1)
-                with m.If(drain == 0):
+                m.d.sync += drain.tick()
+                with m.If(drain.zero):
                     m.d.sync += [
                         parity.eq(~parity),
                         self.last_bank.eq(parity),
@@ -652,8 +653,8 @@ class NetEngine(ConfigComponent):
                     m.next = "FINISH"
 
             with m.State("UPDATE_DRAIN"):
-                m.d.sync += drain.eq(drain - 1)
-                with m.If(drain == 0):
+                m.d.sync += drain.tick()
+                with m.If(drain.zero):
                     if cfg.backprop:
                         with m.If((op == OP_TRAIN) & has_tail):
                             m.next = "BP_START"
@@ -685,9 +686,9 @@ class NetEngine(ConfigComponent):
                 else running & (~(perturbing & streaming) | stream.valid)
             ),
             release.eq(
-                (fsm.ongoing("FORWARD_DRAIN") & (drain == 0) & ~has_tail) | fsm.ongoing("BP_END")
+                (fsm.ongoing("FORWARD_DRAIN") & drain.zero & ~has_tail) | fsm.ongoing("BP_END")
                 if cfg.backprop
-                else fsm.ongoing("FORWARD_DRAIN") & (drain == 0)
+                else fsm.ongoing("FORWARD_DRAIN") & drain.zero
             ),
             clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
         ]

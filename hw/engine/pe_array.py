@@ -90,6 +90,22 @@ def delayed(m: Module, value, stages: int, name: str):
     return value
 
 
+class Countdown:
+    """A down-counter whose ``== 0`` is a register of its own (``zero``), so a state machine's decisions on it
+    start at a flip-flop, not at a compare of the count. ``load(v)`` / ``tick()`` (count - 1, wrapping below 0)
+    return the ``sync`` statements; ``zero`` is ``count == 0`` in every cycle (reset: count 0, zero 1)."""
+
+    def __init__(self, limit: int, name: str):
+        self.count = Signal(range(limit + 1), name=name)
+        self.zero = Signal(name=f"{name}_zero", init=1)
+
+    def load(self, value: int) -> list:
+        return [self.count.eq(value), self.zero.eq(value == 0)]
+
+    def tick(self) -> list:
+        return [self.count.eq(self.count - 1), self.zero.eq(self.count == 1)]
+
+
 def saturate(value, lo: int, hi: int):
     """Clamp a signed value to [lo, hi] (comparators and a mux)."""
     return Mux(value < lo, lo, Mux(value > hi, hi, value))
