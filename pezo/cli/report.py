@@ -27,6 +27,13 @@ def cmd_report(args) -> int:
     from pezo.boards.flow.report import ENGINE_STRATEGIES, is_report_cached, report
 
     check_hardware_data(args)
+    if not getattr(args, "no_timing", False):  # a bad time limit is refused before any synthesis
+        from pezo.boards.flow.tools import pnr_timeout
+
+        try:
+            pnr_timeout()
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     if args.net and args.strategy not in ENGINE_STRATEGIES:
         raise CLIError(f"--net applies to --strategy {' or '.join(ENGINE_STRATEGIES)} only (the network engine)")
     if not _given(args) and args.unit is None:

@@ -337,3 +337,15 @@ def test_sweep_seeds_are_named_as_typed(argv, needle, tmp_path, monkeypatch, cap
     assert needle in err, err
     assert "--seed " not in err and "was not given" not in err
     assert listing(tmp_path) == []
+
+
+# -- $PEZO_PNR_TIMEOUT (the timing flow's cap on one nextpnr run) -------------------------------------------------
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan"])
+def test_a_bad_pnr_timeout_is_refused_naming_the_variable_before_any_synthesis(value, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PEZO_PNR_TIMEOUT", value)
+    err = one_clean_line(["report", "--n-rngs", "4"], capsys)
+    assert err == (
+        f"pezo: error: PEZO_PNR_TIMEOUT must be a finite number of seconds > 0 (unset: 3600), got {value!r}\n"
+    ), err
+    assert listing(tmp_path) == []
