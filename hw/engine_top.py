@@ -229,7 +229,8 @@ class EngineTop(ConfigComponent):
             log_w.data.bank.eq(eng.last_bank),
             log_r.addr.eq(rec),
         ]
-        # align: the step log answers after 1 cycle, weights after W_READ_LATENCY, logits after LOGIT_READ_LATENCY
+        # align: the step log's row after 2 cycles (the memory, its row register), weights after W_READ_LATENCY, logits
+        # after LOGIT_READ_LATENCY
         L = LOGIT_READ_LATENCY
         kind_t = [Signal(2, name=f"r_kind_{i}") for i in range(L)]  # 0 weights, 1 logits, 2 steps, 3 bad
         pad_t = [Signal(name=f"r_pad_{i}") for i in range(L)]  # a logit row's padding: reads 0
@@ -242,12 +243,14 @@ class EngineTop(ConfigComponent):
         for i in range(1, L):
             m.d.sync += [kind_t[i].eq(kind_t[i - 1]), sel_t[i].eq(sel_t[i - 1]), pad_t[i].eq(pad_t[i - 1])]
         assert W_READ_LATENCY == 2 <= L
-        log_early = Signal(64, name="r_early_1")  # the step log, one cycle after the request, registered
-        log_words = [log_r.data.loss_plus, log_r.data.loss_minus, _sext(log_r.data.g, 64), log_r.data.bank]
-        m.d.sync += log_early.eq(_select(sel_t[0], log_words))
-        early = Signal(64)  # weights (W_READ_LATENCY) / step log, two cycles after the request
+        # the step log's row registered as read (a block RAM's clock-to-out is followed by no logic), its word
+        # selected in the next cycle beside the weights' chunk: both reach r_early_2, three cycles after the request
+        log_row = Signal.like(log_r.data, name="r_log_row_1")
+        m.d.sync += log_row.eq(log_r.data)
+        log_words = [log_row.loss_plus, log_row.loss_minus, _sext(log_row.g, 64), log_row.bank]
+        early = Signal(64)  # weights (W_READ_LATENCY) / step log (its row register), two cycles after the request
         w_chunks = [eng.w_rdata.as_value()[64 * c : 64 * c + 64] for c in range(chunks)]
-        m.d.comb += early.eq(Mux(kind_t[1] == 0, _select(sel_t[1], w_chunks), log_early))
+        m.d.comb += early.eq(Mux(kind_t[1] == 0, _select(sel_t[1], w_chunks), _select(sel_t[1], log_words)))
         delayed = early
         for i in range(2, L):
             reg = Signal(64, name=f"r_early_{i}")
