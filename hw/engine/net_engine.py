@@ -131,11 +131,8 @@ G_HIGH_BITS = 7
 LOSS_LATENCY = 8
 """Cycles from the last logit in the logit memory to the final loss: label read, "is the label", label/best
 registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
-G_LATENCY = 4
-"""Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift by
-its low ``G_SHIFT_SPLIT`` bits, the shift by the rest."""
-G_SHIFT_SPLIT = 3
-"""Low bits of ``g_shift`` (0..47) in g's first shift register: two 8-way shifts, not one 48-way barrel shifter."""
+G_LATENCY = 3
+"""Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
 W_READ_LATENCY = 2
 """Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
 register."""
@@ -1018,15 +1015,12 @@ class NetEngine(ConfigComponent):
             below.eq(greater(loss[1], loss[0])),
             minus_lr.eq(-g_lr),
         ]
-        # one carry chain, then a shift by g_shift's low bits, then by its high bits: round_shift(diff, g_shift)
+        # one carry chain, then one barrel shifter per register: round_shift(diff, g_shift)
         rounded, sign_g = Signal(signed(LOSS_BITS + 2), name="g_rounded"), Signal(signed(G_BITS), name="g_sign")
         m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(above, g_lr, Mux(below, minus_lr, 0)))]
-        # the shift in two registers: by its low G_SHIFT_SPLIT bits, then by the rest (an arithmetic shift composes)
-        low, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_shifted_low"), Signal.like(sign_g, name="g_sign_2")
-        m.d.sync += [low.eq(rounded >> g_shift[:G_SHIFT_SPLIT]), sign_g2.eq(sign_g)]
-        scaled, sign_g3 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_3")
-        m.d.sync += [scaled.eq(low >> Cat(Const(0, G_SHIFT_SPLIT), g_shift[G_SHIFT_SPLIT:])), sign_g3.eq(sign_g2)]
-        sign_g = sign_g3
+        scaled, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_2")
+        m.d.sync += [scaled.eq(rounded >> g_shift), sign_g2.eq(sign_g)]
+        sign_g = sign_g2
         m.d.comb += ctl.g_formed.eq(
             Mux(
                 mode == G_MODE_CODES["sign"],
