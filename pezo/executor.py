@@ -103,21 +103,25 @@ def check_address(address: str) -> str:
     return match.group(0)
 
 
-def scheduler_timeout() -> float:
-    """Seconds to wait for a scheduler and its first worker: ``$PEZO_SCHEDULER_TIMEOUT`` (unset or empty: 10);
-    ValueError naming the variable unless it is a finite number > 0."""
-    text = os.environ.get("PEZO_SCHEDULER_TIMEOUT", "").strip()
+def seconds_from_env(variable: str, default: float) -> float:
+    """``$variable`` as seconds (unset or empty: ``default``); ValueError naming the variable unless it is a
+    finite number > 0."""
+    text = os.environ.get(variable, "").strip()
     if not text:
-        return DEFAULT_TIMEOUT
+        return default
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(
-            f"PEZO_SCHEDULER_TIMEOUT must be a finite number of seconds > 0 (unset: {DEFAULT_TIMEOUT:g}), got {text!r}"
-        )
+        raise ValueError(f"{variable} must be a finite number of seconds > 0 (unset: {default:g}), got {text!r}")
     return value
+
+
+def scheduler_timeout() -> float:
+    """Seconds to wait for a scheduler and its first worker: ``$PEZO_SCHEDULER_TIMEOUT`` (unset or empty: 10);
+    ValueError naming the variable unless it is a finite number > 0."""
+    return seconds_from_env("PEZO_SCHEDULER_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 def _run_chunk(run: Callable, chunk: list) -> list:

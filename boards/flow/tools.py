@@ -24,7 +24,6 @@ see them by relative paths). Each is named after the process that made it; a pro
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import signal
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from pezo.executor import seconds_from_env
 from pezo.sim.runner import cache_dir
 
 
@@ -151,19 +151,7 @@ DEFAULT_PNR_TIMEOUT = 3600.0
 def pnr_timeout() -> float:
     """``$PEZO_PNR_TIMEOUT`` (unset or empty: ``DEFAULT_PNR_TIMEOUT``); ValueError naming the variable unless it is
     a finite number of seconds > 0."""
-    text = os.environ.get(PNR_TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_PNR_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(
-            f"{PNR_TIMEOUT_VARIABLE} must be a finite number of seconds > 0 (unset: {DEFAULT_PNR_TIMEOUT:g}), "
-            f"got {text!r}"
-        )
-    return value
+    return seconds_from_env(PNR_TIMEOUT_VARIABLE, DEFAULT_PNR_TIMEOUT)
 
 
 def _launch(tool: Tool, args: list[str], cwd: Path, timeout: float | None = None) -> subprocess.CompletedProcess:
