@@ -17,7 +17,10 @@ The register file's command bits reach the engine one cycle after the write hand
 * ``irq`` (registered) = any of the pending bits (DONE: the engine's ``done`` rose; STEP: a TRAIN step
   finished) enabled in IRQ_ENABLE; CONTROL.ACK_DONE / ACK_STEP clear them.
 * The step log: at each ``step_done``, record ``(steps_done - 1) % STEP_LOG_DEPTH`` gets the step's L+,
-  L-, g and logit bank (one memory, read through the ``steps`` window).
+  L-, g and logit bank (one memory, read through the ``steps`` window). On ECP5 (``hw.engine.dsp.is_ecp5``)
+  the memory is DP16KD blocks read through their output register (``hw.engine.ebr``); there a read of the record
+  the engine overwrites in that very cycle (a host ``STEP_LOG_DEPTH`` steps behind, which the driver refuses)
+  returns an undefined word, the generic memory the old record.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from pezo.golden.host import HOST_ID
 from pezo.hw.axi4 import AXI4Signature, AXI4Slave
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
+from pezo.hw.engine.dsp import is_ecp5
+from pezo.hw.engine.ebr import ebr_memory
 from pezo.hw.engine.net_engine import W_READ_LATENCY, NetEngine
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
 
@@ -218,8 +223,14 @@ class EngineTop(ConfigComponent):
         ]
         # the step log: L+, L-, g, bank per step
         log_shape = data.StructLayout({"loss_plus": LOSS_BITS, "loss_minus": LOSS_BITS, "g": signed(G_BITS), "bank": 1})
-        m.submodules.step_log = step_log = Memory(shape=log_shape, depth=STEP_LOG_DEPTH, init=[])
-        log_w, log_r = step_log.write_port(), step_log.read_port(transparent_for=())
+        if is_ecp5(platform):  # DP16KD with its output register: the row two cycles after its address
+            log_r, log_w = ebr_memory(m, "step_log", log_shape, STEP_LOG_DEPTH)
+            log_row = log_r.data
+        else:  # the memory, then the row registered as read (a block RAM's clock-to-out is followed by no logic)
+            m.submodules.step_log = step_log = Memory(shape=log_shape, depth=STEP_LOG_DEPTH, init=[])
+            log_w, log_r = step_log.write_port(), step_log.read_port(transparent_for=())
+            log_row = Signal.like(log_r.data, name="r_log_row_1")
+            m.d.sync += log_row.eq(log_r.data)
         m.d.comb += [
             log_w.addr.eq(eng.steps_done - 1),
             log_w.en.eq(eng.step_done),
@@ -243,10 +254,8 @@ class EngineTop(ConfigComponent):
         for i in range(1, L):
             m.d.sync += [kind_t[i].eq(kind_t[i - 1]), sel_t[i].eq(sel_t[i - 1]), pad_t[i].eq(pad_t[i - 1])]
         assert W_READ_LATENCY == 2 <= L
-        # the step log's row registered as read (a block RAM's clock-to-out is followed by no logic), its word
-        # selected in the next cycle beside the weights' chunk: both reach r_early_2, three cycles after the request
-        log_row = Signal.like(log_r.data, name="r_log_row_1")
-        m.d.sync += log_row.eq(log_r.data)
+        # the step log's row (two cycles after the request), its word selected beside the weights' chunk: both reach
+        # r_early_2, three cycles after the request
         log_words = [log_row.loss_plus, log_row.loss_minus, _sext(log_row.g, 64), log_row.bank]
         early = Signal(64)  # weights (W_READ_LATENCY) / step log (its row register), two cycles after the request
         w_chunks = [eng.w_rdata.as_value()[64 * c : 64 * c + 64] for c in range(chunks)]

@@ -509,9 +509,18 @@ class NetEngine(ConfigComponent):
         command_next, command_rewind = Signal(name="command_next"), Signal(name="command_rewind")
         m.d.sync += [command_next.eq(0), command_rewind.eq(0)]
 
+        # The RUN state as a flip-flop of its own, set and cleared with every move into and out of RUN (``goto``):
+        # the issue (``running`` and ``stream.valid``) is then one LUT of three flip-flops, not a decode of the
+        # FSM's state register (the fsm_state -> issue -> command_rewind path limited rt-mlp on ECP5).
+        running = Signal(name="running")
+
+        def goto(state: str):
+            m.next = state
+            m.d.sync += running.eq(state == "RUN")
+
         def to_command(first_pass: bool):
             m.d.sync += (command_next if first_pass else command_rewind).eq(1)
-            m.next = "COMMAND"
+            goto("COMMAND")
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -549,24 +558,24 @@ class NetEngine(ConfigComponent):
                         m.d.sync += decide_decay(self.wd_every)
                         to_command(first_pass=False)  # updating: REWIND
                     with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
-                        m.next = "FINISH"
+                        goto("FINISH")
                     with m.Else():
-                        m.next = "BATCH"
+                        goto("BATCH")
             with m.State("BATCH"):  # a step begins when its batch is in the queue
                 with m.If(batch_ready):
                     m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
                     with m.If(op == OP_INFER):
-                        m.next = "RUN"
+                        goto("RUN")
                     if cfg.backprop:
                         with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
                             m.d.sync += sign.eq(1)
-                            m.next = "RUN"
+                            goto("RUN")
                     with m.Else():
                         to_command(first_pass=True)  # not updating, sign 0, tile 0: NEXT
                 with m.Else():
                     m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
-                m.next = "RUN"
+                goto("RUN")
             with m.State("RUN"):
                 with m.If(issue):
                     m.d.sync += [
@@ -591,12 +600,12 @@ class NetEngine(ConfigComponent):
                     with m.If(updating):
                         with m.If(last_word):
                             m.d.sync += drain.load(NET_UPDATE_LATENCY - 1)
-                            m.next = "UPDATE_DRAIN"
+                            goto("UPDATE_DRAIN")
                     with m.Elif(layer_done):
                         m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
                         with m.If(~last_layer):
                             m.d.sync += [layer.eq(layer + 1), *drain.load(LAYER_GAP - 1), *walk_start(layer + 1)]
-                            m.next = "GAP"
+                            goto("GAP")
                         with m.Else():
                             m.d.sync += [layer.eq(0), word.eq(0), *walk_start(0)]
                             with m.If(tile != T - 1):
@@ -604,17 +613,17 @@ class NetEngine(ConfigComponent):
                                 with m.If(perturbing):
                                     to_command(first_pass=False)  # tile > 0: REWIND
                                 with m.Else():
-                                    m.next = "RUN"
+                                    goto("RUN")
                             with m.Elif(perturbing & (sign == 0)):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
                                 to_command(first_pass=False)  # sign 1: REWIND
                             with m.Else():
                                 m.d.sync += drain.load(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
-                                m.next = "FORWARD_DRAIN"
+                                goto("FORWARD_DRAIN")
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
-                    m.next = "RUN"
+                    goto("RUN")
             with m.State("FORWARD_DRAIN"):
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
@@ -627,7 +636,7 @@ class NetEngine(ConfigComponent):
                     if cfg.backprop:
                         with m.If((op == OP_TRAIN) & full_bp):
                             m.d.sync += g.eq(0)
-                            m.next = "BP_START"
+                            goto("BP_START")
                     with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
                         m.d.sync += [
                             g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
@@ -639,7 +648,7 @@ class NetEngine(ConfigComponent):
                         ]
                         to_command(first_pass=False)  # updating: REWIND
                     with m.Else():
-                        m.next = "FINISH"
+                        goto("FINISH")
 
             def finish_step():
                 m.d.sync += [
@@ -648,31 +657,30 @@ class NetEngine(ConfigComponent):
                     self.g_used.eq(g),
                     steps_left.eq(steps_left - 1),
                 ]
-                m.next = "BATCH"
+                goto("BATCH")
                 with m.If(steps_left == 1):
-                    m.next = "FINISH"
+                    goto("FINISH")
 
             with m.State("UPDATE_DRAIN"):
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
                     if cfg.backprop:
                         with m.If((op == OP_TRAIN) & has_tail):
-                            m.next = "BP_START"
+                            goto("BP_START")
                     with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
                         finish_step()
                     with m.Else():
                         m.d.sync += self.g_used.eq(g)
-                        m.next = "FINISH"
+                        goto("FINISH")
             with m.State("FINISH"):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
-                m.next = "IDLE"
+                goto("IDLE")
             bp = tail_states(self, m, cfg, fsm, split, bp_bits, drain, updating, finish_step) if cfg.backprop else None
 
         if bp is not None:
             tail_strobes(self, m, fsm, bp)
         # Strobes of the controller as plain expressions of its registers (continuous assignments: 4-state
         # simulators evaluate them from time 0)
-        running = fsm.ongoing("RUN")
         if conv is not None:
             m.d.comb += conv.running.eq(running)
         m.d.comb += [
