@@ -132,7 +132,10 @@ LOSS_LATENCY = 8
 """Cycles from the last logit in the logit memory to the final loss: label read, "is the label", label/best
 registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
 G_LATENCY = 3
-"""Registers between the final losses and g: the difference (and half of the shift), the rounding add, the shift."""
+"""Registers between the final losses and g: the rounded difference ((L+ + half) - L-, ``L+ + half`` registered
+beforehand), the shift by ``g_shift``'s low ``G_SHIFT_SPLIT`` bits, the shift by the rest."""
+G_SHIFT_SPLIT = 3
+"""Low bits of ``g_shift`` (0..47) in g's first shift register: two 8-way shifts, not one 48-way barrel shifter."""
 W_READ_LATENCY = 2
 """Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
 register."""
@@ -1012,22 +1015,32 @@ class NetEngine(ConfigComponent):
         """g from the two losses, ``G_LATENCY`` registers behind them: drives ``ctl.g_formed`` (``g_mode``
         sign or scaled; 0 in host mode), read by the controller in FORWARD_DRAIN's last cycle."""
         loss, g_shift, g_lr, mode = ctl.loss, ctl.g_shift, ctl.g_lr, ctl.mode
-        diff, half = Signal(signed(LOSS_BITS + 1), name="loss_diff"), Signal(unsigned(LOSS_BITS), name="g_half")
+        # round_shift(L+ - L-, s) = ((L+ + half) - L-) >> s: L+ is final a whole pass before L- (the +epsilon pass
+        # runs first), so L+ + half is a register of its own beside the loss and the last loss meets one carry chain
+        half, plus_half = (
+            Signal(unsigned(LOSS_BITS), name="g_half"),
+            Signal(unsigned(LOSS_BITS + 1), name="g_plus_half"),
+        )
+        m.d.sync += [half.eq((Const(1, LOSS_BITS) << g_shift) >> 1), plus_half.eq(loss[0] + half)]
         # the compares beside the difference, -g_lr in a register: the sign's mux starts at flip-flops
         above, below = Signal(name="loss_above"), Signal(name="loss_below")
         minus_lr = Signal.like(g_lr, name="g_lr_minus")
+        rounded = Signal(signed(LOSS_BITS + 2), name="g_rounded")
         m.d.sync += [
-            diff.eq(loss[0] - loss[1]),
-            half.eq((Const(1, LOSS_BITS) << g_shift) >> 1),
+            rounded.eq(plus_half - loss[1]),
             above.eq(greater(loss[0], loss[1])),
             below.eq(greater(loss[1], loss[0])),
             minus_lr.eq(-g_lr),
         ]
-        # one carry chain, then one barrel shifter per register: round_shift(diff, g_shift)
-        rounded, sign_g = Signal(signed(LOSS_BITS + 2), name="g_rounded"), Signal(signed(G_BITS), name="g_sign")
-        m.d.sync += [rounded.eq(diff + half), sign_g.eq(Mux(above, g_lr, Mux(below, minus_lr, 0)))]
+        # the shift over two registers, by g_shift's low G_SHIFT_SPLIT bits, then by the rest (an arithmetic shift
+        # composes): two 8-way shifters, not one 48-way
+        low, sign_g = Signal(signed(LOSS_BITS + 2), name="g_shifted_low"), Signal(signed(G_BITS), name="g_sign")
+        m.d.sync += [
+            low.eq(rounded >> g_shift[:G_SHIFT_SPLIT]),
+            sign_g.eq(Mux(above, g_lr, Mux(below, minus_lr, 0))),
+        ]
         scaled, sign_g2 = Signal(signed(LOSS_BITS + 2), name="g_scaled"), Signal.like(sign_g, name="g_sign_2")
-        m.d.sync += [scaled.eq(rounded >> g_shift), sign_g2.eq(sign_g)]
+        m.d.sync += [scaled.eq(low >> Cat(Const(0, G_SHIFT_SPLIT), g_shift[G_SHIFT_SPLIT:])), sign_g2.eq(sign_g)]
         sign_g = sign_g2
         m.d.comb += ctl.g_formed.eq(
             Mux(

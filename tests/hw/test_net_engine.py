@@ -61,6 +61,7 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     [
         (TINY, LossConfig(mode="sign", margin=100), True),
         (TINY, LossConfig(mode="scaled", margin=50, g_shift=4), True),
+        (TINY, LossConfig(mode="scaled", margin=4000, g_shift=9), True),  # both of the shift's registers shift
         (TINY, LossConfig(mode="host", margin=50), True),
         (TINY, LossConfig(mode="sign", margin=50), False),
         (TINY.replace(strategy="pregen"), LossConfig(mode="sign", margin=100), True),
@@ -86,6 +87,7 @@ def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=Non
     ids=[
         "sign",
         "scaled",
+        "scaled-shift9",
         "host",
         "no-overlap",
         "pregen",
