@@ -177,14 +177,14 @@ class _Pair(wiring.Component):
         return m
 
 
-def _write_ecp5_verilog(component, name, directory, config=None) -> Path:
-    """``runner.write_verilog`` for the ECP5 variant: ``component`` elaborated with ``Ecp5Target`` and the
-    MULT18X18D / DP16KD models appended (never cached)."""
+def _write_ecp5_verilog(component, name, directory) -> tuple[Path, str]:
+    """``runner.write_verilog`` for the ECP5 variant: ``component`` elaborated with ``Ecp5Target``, written with the
+    MULT18X18D / DP16KD models appended (never cached); returns the path and the design's own text."""
     path = Path(directory) / f"{name}.v"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = verilog.convert(component, name=name, emit_src=False, platform=Ecp5Target())
     path.write_text(text + mult18x18d_model() + dp16kd_model())
-    return path
+    return path, text
 
 
 def test_is_ecp5_selects_only_family_ecp5():
@@ -251,8 +251,7 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
         pytest.skip("icarus is not available")
 
     def ecp5_verilog(component, name, directory, config=None):
-        path = _write_ecp5_verilog(component, name, directory)
-        text = path.read_text()
+        path, text = _write_ecp5_verilog(component, name, directory)
         assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
         # 32-bit weight words, 64-bit logit rows (2 x 32) and input rows (2 examples' lanes of 32 bits, each its own
         # blocks): 18-bit slices, one bank each
@@ -362,8 +361,7 @@ def test_ecp5_engine_top_trains_through_axi_like_golden(tmp_path, monkeypatch):
         pytest.skip("icarus is not available")
 
     def ecp5_verilog(component, name, directory, config=None):
-        path = _write_ecp5_verilog(component, name, directory)
-        text = path.read_text()
+        path, text = _write_ecp5_verilog(component, name, directory)
         assert "step_log_b0_0" in text and "step_log_b0_1" in text  # 89-bit records: 18-bit slices in DP16KD
         return path
 
