@@ -508,9 +508,14 @@ class NetEngine(ConfigComponent):
         # they hold in the COMMAND cycle exactly as the decode of the state did: the stream's command logic starts
         # from flip-flops placed beside it, not from the FSM's state register through its decode (the fsm_state ->
         # next/rewind -> stream.aligning path limited the engine on ECP5). Only a step's first pass (from BATCH)
-        # opens with NEXT; every other entry (a later tile, the -epsilon pass, the update) is a REWIND.
+        # opens with NEXT; every other entry (a later tile, the -epsilon pass, the update) is a REWIND. The REWIND is
+        # two registers ORed at the stream: a pass's replay (set in RUN, at an issue) and the update's (set in IDLE
+        # or FORWARD_DRAIN), so neither register's D merges the issue with the other states' decode (the
+        # fsm_state / op -> command_rewind paths limited rt-mlp pregen on ECP5).
         command_next, command_rewind = Signal(name="command_next"), Signal(name="command_rewind")
-        m.d.sync += [command_next.eq(0), command_rewind.eq(0)]
+        command_update = Signal(name="command_update")
+        m.d.sync += [command_next.eq(0), command_rewind.eq(0), command_update.eq(0)]
+        training = Signal(name="op_train")  # op == OP_TRAIN, a register set with op
 
         # The RUN state as a flip-flop of its own, set and cleared with every move into and out of RUN (``goto``):
         # the issue (``running`` and ``stream.valid``) is then one LUT of three flip-flops, not a decode of the
@@ -521,8 +526,8 @@ class NetEngine(ConfigComponent):
             m.next = state
             m.d.sync += running.eq(state == "RUN")
 
-        def to_command(first_pass: bool):
-            m.d.sync += (command_next if first_pass else command_rewind).eq(1)
+        def to_command(command: Signal):
+            m.d.sync += command.eq(1)
             goto("COMMAND")
 
         with m.FSM() as fsm:
@@ -530,6 +535,7 @@ class NetEngine(ConfigComponent):
                 with m.If(self.start):
                     m.d.sync += [
                         op.eq(self.op),
+                        training.eq(self.op == OP_TRAIN),
                         perturbing.eq(self.op != OP_INFER),
                         g.eq(self.g),
                         mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
@@ -559,7 +565,7 @@ class NetEngine(ConfigComponent):
                         ]
                     with m.If(self.op == OP_UPDATE):
                         m.d.sync += decide_decay(self.wd_every)
-                        to_command(first_pass=False)  # updating: REWIND
+                        to_command(command_update)  # updating: REWIND
                     with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
                         goto("FINISH")
                     with m.Else():
@@ -574,7 +580,7 @@ class NetEngine(ConfigComponent):
                             m.d.sync += sign.eq(1)
                             goto("RUN")
                     with m.Else():
-                        to_command(first_pass=True)  # not updating, sign 0, tile 0: NEXT
+                        to_command(command_next)  # not updating, sign 0, tile 0: NEXT
                 with m.Else():
                     m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
@@ -614,12 +620,12 @@ class NetEngine(ConfigComponent):
                             with m.If(tile != T - 1):
                                 m.d.sync += tile.eq(tile + 1)
                                 with m.If(perturbing):
-                                    to_command(first_pass=False)  # tile > 0: REWIND
+                                    to_command(command_rewind)  # tile > 0: REWIND
                                 with m.Else():
                                     goto("RUN")
                             with m.Elif(perturbing & (sign == 0)):
                                 m.d.sync += [sign.eq(1), tile.eq(0)]
-                                to_command(first_pass=False)  # sign 1: REWIND
+                                to_command(command_rewind)  # sign 1: REWIND
                             with m.Else():
                                 m.d.sync += drain.load(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
                                 goto("FORWARD_DRAIN")
@@ -637,10 +643,10 @@ class NetEngine(ConfigComponent):
                         self.loss_minus.eq(loss[1]),
                     ]
                     if cfg.backprop:
-                        with m.If((op == OP_TRAIN) & full_bp):
+                        with m.If(training & full_bp):
                             m.d.sync += g.eq(0)
                             goto("BP_START")
-                    with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
+                    with (m.Elif if cfg.backprop else m.If)(training):
                         m.d.sync += [
                             g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
                             updating.eq(1),
@@ -649,7 +655,7 @@ class NetEngine(ConfigComponent):
                             *reset_walk,
                             *decide_decay(wd_every),
                         ]
-                        to_command(first_pass=False)  # updating: REWIND
+                        to_command(command_update)  # updating: REWIND
                     with m.Else():
                         goto("FINISH")
 
@@ -668,9 +674,9 @@ class NetEngine(ConfigComponent):
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
                     if cfg.backprop:
-                        with m.If((op == OP_TRAIN) & has_tail):
+                        with m.If(training & has_tail):
                             goto("BP_START")
-                    with (m.Elif if cfg.backprop else m.If)(op == OP_TRAIN):
+                    with (m.Elif if cfg.backprop else m.If)(training):
                         finish_step()
                     with m.Else():
                         m.d.sync += self.g_used.eq(g)
@@ -688,7 +694,7 @@ class NetEngine(ConfigComponent):
             m.d.comb += conv.running.eq(running)
         m.d.comb += [
             stream.next.eq(command_next),
-            stream.rewind.eq(command_rewind),
+            stream.rewind.eq(command_rewind | command_update),
             stream.sign.eq(sign),
             wanting.eq(running & perturbing if conv is None else running & perturbing & streaming),
             issue.eq(
