@@ -520,49 +520,61 @@ class NetEngine(ConfigComponent):
         # The RUN state as a flip-flop of its own, set and cleared with every move into and out of RUN (``goto``):
         # the issue (``running`` and ``stream.valid``) is then one LUT of three flip-flops, not a decode of the
         # FSM's state register (the fsm_state -> issue -> command_rewind path limited rt-mlp on ECP5).
-        running = Signal(name="running")
+        # Likewise IDLE (``idle``): the operands and status registers loaded at ``start`` in IDLE have one LUT of two
+        # flip-flops as their enable. The batch waits are counted from registers (``batch_waiting``, the clear at
+        # ``start`` one cycle later, ``wait_cycles_clear``; the same totals): the fsm_state -> start ->
+        # wait_cycles enable path limited rt-mlp pregen seed 7 on ECP5.
+        running, idle = Signal(name="running"), Signal(name="idle", init=1)
 
         def goto(state: str):
             m.next = state
-            m.d.sync += running.eq(state == "RUN")
+            m.d.sync += [running.eq(state == "RUN"), idle.eq(state == "IDLE")]
+
+        batch_waiting, wait_clear = Signal(name="batch_waiting"), Signal(name="wait_cycles_clear")
+        m.d.sync += [
+            batch_waiting.eq(0),
+            wait_clear.eq(0),
+            self.wait_cycles.eq(Mux(wait_clear, 0, self.wait_cycles + batch_waiting)),
+        ]
 
         def to_command(command: Signal):
             m.d.sync += command.eq(1)
             goto("COMMAND")
 
+        with m.If(idle & self.start):  # IDLE's loads (its moves are the FSM's)
+            m.d.sync += [
+                wait_clear.eq(1),
+                op.eq(self.op),
+                training.eq(self.op == OP_TRAIN),
+                perturbing.eq(self.op != OP_INFER),
+                g.eq(self.g),
+                mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
+                margin.eq(self.margin),
+                g_lr.eq(self.g_lr),
+                g_shift.eq(self.g_shift),
+                wd_shift.eq(self.wd_shift),
+                wd_every.eq(self.wd_every),
+                steps_left.eq(self.steps),
+                self.done.eq(0),
+                self.cycles.eq(0),
+                self.steps_done.eq(0),
+                self.busy.eq(1),
+                updating.eq(self.op == OP_UPDATE),
+                sign.eq(0),
+                tile.eq(0),
+                *reset_walk,
+            ]
+            if cfg.backprop:  # a C past L runs full ZO
+                train_split = Mux(self.split > L, L, self.split)
+                m.d.sync += [
+                    split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
+                    perturbing.eq((self.op != OP_INFER) & ~((self.op == OP_TRAIN) & (train_split == 0))),
+                    bp_bits.eq(self.bp_bits),
+                    self.bp_cycles.eq(0),
+                ]
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [
-                        op.eq(self.op),
-                        training.eq(self.op == OP_TRAIN),
-                        perturbing.eq(self.op != OP_INFER),
-                        g.eq(self.g),
-                        mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
-                        margin.eq(self.margin),
-                        g_lr.eq(self.g_lr),
-                        g_shift.eq(self.g_shift),
-                        wd_shift.eq(self.wd_shift),
-                        wd_every.eq(self.wd_every),
-                        steps_left.eq(self.steps),
-                        self.done.eq(0),
-                        self.cycles.eq(0),
-                        self.wait_cycles.eq(0),
-                        self.steps_done.eq(0),
-                        self.busy.eq(1),
-                        updating.eq(self.op == OP_UPDATE),
-                        sign.eq(0),
-                        tile.eq(0),
-                        *reset_walk,
-                    ]
-                    if cfg.backprop:  # a C past L runs full ZO
-                        train_split = Mux(self.split > L, L, self.split)
-                        m.d.sync += [
-                            split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
-                            perturbing.eq((self.op != OP_INFER) & ~((self.op == OP_TRAIN) & (train_split == 0))),
-                            bp_bits.eq(self.bp_bits),
-                            self.bp_cycles.eq(0),
-                        ]
                     with m.If(self.op == OP_UPDATE):
                         m.d.sync += decide_decay(self.wd_every)
                         to_command(command_update)  # updating: REWIND
@@ -582,7 +594,7 @@ class NetEngine(ConfigComponent):
                     with m.Else():
                         to_command(command_next)  # not updating, sign 0, tile 0: NEXT
                 with m.Else():
-                    m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
+                    m.d.sync += batch_waiting.eq(1)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
                 goto("RUN")
             with m.State("RUN"):
