@@ -187,6 +187,14 @@ def _write_ecp5_verilog(component, name, directory) -> tuple[Path, str]:
     return path, text
 
 
+def _random_job(cfg, steps: int, seed: int):
+    """``steps`` random batches (int8 inputs, labels) and random weights in [-40, 40] for ``cfg``."""
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
+    return xs, ys, rng.integers(-40, 41, cfg.weights)
+
+
 def test_is_ecp5_selects_only_family_ecp5():
     assert is_ecp5(Ecp5Target())
     assert not is_ecp5(None)
@@ -270,11 +278,8 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
     monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
     monkeypatch.setattr(net_engine, "INPUT_EBR_MIN_WORDS", 1)  # the input buffer in DP16KD too (8 words here)
     cfg = NetConfig().replace(layers=(Layer(8, 4, shift=6, relu=True), Layer(4, 3)), rows=2, cols=4, batch=4)
-    rng = np.random.default_rng(3)
     steps = 2
-    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
-    weights = rng.integers(-40, 41, cfg.weights)
+    xs, ys, weights = _random_job(cfg, steps, seed=3)
     result = runner.run_net_engine(cfg, loss, xs, ys, weights, "icarus", tmp_path / "icarus")
     assert result["match"], result.get("mismatches")
     assert result["steps"] == steps
@@ -362,16 +367,13 @@ def test_ecp5_engine_top_trains_through_axi_like_golden(tmp_path, monkeypatch):
 
     def ecp5_verilog(component, name, directory, config=None):
         path, text = _write_ecp5_verilog(component, name, directory)
-        assert "step_log_b0_0" in text and "step_log_b0_1" in text  # 89-bit records: 18-bit slices in DP16KD
+        assert "step_log_b0_6" in text and "step_log_b0_7" not in text  # 121-bit records: seven 18-bit slices
         return path
 
     monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
     cfg = NetConfig().replace(layers=(Layer(16, 8, shift=6, relu=True), Layer(8, 3)), rows=2, cols=8, batch=4)
-    rng = np.random.default_rng(5)
     steps = 3
-    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
-    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
-    weights = rng.integers(-40, 41, cfg.weights)
+    xs, ys, weights = _random_job(cfg, steps, seed=5)
     loss = LossConfig(mode="sign", margin=4096, g_lr=1 << 16)
     result = runner.run_board(cfg, loss, xs, ys, weights, "icarus", tmp_path / "icarus")
     assert result["match"], result["mismatches"]
