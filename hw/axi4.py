@@ -9,7 +9,8 @@ Contract (AMBA AXI4, ``data_bits`` = 64, ``addr_width`` byte-address bits, ``id_
   2^size for INCR); WRAP bursts are answered SLVERR and reach no backend.
 * Write: after AW, ``wready`` is high for the burst's beats (one per cycle). Each accepted beat is
   registered and presented to the backend the next cycle (``wr_valid``, ``wr_addr`` its byte address,
-  ``wr_data``, ``wr_strb``); the backend answers ``wr_err`` one cycle after ``wr_valid``. ``bvalid``
+  ``wr_data``, ``wr_strb``; ``wr_addr_next`` is the address ``wr_addr`` takes in the next cycle, for a
+  backend that decodes it a stage early); the backend answers ``wr_err`` one cycle after ``wr_valid``. ``bvalid``
   rises the cycle after the last beat's answer, ``bresp`` SLVERR if any beat's was, ``bid`` = ``awid``.
 * Read: after AR, one beat request per cycle (``rd_valid``, ``rd_addr``) while the response FIFO has
   room for everything in flight; the backend answers ``rd_data`` / ``rd_err`` exactly ``read_latency``
@@ -97,6 +98,7 @@ class AXI4Slave(wiring.Component):
                 "s_axi": In(AXI4Signature(addr_width, id_bits)),
                 "wr_valid": Out(1),
                 "wr_addr": Out(addr_width),
+                "wr_addr_next": Out(addr_width),
                 "wr_data": Out(DATA_BITS),
                 "wr_strb": Out(DATA_BITS // 8),
                 "wr_err": In(1),
@@ -141,6 +143,7 @@ class AXI4Slave(wiring.Component):
                 err_acc.eq(0),
             ]
         beat = w_active & bus.wvalid
+        m.d.comb += self.wr_addr_next.eq(w_addr)
         m.d.sync += [
             self.wr_valid.eq(beat & ~w_bad),
             self.wr_addr.eq(w_addr),

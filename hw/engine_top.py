@@ -25,6 +25,8 @@ The register file's command bits reach the engine one cycle after the write hand
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -116,37 +118,61 @@ class EngineTop(ConfigComponent):
             m.d.comb += [eng.split.eq(regs.SPLIT), eng.bp_bits.eq(regs.BP_BITS), regs.BP_CYCLES.eq(eng.bp_cycles)]
 
         # -- write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports ----
-        addr = axi.wr_addr
-        window, off = addr[slot_bits : slot_bits + 3], addr[:slot_bits]
-        strb, wdata = axi.wr_strb, axi.wr_data
+        # The beat's checks (window, range, strobes, the chunk) are decoded one stage early, from the address
+        # the front end registers next (``wr_addr_next``) and the bus's data and strobes (which it registers
+        # every cycle), into S1 registers beside the beat's: the same values, and the assembly's enable starts
+        # at flip-flops (the wr_addr -> decode -> asm enable path limited the digits-mlp trainer top on ECP5).
         xs = _log2(bmap.x_stride)
-        w_word, w_chunk = off[_log2(C) :], off[3 : _log2(C)] if chunks > 1 else Const(0, 1)
-        x_example, x_k = off[xs:], off[:xs]
-        x_word, x_chunk = x_k[_log2(C) :], x_k[3 : _log2(C)] if chunks > 1 else Const(0, 1)
-        entry = off[3:]
-        is_w, is_x = window == win["weights"], window == win["x"]
-        is_y, is_b = window == win["labels"], window == win["biases"]
-        chunk = Mux(is_x, x_chunk, w_chunk)
+
+        def fields(addr):  # the slices of a beat's byte address
+            window, off = addr[slot_bits : slot_bits + 3], addr[:slot_bits]
+            x_k = off[:xs]
+            return SimpleNamespace(
+                window=window,
+                w_word=off[_log2(C) :],
+                w_chunk=off[3 : _log2(C)] if chunks > 1 else Const(0, 1),
+                x_example=off[xs:],
+                x_k=x_k,
+                x_word=x_k[_log2(C) :],
+                x_chunk=x_k[3 : _log2(C)] if chunks > 1 else Const(0, 1),
+                entry=off[3:],
+            )
+
+        def checks(addr, wdata, strb):  # the beat's window flags, chunk, commit and range/strobe check
+            f = fields(addr)
+            is_w, is_x = f.window == win["weights"], f.window == win["x"]
+            is_y, is_b = f.window == win["labels"], f.window == win["biases"]
+            chunk = Mux(is_x, f.x_chunk, f.w_chunk)
+            ok = Mux(
+                is_w,
+                f.w_word < cfg.memory_words,
+                Mux(
+                    is_x,
+                    (f.x_example < B) & (f.x_k < bmap.x_bytes),
+                    Mux(
+                        is_y,
+                        (f.entry < B) & (wdata[:8] < O) & strb[0],
+                        Mux(is_b, (f.entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0),
+                    ),
+                ),
+            )
+            commit = (chunk == chunks - 1) & strb[BEAT_BYTES - 1]
+            return [Cat(is_w, is_x, is_y, is_b), chunk, commit, ok]
+
+        s1_kind, s1_chunk, s1_commit, s1_ok = Signal(4), Signal(max(1, _log2(chunks))), Signal(), Signal()
+        m.d.sync += Cat(s1_kind, s1_chunk, s1_commit, s1_ok).eq(
+            Cat(*checks(axi.wr_addr_next, self.s_axi.wdata, self.s_axi.wstrb))
+        )
+        f = fields(axi.wr_addr)
+        strb, wdata = axi.wr_strb, axi.wr_data
+        is_w, is_x, is_y, is_b = s1_kind
         asm = Signal(data.ArrayLayout(8, C))  # bytes of the word being assembled (weights or x)
         merged = Signal(data.ArrayLayout(8, C))
         for lane in range(C):
             c, byte = lane // BEAT_BYTES, lane % BEAT_BYTES
-            take = (chunk == c) & strb[byte]
+            take = (s1_chunk == c) & strb[byte]
             m.d.comb += merged[lane].eq(Mux(take, wdata[8 * byte : 8 * byte + 8], asm[lane]))
-        commit = (chunk == chunks - 1) & strb[BEAT_BYTES - 1]
-        ok = Mux(
-            is_w,
-            w_word < cfg.memory_words,
-            Mux(
-                is_x,
-                (x_example < B) & (x_k < bmap.x_bytes),
-                Mux(
-                    is_y,
-                    (entry < B) & (wdata[:8] < O) & strb[0],
-                    Mux(is_b, (entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0),
-                ),
-            ),
-        )
+        commit, ok = s1_commit, s1_ok
 
         s2_valid, s2_bad, s2_kind = Signal(), Signal(), Signal(4)  # kind: one-hot w, x, y, b
         s2_we, s2_word, s2_example, s2_data = (
@@ -160,12 +186,12 @@ class EngineTop(ConfigComponent):
             s2_valid.eq(axi.wr_valid),
             s2_bad.eq(axi.wr_valid & ~ok),
             s2_kind.eq(Mux(axi.wr_valid & ok, Cat(is_w, is_x, is_y, is_b), 0)),
-            s2_word.eq(Mux(is_x, x_word, w_word)),
-            s2_example.eq(Mux(is_x, x_example, entry)),
+            s2_word.eq(Mux(is_x, f.x_word, f.w_word)),
+            s2_example.eq(Mux(is_x, f.x_example, f.entry)),
             s2_data.eq(merged),
             s2_label.eq(wdata[:8]),
             s2_bias.eq(wdata[:32]),
-            s2_out.eq(entry),
+            s2_out.eq(f.entry),
             s2_we.eq(commit | is_y | is_b),
         ]
         with m.If(axi.wr_valid & ok & (is_w | is_x)):

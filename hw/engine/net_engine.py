@@ -517,18 +517,29 @@ class NetEngine(ConfigComponent):
         m.d.sync += [command_next.eq(0), command_rewind.eq(0), command_update.eq(0)]
         training = Signal(name="op_train")  # op == OP_TRAIN, a register set with op
 
-        # The RUN state as a flip-flop of its own, set and cleared with every move into and out of RUN (``goto``):
-        # the issue (``running`` and ``stream.valid``) is then one LUT of three flip-flops, not a decode of the
-        # FSM's state register (the fsm_state -> issue -> command_rewind path limited rt-mlp on ECP5).
-        # Likewise IDLE (``idle``): the operands and status registers loaded at ``start`` in IDLE have one LUT of two
-        # flip-flops as their enable. The batch waits are counted from registers (``batch_waiting``, the clear at
-        # ``start`` one cycle later, ``wait_cycles_clear``; the same totals): the fsm_state -> start ->
-        # wait_cycles enable path limited rt-mlp pregen seed 7 on ECP5.
+        # The states whose loads lie on the engine's paths (IDLE, BATCH, RUN, FORWARD_DRAIN) are also flip-flops of
+        # their own, set and cleared with every move (``goto``). Each such state's body runs twice
+        # (``in_two_passes``): once outside the FSM under its flag, emitting only the loads, so their enables are a
+        # LUT of flip-flops rather than a decode of the binary state register; once inside the FSM, emitting only
+        # the moves. The conditions are the same expressions both times. On ECP5 the fsm_state -> issue ->
+        # command_rewind (rt-mlp), fsm_state -> start -> wait_cycles (rt-mlp pregen), fsm_state -> walk (the
+        # rt-mlp trainer top) and fsm_state -> g (digits-mlp pregen) paths each limited a design. The batch waits
+        # are counted from registers (``batch_waiting``, the clear at ``start`` one cycle later,
+        # ``wait_cycles_clear``; the same totals).
         running, idle = Signal(name="running"), Signal(name="idle", init=1)
+        batching, forward_draining = Signal(name="batching"), Signal(name="forward_draining")
+        state_flags = {"IDLE": idle, "BATCH": batching, "RUN": running, "FORWARD_DRAIN": forward_draining}
 
         def goto(state: str):
             m.next = state
-            m.d.sync += [running.eq(state == "RUN"), idle.eq(state == "IDLE")]
+            m.d.sync += [flag.eq(state == name) for name, flag in state_flags.items()]
+
+        def loads_pass(loads=(), move=None):
+            m.d.sync += loads
+
+        def moves_pass(loads=(), move=None):
+            if move is not None:
+                move()
 
         batch_waiting, wait_clear = Signal(name="batch_waiting"), Signal(name="wait_cycles_clear")
         m.d.sync += [
@@ -541,65 +552,66 @@ class NetEngine(ConfigComponent):
             m.d.sync += command.eq(1)
             goto("COMMAND")
 
-        with m.If(idle & self.start):  # IDLE's loads (its moves are the FSM's)
-            m.d.sync += [
-                wait_clear.eq(1),
-                op.eq(self.op),
-                training.eq(self.op == OP_TRAIN),
-                perturbing.eq(self.op != OP_INFER),
-                g.eq(self.g),
-                mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
-                margin.eq(self.margin),
-                g_lr.eq(self.g_lr),
-                g_shift.eq(self.g_shift),
-                wd_shift.eq(self.wd_shift),
-                wd_every.eq(self.wd_every),
-                steps_left.eq(self.steps),
-                self.done.eq(0),
-                self.cycles.eq(0),
-                self.steps_done.eq(0),
-                self.busy.eq(1),
-                updating.eq(self.op == OP_UPDATE),
-                sign.eq(0),
-                tile.eq(0),
-                *reset_walk,
-            ]
-            if cfg.backprop:  # a C past L runs full ZO
-                train_split = Mux(self.split > L, L, self.split)
-                m.d.sync += [
-                    split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
-                    perturbing.eq((self.op != OP_INFER) & ~((self.op == OP_TRAIN) & (train_split == 0))),
-                    bp_bits.eq(self.bp_bits),
-                    self.bp_cycles.eq(0),
-                ]
-        with m.FSM() as fsm:
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    with m.If(self.op == OP_UPDATE):
-                        m.d.sync += decide_decay(self.wd_every)
-                        to_command(command_update)  # updating: REWIND
-                    with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
-                        goto("FINISH")
-                    with m.Else():
-                        goto("BATCH")
-            with m.State("BATCH"):  # a step begins when its batch is in the queue
-                with m.If(batch_ready):
-                    m.d.sync += [updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk]
-                    with m.If(op == OP_INFER):
-                        goto("RUN")
-                    if cfg.backprop:
-                        with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
-                            m.d.sync += sign.eq(1)
-                            goto("RUN")
-                    with m.Else():
-                        to_command(command_next)  # not updating, sign 0, tile 0: NEXT
+        def idle_start(act):  # IDLE, at start: the operands and status registers, and the first move
+            with m.If(self.start):
+                act(
+                    [
+                        wait_clear.eq(1),
+                        op.eq(self.op),
+                        training.eq(self.op == OP_TRAIN),
+                        perturbing.eq(self.op != OP_INFER),
+                        g.eq(self.g),
+                        mode.eq(Mux(self.op == OP_TRAIN, self.g_mode, 0)),
+                        margin.eq(self.margin),
+                        g_lr.eq(self.g_lr),
+                        g_shift.eq(self.g_shift),
+                        wd_shift.eq(self.wd_shift),
+                        wd_every.eq(self.wd_every),
+                        steps_left.eq(self.steps),
+                        self.done.eq(0),
+                        self.cycles.eq(0),
+                        self.steps_done.eq(0),
+                        self.busy.eq(1),
+                        updating.eq(self.op == OP_UPDATE),
+                        sign.eq(0),
+                        tile.eq(0),
+                        *reset_walk,
+                    ]
+                )
+                if cfg.backprop:  # a C past L runs full ZO
+                    train_split = Mux(self.split > L, L, self.split)
+                    act(
+                        [
+                            split.eq(Mux(self.op == OP_TRAIN, train_split, L)),
+                            perturbing.eq((self.op != OP_INFER) & ~((self.op == OP_TRAIN) & (train_split == 0))),
+                            bp_bits.eq(self.bp_bits),
+                            self.bp_cycles.eq(0),
+                        ]
+                    )
+                with m.If(self.op == OP_UPDATE):
+                    act(decide_decay(self.wd_every), lambda: to_command(command_update))  # updating: REWIND
+                with m.Elif((self.op == OP_TRAIN) & (self.steps == 0)):
+                    act(move=lambda: goto("FINISH"))
                 with m.Else():
-                    m.d.sync += batch_waiting.eq(1)
-            with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
-                goto("RUN")
-            with m.State("RUN"):
-                with m.If(issue):
-                    m.d.sync += [
+                    act(move=lambda: goto("BATCH"))
+
+        def batch_start(act):  # BATCH: a step begins when its batch is in the queue
+            with m.If(batch_ready):
+                act([updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk])
+                with m.If(op == OP_INFER):
+                    act(move=lambda: goto("RUN"))
+                if cfg.backprop:
+                    with m.Elif(full_bp):  # C = 0: one plain pass, as the -epsilon pass (its logits and loss)
+                        act([sign.eq(1)], lambda: goto("RUN"))
+                with m.Else():
+                    act(move=lambda: to_command(command_next))  # not updating, sign 0, tile 0: NEXT
+            with m.Else():
+                act([batch_waiting.eq(1)])
+
+        def run_issue(act):  # RUN, at an issue: the walk advances; a pass's end moves on
+            with m.If(issue):
+                act(
+                    [
                         word.eq(word + 1 if conv is None else Mux(streaming, word + 1, word)),
                         j.eq(Mux(row_done, 0, j + 1)),
                         j_last.eq(
@@ -610,66 +622,85 @@ class NetEngine(ConfigComponent):
                             )
                         ),
                     ]
-                    with m.If(row_done):
-                        m.d.sync += [
+                )
+                with m.If(row_done):
+                    act(
+                        [
                             o.eq(o_step),
                             o_last.eq(select(layer, [o_step == n - 1 for n in out_counts])),
                             o_lane.eq(Mux(o_lane == C - 1, 0, o_lane + 1)),
                         ]
-                        with m.If(o_lane == C - 1):
-                            m.d.sync += o_word.eq(o_word + 1)
-                    with m.If(updating):
-                        with m.If(last_word):
-                            m.d.sync += drain.load(NET_UPDATE_LATENCY - 1)
-                            goto("UPDATE_DRAIN")
-                    with m.Elif(layer_done):
-                        m.d.sync += [j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)]
-                        with m.If(~last_layer):
-                            m.d.sync += [layer.eq(layer + 1), *drain.load(LAYER_GAP - 1), *walk_start(layer + 1)]
-                            goto("GAP")
-                        with m.Else():
-                            m.d.sync += [layer.eq(0), word.eq(0), *walk_start(0)]
-                            with m.If(tile != T - 1):
-                                m.d.sync += tile.eq(tile + 1)
-                                with m.If(perturbing):
-                                    to_command(command_rewind)  # tile > 0: REWIND
-                                with m.Else():
-                                    goto("RUN")
-                            with m.Elif(perturbing & (sign == 0)):
-                                m.d.sync += [sign.eq(1), tile.eq(0)]
-                                to_command(command_rewind)  # sign 1: REWIND
+                    )
+                    with m.If(o_lane == C - 1):
+                        act([o_word.eq(o_word + 1)])
+                with m.If(updating):
+                    with m.If(last_word):
+                        act(drain.load(NET_UPDATE_LATENCY - 1), lambda: goto("UPDATE_DRAIN"))
+                with m.Elif(layer_done):
+                    act([j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)])
+                    with m.If(~last_layer):
+                        next_layer = [layer.eq(layer + 1), *drain.load(LAYER_GAP - 1), *walk_start(layer + 1)]
+                        act(next_layer, lambda: goto("GAP"))
+                    with m.Else():
+                        act([layer.eq(0), word.eq(0), *walk_start(0)])
+                        with m.If(tile != T - 1):
+                            act([tile.eq(tile + 1)])
+                            with m.If(perturbing):
+                                act(move=lambda: to_command(command_rewind))  # tile > 0: REWIND
                             with m.Else():
-                                m.d.sync += drain.load(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
-                                goto("FORWARD_DRAIN")
-            with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
-                m.d.sync += drain.tick()
-                with m.If(drain.zero):
-                    goto("RUN")
-            with m.State("FORWARD_DRAIN"):
-                m.d.sync += drain.tick()
-                with m.If(drain.zero):
-                    m.d.sync += [
+                                act(move=lambda: goto("RUN"))
+                        with m.Elif(perturbing & (sign == 0)):
+                            act([sign.eq(1), tile.eq(0)], lambda: to_command(command_rewind))  # sign 1: REWIND
+                        with m.Else():
+                            forward_drain = drain.load(NET_FORWARD_LATENCY + LOSS_LATENCY + G_LATENCY - 1)
+                            act(forward_drain, lambda: goto("FORWARD_DRAIN"))
+
+        def forward_drain_end(act):  # FORWARD_DRAIN: the pipeline drains; then the losses, g and the update
+            act(drain.tick())
+            with m.If(drain.zero):
+                act(
+                    [
                         parity.eq(~parity),
                         self.last_bank.eq(parity),
                         self.loss_plus.eq(loss[0]),
                         self.loss_minus.eq(loss[1]),
                     ]
-                    if cfg.backprop:
-                        with m.If(training & full_bp):
-                            m.d.sync += g.eq(0)
-                            goto("BP_START")
-                    with (m.Elif if cfg.backprop else m.If)(training):
-                        m.d.sync += [
-                            g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
-                            updating.eq(1),
-                            sign.eq(0),
-                            tile.eq(0),
-                            *reset_walk,
-                            *decide_decay(wd_every),
-                        ]
-                        to_command(command_update)  # updating: REWIND
-                    with m.Else():
-                        goto("FINISH")
+                )
+                if cfg.backprop:
+                    with m.If(training & full_bp):
+                        act([g.eq(0)], lambda: goto("BP_START"))
+                with (m.Elif if cfg.backprop else m.If)(training):
+                    update = [
+                        g.eq(Mux(mode == G_MODE_CODES["host"], g, g_formed)),
+                        updating.eq(1),
+                        sign.eq(0),
+                        tile.eq(0),
+                        *reset_walk,
+                        *decide_decay(wd_every),
+                    ]
+                    act(update, lambda: to_command(command_update))  # updating: REWIND
+                with m.Else():
+                    act(move=lambda: goto("FINISH"))
+
+        bodies = {"IDLE": idle_start, "BATCH": batch_start, "RUN": run_issue, "FORWARD_DRAIN": forward_drain_end}
+        for name, body in bodies.items():
+            with m.If(state_flags[name]):
+                body(loads_pass)
+        with m.FSM(init="IDLE") as fsm:
+            with m.State("IDLE"):
+                idle_start(moves_pass)
+            with m.State("BATCH"):
+                batch_start(moves_pass)
+            with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
+                goto("RUN")
+            with m.State("RUN"):
+                run_issue(moves_pass)
+            with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
+                m.d.sync += drain.tick()
+                with m.If(drain.zero):
+                    goto("RUN")
+            with m.State("FORWARD_DRAIN"):
+                forward_drain_end(moves_pass)
 
             def finish_step():
                 m.d.sync += [
@@ -715,11 +746,11 @@ class NetEngine(ConfigComponent):
                 else running & (~(perturbing & streaming) | stream.valid)
             ),
             release.eq(
-                (fsm.ongoing("FORWARD_DRAIN") & drain.zero & ~has_tail) | fsm.ongoing("BP_END")
+                (forward_draining & drain.zero & ~has_tail) | fsm.ongoing("BP_END")
                 if cfg.backprop
-                else fsm.ongoing("FORWARD_DRAIN") & drain.zero
+                else forward_draining & drain.zero
             ),
-            clear_loss.eq(fsm.ongoing("BATCH") & batch_ready),
+            clear_loss.eq(batching & batch_ready),
         ]
         if conv is not None:  # the tag's output (bias index, hidden-buffer word and lane) from the walk
             o, o_word, o_lane = (
