@@ -16,6 +16,7 @@ from pezo.golden.zo.net_config import NetTrainConfig
 from pezo.hw.engine.net_engine import (
     OP_FORWARD_ZO,
     OP_INFER,
+    OP_TRAIN,
     OP_UPDATE,
     NetEngine,
     near_perturbation,
@@ -106,6 +107,56 @@ def test_network_engine_matches_golden_on_the_amaranth_simulator(cfg, loss, over
     assert result["final_weight_range"] != [0, 0]
     if loss.on_chip and overlap:
         assert result["load_hidden"] and result["wait_cycles"] == 0
+
+
+class _LateBatchDriver(NetDriver):
+    """A host that queues ``late_batch`` only once ``late_at`` cycles have passed (and never skips past that)."""
+
+    late_batch, late_at = None, 0
+
+    def _service(self) -> None:
+        if self.late_batch is not None and self.ticks >= self.late_at:
+            self.queue_batch(*self.late_batch)
+            self.late_batch = None
+        super()._service()
+
+    def _idle(self) -> bool:
+        return self.late_batch is None and super()._idle()
+
+
+def test_a_starved_batch_queue_is_counted_in_wait_cycles():
+    """TRAIN over two steps whose second batch the host queues 300 cycles after the start: the engine
+    waits in BATCH, and ``wait_cycles`` is exactly the busy cycles the starved run takes beyond the fed one
+    (0 when fed); the steps' losses and g and the final weights are those of the fed run."""
+    from pezo.golden.engine.network import NetEngine as GoldenNet
+
+    cfg, loss = TINY, LossConfig(mode="sign", margin=100)
+    rng = np.random.default_rng(4)
+    xs = rng.integers(-128, 128, (2, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (2, cfg.array.batch))
+    flat = GoldenNet(cfg, rng.integers(-40, 41, cfg.weights)).flat
+
+    def run(late):
+        async def host(io):
+            driver = _LateBatchDriver(io, cfg)
+            await driver.load_weights(flat)
+            driver.queue_batch(xs[0], ys[0])
+            if late is None:
+                driver.queue_batch(xs[1], ys[1])
+            else:
+                driver.late_batch, driver.late_at = (xs[1], ys[1]), driver.ticks + late
+            while driver.pushes < 1:
+                await driver.tick()
+            busy = await driver.run(OP_TRAIN, steps=2, loss=loss)
+            records = [(s["loss_plus"], s["loss_minus"], s["g"]) for s in driver.steps]
+            return busy, io.get("wait_cycles"), records, await driver.read_weights()
+
+        return run_host(NetEngine(cfg), host)
+
+    fed_busy, fed_wait, fed_records, fed_weights = run(None)
+    busy, wait, records, weights = run(300)
+    assert fed_wait == 0 and wait > 0 and busy - fed_busy == wait, (busy, fed_busy, wait)
+    assert records == fed_records and np.array_equal(weights, fed_weights)
 
 
 def test_the_perturbation_add_and_the_int8_clamps_saturate_like_sat():
