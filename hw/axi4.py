@@ -188,11 +188,19 @@ class AXI4Slave(wiring.Component):
         L = self.read_latency
         flight = [Signal(name=f"r_flight_{i}") for i in range(L + 1)]  # flight[i]: rd_valid was up i cycles ago
         meta = [Signal(2 + id_bits, name=f"r_meta_{i}") for i in range(L + 1)]  # bad, last, id
-        count = Signal(range(L + 3))
-        m.d.comb += count.eq(sum(flight))
-        m.d.comb += r_inflight.eq(count != 0)
-        issue = Signal()
-        m.d.comb += issue.eq(r_active & (fifo.level + count < READ_FIFO_DEPTH))
+        # the entries reserved in the FIFO (its level + the requests in flight) are a register of their own, +1
+        # per request, -1 per beat the master takes, and so is its room: a request starts from two flip-flops, not
+        # from an adder of the level and the flight bits (the r_flight -> issue -> r_addr path limited the
+        # digits-mlp trainer top on ECP5)
+        reserved, room = Signal(range(READ_FIFO_DEPTH + 1)), Signal(name="r_room", init=1)
+        issue, popped = Signal(), Signal()
+        m.d.comb += [
+            r_inflight.eq(Cat(*flight).any()),
+            issue.eq(r_active & room),
+            popped.eq(fifo.r_en & fifo.r_rdy),
+        ]
+        reserved_next = reserved + issue - popped
+        m.d.sync += [reserved.eq(reserved_next), room.eq(reserved_next < READ_FIFO_DEPTH)]
         m.d.sync += [
             self.rd_valid.eq(issue & ~r_bad),
             self.rd_addr.eq(r_addr),

@@ -71,7 +71,7 @@ def run_engine_host(config, host):
     return run_host(ZOEngine(config), host)
 
 
-def run_host(dut, host):
+def run_host(dut, host, monitors=()):
     """Run ``await host(io)`` against the component ``dut`` on Amaranth's simulator (after one edge in
     reset) and return its result."""
     result = {}
@@ -79,14 +79,15 @@ def run_host(dut, host):
     async def testbench(ctx):
         result["value"] = await host(AmaranthIO(ctx, dut))
 
-    simulate(dut, testbench)
+    simulate(dut, testbench, monitors)
     return result["value"]
 
 
-def simulate(dut, testbench):
+def simulate(dut, testbench, monitors=()):
     """The clock and reset wrapper of every Amaranth-simulator run: ``dut`` in a ``sync`` domain (10 ns
     clock); ``await testbench(ctx)`` runs after one clock edge in reset with all inputs low (like the cocotb
-    benches' reset, ``sim.scoreboard.start_and_reset``)."""
+    benches' reset, ``sim.scoreboard.start_and_reset``); each ``await monitor(ctx)`` runs beside it (a
+    background testbench: it may loop forever)."""
     top = Module()
     top.submodules.dut = dut
     top.domains.sync = domain = ClockDomain("sync")
@@ -100,4 +101,6 @@ def simulate(dut, testbench):
     sim = Simulator(top)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
+    for monitor in monitors:
+        sim.add_testbench(monitor, background=True)
     sim.run()

@@ -409,7 +409,8 @@ class NetEngine(ConfigComponent):
     def _elaborate_batch_queue(self, m):
         """The two-bank batch queue: ``push`` (host) fills bank ``write_bank`` in the next cycle, ``release``
         (driven by the controller) frees bank ``read_bank`` in the next cycle. Drives ``load_ready``,
-        ``load_bank``, ``queued``; returns ``_Queue`` (``batch_ready``: the head bank holds a batch, this cycle)."""
+        ``load_bank``, ``queued``; returns ``_Queue`` (``batch_ready``: the head bank holds a batch, this cycle, a
+        register)."""
         full = Signal(2)  # bank b holds a batch
         rp, wp = Signal(name="read_bank"), Signal(name="write_bank")
         release = Signal()
@@ -426,7 +427,11 @@ class NetEngine(ConfigComponent):
             self.load_bank.eq(wp),
             self.queued.eq(full[0] + full[1]),
         ]
-        batch_ready = full.bit_select(rp, 1)
+        # batch_ready is a register of its own, loaded from the next state of ``full`` and ``rp``: the same value
+        # in every cycle as their select, and the controller's step decision starts from one flip-flop (the
+        # read_bank -> batch_ready -> the walk's loads path limited the rt-mlp trainer top on ECP5)
+        batch_ready = Signal(name="batch_ready")
+        m.d.sync += batch_ready.eq(((full | set_bits) & ~clear_bits).bit_select(rp ^ release, 1))
         return _Queue(rp, wp, release, batch_ready)
 
     def _elaborate_controller(self, m, cfg, stream, queue):
@@ -518,21 +523,33 @@ class NetEngine(ConfigComponent):
         training = Signal(name="op_train")  # op == OP_TRAIN, a register set with op
 
         # The states whose loads lie on the engine's paths (IDLE, BATCH, RUN, FORWARD_DRAIN) are also flip-flops of
-        # their own, set and cleared with every move (``goto``). Each such state's body runs twice
-        # (``in_two_passes``): once outside the FSM under its flag, emitting only the loads, so their enables are a
-        # LUT of flip-flops rather than a decode of the binary state register; once inside the FSM, emitting only
-        # the moves. The conditions are the same expressions both times. On ECP5 the fsm_state -> issue ->
-        # command_rewind (rt-mlp), fsm_state -> start -> wait_cycles (rt-mlp pregen), fsm_state -> walk (the
-        # rt-mlp trainer top) and fsm_state -> g (digits-mlp pregen) paths each limited a design. The batch waits
-        # are counted from registers (``batch_waiting``, the clear at ``start`` one cycle later,
-        # ``wait_cycles_clear``; the same totals).
+        # their own, set by the moves into the state and cleared by those out of it (``goto``). Each such state's
+        # body runs twice: once outside the FSM under its flag with ``loads_pass`` (only the loads, so their
+        # enables are a LUT of flip-flops rather than a decode of the binary state register), once inside the FSM
+        # with ``moves_pass`` (only the moves); its conditions are the same expressions both times. On ECP5 the
+        # fsm_state -> issue -> command_rewind (rt-mlp), fsm_state -> start -> wait_cycles (rt-mlp pregen),
+        # fsm_state -> the walk (the rt-mlp trainer top) and fsm_state -> g (digits-mlp pregen) paths each limited a
+        # design. The batch waits are counted from registers (``batch_waiting``, the clear at ``start`` one cycle
+        # later, ``wait_cycles_clear``; the same totals).
         running, idle = Signal(name="running"), Signal(name="idle", init=1)
         batching, forward_draining = Signal(name="batching"), Signal(name="forward_draining")
         state_flags = {"IDLE": idle, "BATCH": batching, "RUN": running, "FORWARD_DRAIN": forward_draining}
 
-        def goto(state: str):
+        current = []  # the flagged state whose moves are being written
+
+        def goto(state: str):  # a move clears the flag of the state it leaves and sets the one it enters (at
+            # most one goto per branch: a later one would not undo an earlier one's flag)
             m.next = state
-            m.d.sync += [flag.eq(state == name) for name, flag in state_flags.items()]
+            if current and current[-1] != state:
+                m.d.sync += state_flags[current[-1]].eq(0)
+            if state in state_flags:
+                m.d.sync += state_flags[state].eq(1)
+
+        def flagged_state(name: str, body):  # the FSM's state ``name`` with the moves of ``body``
+            with m.State(name):
+                current.append(name)
+                body(moves_pass)
+                current.pop()
 
         def loads_pass(loads=(), move=None):
             m.d.sync += loads
@@ -687,20 +704,16 @@ class NetEngine(ConfigComponent):
             with m.If(state_flags[name]):
                 body(loads_pass)
         with m.FSM(init="IDLE") as fsm:
-            with m.State("IDLE"):
-                idle_start(moves_pass)
-            with m.State("BATCH"):
-                batch_start(moves_pass)
+            flagged_state("IDLE", idle_start)
+            flagged_state("BATCH", batch_start)
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
                 goto("RUN")
-            with m.State("RUN"):
-                run_issue(moves_pass)
+            flagged_state("RUN", run_issue)
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
                     goto("RUN")
-            with m.State("FORWARD_DRAIN"):
-                forward_drain_end(moves_pass)
+            flagged_state("FORWARD_DRAIN", forward_drain_end)
 
             def finish_step():
                 m.d.sync += [
@@ -709,9 +722,10 @@ class NetEngine(ConfigComponent):
                     self.g_used.eq(g),
                     steps_left.eq(steps_left - 1),
                 ]
-                goto("BATCH")
-                with m.If(steps_left == 1):
+                with m.If(steps_left == 1):  # one move per branch: goto's flags follow its moves
                     goto("FINISH")
+                with m.Else():
+                    goto("BATCH")
 
             with m.State("UPDATE_DRAIN"):
                 m.d.sync += drain.tick()
@@ -752,6 +766,8 @@ class NetEngine(ConfigComponent):
             ),
             clear_loss.eq(batching & batch_ready),
         ]
+        # (flag, the FSM's decode of its state): equal in every cycle (a test checks them each cycle)
+        self.state_flag_checks = [(flag, fsm.ongoing(name)) for name, flag in state_flags.items()]
         if conv is not None:  # the tag's output (bias index, hidden-buffer word and lane) from the walk
             o, o_word, o_lane = (
                 Mux(conv.active, new, old)

@@ -49,12 +49,13 @@ BIASED = NetConfig().replace(
 )
 
 
-def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=None):
+def random_run(cfg, loss, steps=2, overlap=True, seed=0, biases=None, expect=None, engine=None, monitors=()):
     rng = np.random.default_rng(seed)
     xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
     ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
     w = rng.integers(-40, 41, cfg.weights)
-    return run_host(NetEngine(cfg), lambda io: net_training(io, cfg, loss, xs, ys, w, biases, overlap))
+    engine = engine or NetEngine(cfg)
+    return run_host(engine, lambda io: net_training(io, cfg, loss, xs, ys, w, biases, overlap), monitors)
 
 
 @pytest.mark.parametrize(
@@ -522,6 +523,36 @@ def test_the_backprop_tail_matches_golden_at_every_split(cfg, loss):
         tail, records = _golden_final(cfg, loss)
         assert not np.array_equal(tail, _golden_final(cfg, full_zo)[0])
         assert any(np.any(u) for r in records for u in r.tail.updates if u is not None)
+
+
+@pytest.mark.parametrize(
+    "cfg, loss, overlap",
+    [
+        (TINY, LossConfig(mode="sign", margin=100), True),
+        (TINY, LossConfig(mode="sign", margin=100), False),
+        (TINY, LossConfig(mode="host", margin=50), True),
+        (SQUARE, LossConfig(mode="sign", margin=100, split=1, bp_bits=3), True),
+        (SQUARE, LossConfig(mode="sign", margin=100, split=0, bp_bits=3), True),
+    ],
+    ids=["train-S", "train-1", "forward-update", "tail", "full-bp"],
+)
+def test_the_controller_state_flags_equal_the_fsm_state_in_every_cycle(cfg, loss, overlap):
+    """The controller's flip-flops of IDLE, BATCH, RUN and FORWARD_DRAIN (which enable those states' loads) equal
+    the FSM's decode of its state in every cycle of TRAIN(S), TRAIN(1) with the engine idle in between,
+    FORWARD_ZO + UPDATE, the backprop tail, full BP, and INFER (each run ends with one)."""
+    engine, wrong, cycles = NetEngine(cfg), [], [0]
+
+    async def monitor(ctx):
+        while True:
+            await ctx.tick()
+            cycles[0] += 1
+            for flag, decode in engine.state_flag_checks:
+                if ctx.get(flag) != ctx.get(decode) and len(wrong) < 5:
+                    wrong.append(f"cycle {cycles[0]}: {flag.name} {ctx.get(flag)}, the FSM {ctx.get(decode)}")
+
+    result = random_run(cfg, loss, steps=2, overlap=overlap, engine=engine, monitors=[monitor])
+    assert result["match"], result["mismatches"]
+    assert len(engine.state_flag_checks) == 4 and cycles[0] > 200 and not wrong, wrong
 
 
 def test_the_tail_saturates_weights_like_golden():
