@@ -505,6 +505,11 @@ class NetEngine(ConfigComponent):
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
         m.d.sync += self.step_done.eq(0)
+        # The walk is back at its start after every pass: a forward pass ends at its last layer's last row, which
+        # returns it there, and an update pass's last word does (``reset_walk``). So no other state loads the walk
+        # (it starts from 0 after reset): its registers have the issue as their only enable, not the decisions of
+        # IDLE, BATCH and FORWARD_DRAIN as well (those -> the walk's registers limited the rt-mlp trainer top on
+        # ECP5, 7 ns of routing from the controller to the walk).
         reset_walk = [word.eq(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0), *walk_start(0)]
         loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
         clear_loss = Signal()
@@ -592,7 +597,6 @@ class NetEngine(ConfigComponent):
                         updating.eq(self.op == OP_UPDATE),
                         sign.eq(0),
                         tile.eq(0),
-                        *reset_walk,
                     ]
                 )
                 if cfg.backprop:  # a C past L runs full ZO
@@ -614,7 +618,7 @@ class NetEngine(ConfigComponent):
 
         def batch_start(act):  # BATCH: a step begins when its batch is in the queue
             with m.If(batch_ready):
-                act([updating.eq(0), sign.eq(0), tile.eq(0), *reset_walk])
+                act([updating.eq(0), sign.eq(0), tile.eq(0)])
                 with m.If(op == OP_INFER):
                     act(move=lambda: goto("RUN"))
                 if cfg.backprop:
@@ -652,7 +656,7 @@ class NetEngine(ConfigComponent):
                         act([o_word.eq(o_word + 1)])
                 with m.If(updating):
                     with m.If(last_word):
-                        act(drain.load(NET_UPDATE_LATENCY - 1), lambda: goto("UPDATE_DRAIN"))
+                        act([*drain.load(NET_UPDATE_LATENCY - 1), *reset_walk], lambda: goto("UPDATE_DRAIN"))
                 with m.Elif(layer_done):
                     act([j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0)])
                     with m.If(~last_layer):
@@ -692,7 +696,6 @@ class NetEngine(ConfigComponent):
                         updating.eq(1),
                         sign.eq(0),
                         tile.eq(0),
-                        *reset_walk,
                         *decide_decay(wd_every),
                     ]
                     act(update, lambda: to_command(command_update))  # updating: REWIND
