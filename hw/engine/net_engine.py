@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -495,7 +495,15 @@ class NetEngine(ConfigComponent):
 
         row_done = j_last
         layer_done = j_last & o_last
-        last_word = word == cfg.weight_words - 1
+        # word == its last (an update pass's end) is a register beside the counter too, loaded with every load of
+        # word from the compare of its next value (the word -> compare -> the update's end path limited the
+        # rt-mlp trainer top on ECP5)
+        last_word = Signal(name="walk_last_word", init=cfg.weight_words == 1)
+
+        def word_to(value):  # word <- value, and its flag
+            value = Value.cast(value)
+            return [word.eq(value), last_word.eq(value[: len(word)] == cfg.weight_words - 1)]
+
         conv = streaming = None
         if cfg.has_conv:  # conv layers walk their patches (hw.engine.conv_path); the word advances on stream words
             conv = ConvPath(m, cfg, layer, issue, updating, ~self.busy)
@@ -510,7 +518,7 @@ class NetEngine(ConfigComponent):
         # (it starts from 0 after reset): its registers have the issue as their only enable, not the decisions of
         # IDLE, BATCH and FORWARD_DRAIN as well (those -> the walk's registers limited the rt-mlp trainer top on
         # ECP5, 7 ns of routing from the controller to the walk).
-        reset_walk = [word.eq(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0), *walk_start(0)]
+        reset_walk = [*word_to(0), j.eq(0), o.eq(0), o_word.eq(0), o_lane.eq(0), layer.eq(0), *walk_start(0)]
         loss = [Signal(unsigned(LOSS_BITS), name=f"loss_{s}") for s in range(2)]
         clear_loss = Signal()
         g_formed = Signal(signed(G_BITS))
@@ -633,7 +641,7 @@ class NetEngine(ConfigComponent):
             with m.If(issue):
                 act(
                     [
-                        word.eq(word + 1 if conv is None else Mux(streaming, word + 1, word)),
+                        *word_to(word + 1 if conv is None else Mux(streaming, word + 1, word)),
                         j.eq(Mux(row_done, 0, j + 1)),
                         j_last.eq(
                             Mux(
@@ -663,7 +671,7 @@ class NetEngine(ConfigComponent):
                         next_layer = [layer.eq(layer + 1), *drain.load(LAYER_GAP - 1), *walk_start(layer + 1)]
                         act(next_layer, lambda: goto("GAP"))
                     with m.Else():
-                        act([layer.eq(0), word.eq(0), *walk_start(0)])
+                        act([layer.eq(0), *word_to(0), *walk_start(0)])
                         with m.If(tile != T - 1):
                             act([tile.eq(tile + 1)])
                             with m.If(perturbing):
