@@ -3,22 +3,24 @@
 Contract (AMBA AXI4-Lite, 32-bit data, ``addr_width`` 4..32 byte-address bits, word registers):
 
 * Write: the slave waits for both ``awvalid`` and ``wvalid`` (allowed: a master must not wait for
-  ``ready`` before raising ``valid``), accepts both in one cycle (``awready = wready = 1``), applies
-  the write on that edge and raises ``bvalid`` on the next cycle until ``bready``. One write in
-  flight. ``wstrb`` selects bytes of read-write registers and of command-register bits.
-* Read: ``arready`` while no read data is pending; the addressed register is sampled on the
-  handshake edge and held on ``rdata`` with ``rvalid`` until ``rready``.
+  ``ready`` before raising ``valid``) and accepts both in one cycle (``awready = wready = 1``). The
+  handshake edge registers the decoded address, the data and the strobes; the next edge applies the
+  write and raises ``bvalid`` until ``bready`` (so the write takes effect in the cycle ``bvalid`` rises).
+  One write in flight. ``wstrb`` selects bytes of read-write registers and of command-register bits.
+* Read: ``arready`` while no read is pending or held; the handshake edge registers the decoded address,
+  the next edge samples the addressed register onto ``rdata`` and raises ``rvalid`` until ``rready``.
+  (Two register stages, so no path holds the address decode and the read mux together.)
 * ``bresp``/``rresp``: OKAY (0), or SLVERR (2) for an unmapped address, a write to a read-only
   register or a read of a write-only one (``rdata`` = 0 then). ``awprot``/``arprot`` are ignored.
 * Registers (``golden.host.Register``): ``"r"`` read-only (an ``In`` port sampled on read), ``"rw"`` read-write (an
-  ``Out`` port holding the value; ``<name>_written`` pulses for one cycle after a write), ``"cmd"`` write-only
-  command bits (an ``Out`` port that carries the written word for exactly one cycle, the cycle after
-  the write handshake, else 0; reads give SLVERR).
+  ``Out`` port holding the value; ``<name>_written`` pulses in the cycle ``bvalid`` rises), ``"cmd"`` write-only
+  command bits (an ``Out`` port that carries the written word for exactly one cycle, the cycle
+  ``bvalid`` rises, else 0; reads give SLVERR).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -94,50 +96,71 @@ class AXI4LiteRegisters(wiring.Component):
         bus = self.s_axil
         word = slice(2, self.addr_width)
 
-        # write channel
-        write = Signal()
-        m.d.comb += write.eq(bus.awvalid & bus.wvalid & ~bus.bvalid)
-        m.d.comb += [bus.awready.eq(write), bus.wready.eq(write)]
+        def decode(addr, registers, prefix):  # a flag per register, set by the handshake edge iff addr selects it
+            flags = [Signal(name=f"{prefix}_{r.name}") for r in registers]
+            return flags, Cat(*(addr[word] == r.offset >> 2 for r in registers))
+
+        # write channel: the handshake edge registers the decoded address, the data and the byte mask; the next
+        # edge applies them and raises bvalid
+        writable = [r for r in self.registers if r.kind != "r"]
+        w_pending, w_data, w_mask = Signal(), Signal(DATA_BITS), Signal(DATA_BITS)
+        w_sel, w_hit = decode(bus.awaddr, writable, "w_sel")
+        accept = Signal()
+        m.d.comb += accept.eq(bus.awvalid & bus.wvalid & ~bus.bvalid & ~w_pending)
+        m.d.comb += [bus.awready.eq(accept), bus.wready.eq(accept)]
+        m.d.sync += w_pending.eq(accept)
+        with m.If(accept):
+            byte_mask = Cat(*(bus.wstrb[i].replicate(8) for i in range(DATA_BITS // 8)))
+            m.d.sync += [Cat(*w_sel).eq(w_hit), w_data.eq(bus.wdata), w_mask.eq(byte_mask)]
         with m.If(bus.bvalid & bus.bready):
             m.d.sync += bus.bvalid.eq(0)
-        byte_mask = Signal(DATA_BITS)
-        m.d.comb += byte_mask.eq(sum((bus.wstrb[i].replicate(8) << (8 * i)) for i in range(DATA_BITS // 8)))
         for r in self.registers:
-            port = getattr(self, r.name)
             if r.kind == "cmd":
-                m.d.sync += port.eq(0)
+                m.d.sync += getattr(self, r.name).eq(0)
             elif r.kind == "rw":
                 m.d.sync += getattr(self, r.name + "_written").eq(0)
-        with m.If(write):
-            m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(RESP_SLVERR)]
-            with m.Switch(bus.awaddr[word]):
-                for r in self.registers:
-                    if r.kind == "r":
-                        continue
-                    with m.Case(r.offset >> 2):
-                        port = getattr(self, r.name)
-                        m.d.sync += bus.bresp.eq(RESP_OKAY)
-                        if r.kind == "rw":
-                            mask = byte_mask[: r.width]
-                            m.d.sync += [
-                                port.eq((port & ~mask) | (bus.wdata[: r.width] & mask)),
-                                getattr(self, r.name + "_written").eq(1),
-                            ]
-                        else:
-                            m.d.sync += port.eq(bus.wdata[: r.width] & byte_mask[: r.width])
+        with m.If(w_pending):
+            m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(Mux(Cat(*w_sel).any(), RESP_OKAY, RESP_SLVERR))]
+        for r, sel in zip(writable, w_sel):
+            port, mask = getattr(self, r.name), w_mask[: r.width]
+            with m.If(w_pending & sel):
+                if r.kind == "rw":
+                    m.d.sync += [
+                        port.eq((port & ~mask) | (w_data[: r.width] & mask)),
+                        getattr(self, r.name + "_written").eq(1),
+                    ]
+                else:
+                    m.d.sync += port.eq(w_data[: r.width] & mask)
 
-        # read channel
-        m.d.comb += bus.arready.eq(~bus.rvalid)
+        # read channel: the handshake edge registers the decoded address; the next edge samples the selected
+        # register (an AND-OR over the flags) onto rdata and raises rvalid
+        readable = [r for r in self.registers if r.kind != "cmd"]
+        r_pending = Signal()
+        r_sel, r_hit = decode(bus.araddr, readable, "r_sel")
+        take = Signal()
+        m.d.comb += [take.eq(bus.arvalid & ~bus.rvalid & ~r_pending), bus.arready.eq(take)]
+        m.d.sync += r_pending.eq(take)
+        with m.If(take):
+            m.d.sync += Cat(*r_sel).eq(r_hit)
         with m.If(bus.rvalid & bus.rready):
             m.d.sync += bus.rvalid.eq(0)
-        with m.If(bus.arvalid & ~bus.rvalid):
-            m.d.sync += [bus.rvalid.eq(1), bus.rresp.eq(RESP_SLVERR), bus.rdata.eq(0)]
-            with m.Switch(bus.araddr[word]):
-                for r in self.registers:
-                    if r.kind == "cmd":
-                        continue
-                    with m.Case(r.offset >> 2):
-                        value = getattr(self, r.name)
-                        value = value.as_signed() if r.signed else value
-                        m.d.sync += [bus.rresp.eq(RESP_OKAY), bus.rdata.eq(value)]
+        selected = []
+        for r, sel in zip(readable, r_sel):
+            word_value = Signal(DATA_BITS, name=f"r_word_{r.name}")  # the register as a bus word (signed: extended)
+            port = getattr(self, r.name)
+            m.d.comb += word_value.eq(port.as_signed() if r.signed else port)
+            selected.append(word_value & sel.replicate(DATA_BITS))
+        with m.If(r_pending):
+            m.d.sync += [
+                bus.rvalid.eq(1),
+                bus.rresp.eq(Mux(Cat(*r_sel).any(), RESP_OKAY, RESP_SLVERR)),
+                bus.rdata.eq(_or_tree(selected) if selected else 0),
+            ]
         return m
+
+
+def _or_tree(values):
+    """The bitwise OR of ``values`` as a balanced tree."""
+    while len(values) > 1:
+        values = [values[i] | values[i + 1] if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
+    return values[0]

@@ -172,7 +172,6 @@ class EngineTop(ConfigComponent):
             c, byte = lane // BEAT_BYTES, lane % BEAT_BYTES
             take = (s1_chunk == c) & strb[byte]
             m.d.comb += merged[lane].eq(Mux(take, wdata[8 * byte : 8 * byte + 8], asm[lane]))
-        commit, ok = s1_commit, s1_ok
 
         s2_valid, s2_bad, s2_kind = Signal(), Signal(), Signal(4)  # kind: one-hot w, x, y, b
         s2_we, s2_word, s2_example, s2_data = (
@@ -184,18 +183,18 @@ class EngineTop(ConfigComponent):
         s2_label, s2_bias, s2_out = Signal(range(O)), Signal(signed(32)), Signal(range(max(cfg.total_outputs, 2)))
         m.d.sync += [
             s2_valid.eq(axi.wr_valid),
-            s2_bad.eq(axi.wr_valid & ~ok),
-            s2_kind.eq(Mux(axi.wr_valid & ok, Cat(is_w, is_x, is_y, is_b), 0)),
+            s2_bad.eq(axi.wr_valid & ~s1_ok),
+            s2_kind.eq(Mux(axi.wr_valid & s1_ok, s1_kind, 0)),
             s2_word.eq(Mux(is_x, f.x_word, f.w_word)),
             s2_example.eq(Mux(is_x, f.x_example, f.entry)),
             s2_data.eq(merged),
             s2_label.eq(wdata[:8]),
             s2_bias.eq(wdata[:32]),
             s2_out.eq(f.entry),
-            s2_we.eq(commit | is_y | is_b),
+            s2_we.eq(s1_commit | is_y | is_b),
         ]
-        with m.If(axi.wr_valid & ok & (is_w | is_x)):
-            m.d.sync += asm.eq(Mux(commit, 0, merged))
+        with m.If(axi.wr_valid & s1_ok & (is_w | is_x)):
+            m.d.sync += asm.eq(Mux(s1_commit, 0, merged))
         batch_kind, idle_kind = s2_kind[1] | s2_kind[2], s2_kind[0] | s2_kind[3]
         refused = batch_kind & ~eng.load_ready
         m.d.comb += axi.wr_err.eq(s2_valid & (s2_bad | refused | (idle_kind & eng.busy)))

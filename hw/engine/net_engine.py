@@ -450,11 +450,13 @@ class NetEngine(ConfigComponent):
         wd_shift, wd_every = Signal.like(self.wd_shift), Signal.like(self.wd_every)
         # the decay counter (golden.engine.network): kept across operations, 0 after reset; at the start of
         # each update phase the decay acts iff count + 1 >= wd_every (wd_every 0 acts as 1)
-        decay_count, decay_on = Signal(unsigned(WD_EVERY_BITS)), Signal()
+        # the counter is kept as count + 1 (init 1; at most wd_every <= 2^WD_EVERY_BITS - 1, so it fits), so the
+        # decision is one compare and the next value one increment, not an add feeding a compare
+        count_plus_one, decay_on = Signal(unsigned(WD_EVERY_BITS), name="decay_count_plus_one", init=1), Signal()
 
         def decide_decay(every):
-            acts = (decay_count + 1) >= every
-            return [decay_on.eq(acts), decay_count.eq(Mux(acts, 0, decay_count + 1))]
+            acts = count_plus_one >= every
+            return [decay_on.eq(acts), count_plus_one.eq(Mux(acts, 1, count_plus_one + 1))]
 
         if cfg.backprop:  # the partition C (OP_TRAIN only; other operations run full ZO) and b_BP
             split, bp_bits = Signal(range(L + 1), name="split_c"), Signal(unsigned(BP_BITS_WIDTH), name="bp_bits_q")
@@ -558,10 +560,10 @@ class NetEngine(ConfigComponent):
             if state in state_flags:
                 m.d.sync += state_flags[state].eq(1)
 
-        def flagged_state(name: str, body):  # the FSM's state ``name`` with the moves of ``body``
+        def flagged_state(name: str):  # the FSM's state ``name`` with the moves of its body (``bodies``)
             with m.State(name):
                 current.append(name)
-                body(moves_pass)
+                bodies[name](moves_pass)
                 current.pop()
 
         def loads_pass(loads=(), move=None):
@@ -715,16 +717,16 @@ class NetEngine(ConfigComponent):
             with m.If(state_flags[name]):
                 body(loads_pass)
         with m.FSM(init="IDLE") as fsm:
-            flagged_state("IDLE", idle_start)
-            flagged_state("BATCH", batch_start)
+            flagged_state("IDLE")
+            flagged_state("BATCH")
             with m.State("COMMAND"):  # NEXT opens a step, REWIND replays it
                 goto("RUN")
-            flagged_state("RUN", run_issue)
+            flagged_state("RUN")
             with m.State("GAP"):  # the last outputs of a layer reach its buffer before the next layer reads them
                 m.d.sync += drain.tick()
                 with m.If(drain.zero):
                     goto("RUN")
-            flagged_state("FORWARD_DRAIN", forward_drain_end)
+            flagged_state("FORWARD_DRAIN")
 
             def finish_step():
                 m.d.sync += [
