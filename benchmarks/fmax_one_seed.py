@@ -8,8 +8,10 @@ the time at hand; and the table of the seeds' runs kept in a directory. The engi
     .venv/bin/python benchmarks/fmax_one_seed.py --summarise DIR     # DIR/fmax-*-seedS.json -> DIR/fmax.{md,json}
     .venv/bin/python benchmarks/fmax_one_seed.py --cells NET BACKPROP(0|1) [--generic]   # synth_ecp5 cells only
 
-FIELDS: a JSON object of ``NetConfig`` fields over the report's batch 16, e.g. ``'{"rows": 2, "cols": 2, "batch": 4}'``
-for a quick probe (a 2 x 2 array places and routes in minutes and shows the same kinds of paths as 8 x 8).
+NET ``head``: the head engine (``ZOEngine`` of ``EngineConfig()``, the resource comparison's "ZO engine" rows;
+BACKPROP 0). FIELDS: a JSON object of ``NetConfig`` fields over the report's batch 16, e.g.
+``'{"rows": 2, "cols": 2, "batch": 4}'`` for a quick probe (a 2 x 2 array places and routes in minutes and shows the
+same kinds of paths as 8 x 8).
 ``--unit board``: the ZCU102 trainer's engine top (AXI, registers, windows) instead of the engine alone;
 ``--strategy pregen``: the pool strategy (otf by default). ``--target MHZ``: nextpnr's ``--freq`` (the flow's
 ``TARGET_MHZ`` by default; nextpnr weighs each path against the worst slack, so the achieved Fmax does not depend
@@ -30,6 +32,8 @@ from pathlib import Path
 
 from pezo.boards.flow.timing import median_run, path_ends
 
+HEAD = "head"  # NET naming the head engine (``EngineConfig()``, 384 -> 2) instead of a network
+
 
 def synthesised(net: str, backprop: bool, fields=None, unit="engine", strategy="otf", generic=False):
     """(top, the synth_ecp5 netlist's JSON text) of the wrapped unit (the ECP5 variant unless ``generic``)."""
@@ -37,7 +41,12 @@ def synthesised(net: str, backprop: bool, fields=None, unit="engine", strategy="
     from pezo.boards.flow.timing import ECP5, ECP5_SCRIPT, WRAP_TOP, register_wrapper, unit_verilog
     from pezo.golden.engine.nets import net_config
 
-    config = net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop, strategy=strategy)
+    if net == HEAD:  # the head engine (ZOEngine, the resource comparison's "ZO engine" rows)
+        from pezo.golden.engine.zo_engine import EngineConfig
+
+        config = EngineConfig().replace(strategy=strategy, **(fields or {}))
+    else:
+        config = net_config(net, **{"batch": 16, **(fields or {})}, backprop=backprop, strategy=strategy)
     text, top, _ = unit_verilog(config, unit, None if generic else ECP5)
     wrapped = register_wrapper(text, top)
     return top, run_yosys(wrapped, ECP5_SCRIPT.format(top=WRAP_TOP), "top.json", prefix="ecp5-", design=top)

@@ -18,7 +18,7 @@ from pezo.golden.engine.int8 import requantize
 from pezo.golden.engine.zo_engine import ZOEngine
 from pezo.golden.zo.int8_head import Int8TrainConfig, update_scale
 from pezo.hw.engine.pe_array import LOGIT_READ_LATENCY
-from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
+from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE, W_READ_LATENCY
 from pezo.sim.benches import pack
 from pezo.sim.host_driver import HostDriver, to_signed
 
@@ -27,6 +27,8 @@ MAX_OP_CYCLES = HostDriver.max_op_cycles
 
 class EngineDriver(HostDriver):
     """Host operations on a ``hw.engine.zo_engine.ZOEngine`` behind ``io`` (set / get / tick)."""
+
+    weight_read_latency = W_READ_LATENCY
 
     async def read_weights(self) -> np.ndarray:
         """The weights [outputs, inputs]."""

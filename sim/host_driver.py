@@ -25,8 +25,8 @@ class HostDriver:
 
     max_op_cycles = 1 << 20
     """``run_op`` fails when ``done`` stays 0 this long."""
-    weight_read_latency = 1
-    """Cycles from ``w_addr`` to its word on ``w_rdata``."""
+    weight_read_latency: int
+    """Cycles from ``w_addr`` to its word on ``w_rdata`` (each engine's ``W_READ_LATENCY``)."""
 
     def __init__(self, io, config):
         self.io, self.config = io, config

@@ -192,22 +192,22 @@ def engine_key(config) -> str:
     return json.dumps({"engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
 
 
-NET_G_PRODUCTS = 2
-"""DSP blocks per lane for the network engine's g * p (g = g_hi * 2^17 + g_lo: two partial products)."""
+G_PRODUCTS = 2
+"""DSP blocks per lane for the engines' g * p (g = g_hi * 2^17 + g_lo: two partial products, ``hw.engine.update``)."""
 
 
 def engine_report(config, use_cache: bool = True) -> dict:
     """Synthesize ``hw.engine.zo_engine.ZOEngine(config)``; the keys of ``report`` (strategy ``engine-otf`` /
     ``engine-pregen``, unit ``engine``, LUT, FF, BRAM, DSP, ...) plus the array shape, the analytical
-    DSP count (one DSP48E2 per int8 MAC + one per lane for g * p) and BRAM36 estimate, and the step's
-    cycle bound."""
+    DSP count (one DSP48E2 per int8 MAC + ``G_PRODUCTS`` per lane for g * p) and BRAM36 estimate, and the
+    step's cycle bound."""
     resources = _cached_synthesis(
         engine_key(config),
         ENGINE_TOP,
         lambda: verilog.convert(ZOEngine(config), name=ENGINE_TOP, emit_src=False),
         use_cache,
     )
-    dsp_budget = config.array.macs + config.array.cols
+    dsp_budget = config.array.macs + G_PRODUCTS * config.array.cols
     out = {
         "strategy": f"engine-{config.stream.strategy}",
         "unit": "engine",
@@ -241,13 +241,13 @@ def engine_report(config, use_cache: bool = True) -> dict:
 def net_engine_report(config, use_cache: bool = True) -> dict:
     """Synthesize ``hw.engine.net_engine.NetEngine(config)`` (a ``NetConfig``): the keys of
     ``engine_report`` for the network engine (``net``, ``layers``, weights, the step's cycle bound), with
-    its DSP budget: one DSP48E2 per int8 MAC + two per lane for g * p (``NET_G_PRODUCTS``: the update splits g
+    its DSP budget: one DSP48E2 per int8 MAC + two per lane for g * p (``G_PRODUCTS``: the update splits g
     into two partial products, each fitting an ECP5 18 x 18 multiplier)."""
     key = json.dumps({"net_engine": config.to_dict(), "source": source_hash()}, sort_keys=True)
     resources = _cached_synthesis(
         key, NET_ENGINE_TOP, lambda: verilog.convert(NetEngine(config), name=NET_ENGINE_TOP, emit_src=False), use_cache
     )
-    dsp_budget = config.array.macs + NET_G_PRODUCTS * config.array.cols
+    dsp_budget = config.array.macs + G_PRODUCTS * config.array.cols
     out = {
         "strategy": f"engine-{config.stream.strategy}",
         "unit": "engine",

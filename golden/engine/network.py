@@ -73,10 +73,13 @@ from pezo.golden.engine.int8 import (
 )
 from pezo.golden.engine.loss import LossConfig, hinge_error, hinge_loss, onchip_g
 from pezo.golden.engine.zo_engine import (
+    ACTIVATION_READ_DELAY,
     ENGINE_STREAM,
+    ENGINE_UPDATE_LATENCY,
     FORWARD_LATENCY,
-    UPDATE_LATENCY,
+    OPERAND_STAGES,
     WD_EVERY_RANGE,
+    WEIGHT_STAGES,
     ArrayConfig,
     EngineFlatConfig,
     check_batch,
@@ -93,31 +96,18 @@ from pezo.golden.rng.perturb import PerturbationStream
 MAX_WIDTH = 4096
 """Widest layer input or output."""
 MAX_WEIGHT_WORDS = 1 << 20
-WEIGHT_STAGES = 1
-"""Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
-not followed by the add and the saturation in one cycle); the activation reads are issued this many
-cycles late so that both meet at the array."""
-OPERAND_STAGES = 2
-"""Registers between the operands' reads and the array's input register: the weight word's ``w + p`` (its clamp to
-int8 after the register), then the clamped word; the activation words (and the tail's operands) are read
-``ACTIVATION_READ_DELAY`` cycles after the issue and registered as read, then selected into the array's input
-register. A block RAM's clock-to-out is followed by no logic in its cycle, an add by no clamp."""
-ACTIVATION_READ_DELAY = WEIGHT_STAGES + OPERAND_STAGES - 1
-"""Cycles from a word's issue to its activation word's read address (registered that many times), so that the
-activation word, registered once as read, meets the weight word at the array."""
 PRODUCT_STAGES = 2
-"""Registers behind each product of the network engine's array (the head engine's array has one): on ECP5 the
+"""Registers behind each product of the network engine's array (the ZO engine's array has one): on ECP5 the
 MULT18X18D's output register, then a fabric register beside the row's adder tree, so the route out of the DSP
 column has a cycle of its own."""
 NET_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
-"""Cycles after the last weight word's issue until its logits are in the logit memory: the head engine's
+"""Cycles after the last weight word's issue until its logits are in the logit memory: the array path's
 ``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the ``WEIGHT_STAGES`` in front
 of the perturbation add and the ``OPERAND_STAGES`` in front of the array."""
-NET_UPDATE_LATENCY = UPDATE_LATENCY + 4
+NET_UPDATE_LATENCY = ENGINE_UPDATE_LATENCY
 """Cycles after the last weight word's read is issued until its new value is written back in the network
-engine: the memory read, p's second register, the split g * p (two partial products), the low one's rounding
-with w - d, their sum, the subtract, its clamp into a register, the write (four stages more than the head
-engine's ``UPDATE_LATENCY``)."""
+engine: the ZO engine's update pipeline (``ENGINE_UPDATE_LATENCY``), its decay d and w - d computed beside the
+step."""
 LAYER_GAP = NET_FORWARD_LATENCY + 1 - ACTIVATION_READ_DELAY
 """Idle issue cycles between two layers of a tile: the last word's outputs leave the array
 ``NET_FORWARD_LATENCY`` cycles after its issue and take one more (the requantisation register) to the

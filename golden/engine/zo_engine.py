@@ -28,8 +28,8 @@ One ZO step = two engine operations with the host in between:
 
 Cycles (``hw.engine``): per batch tile and pass the array takes one weight word per cycle, i.e.
 ``outputs * J`` cycles, so a step costs at least ``cycle_bound`` = 2 * B * |W| / (R * C) (the two
-forward passes) + |W| / C (the update pass, one word per cycle) + ``FORWARD_LATENCY`` +
-``UPDATE_LATENCY`` (pipeline fill/drain of the two operations). The measured count adds one cycle per
+forward passes) + |W| / C (the update pass, one word per cycle) + ``ENGINE_FORWARD_LATENCY`` +
+``ENGINE_UPDATE_LATENCY`` (pipeline fill/drain of the two operations). The measured count adds one cycle per
 stream command (NEXT/REWIND) and, for otf, the URNG array's alignment after NEXT.
 """
 
@@ -58,11 +58,33 @@ G_FRAC_BITS = 16
 saturate every weight it touches anyway (|p| >= 1 and |w| <= 127)."""
 G_MIN, G_MAX = -(1 << (G_BITS - 1)), (1 << (G_BITS - 1)) - 1
 FORWARD_LATENCY = 5
-"""Cycles after the last weight word's issue until its logits are in the logit memory: weight and
-activation memory read + perturb, input register, multiply, adder tree, accumulate (+ logit write)."""
+"""Cycles of the array path, from a weight word's issue until its logits are in the logit memory when nothing
+stands between the memories and the array: memory read + perturb, input register, multiply, adder tree,
+accumulate (+ logit write). Each engine adds its operand registers (``ENGINE_FORWARD_LATENCY``,
+``golden.engine.network.NET_FORWARD_LATENCY``)."""
 UPDATE_LATENCY = 3
-"""Cycles after the last weight word's read is issued until its new value is written back: memory read
-+ g * p, round, saturating subtract + write."""
+"""Cycles of the shortest update path, from a weight word's read issue until its new value is written back:
+memory read + g * p, round, saturating subtract + write. The engines split it (``ENGINE_UPDATE_LATENCY``)."""
+WEIGHT_STAGES = 1
+"""Registers between the weight memory's read and the perturbation add (the block RAM's clock-to-out is
+not followed by the add and the saturation in one cycle); the activation reads are issued this many
+cycles late so that both meet at the array."""
+OPERAND_STAGES = 2
+"""Registers between the operands' reads and the array's input register: the weight word's ``w + p`` (its clamp to
+int8 after the register), then the clamped word; the activation words (and the tail's operands) are read
+``ACTIVATION_READ_DELAY`` cycles after the issue and registered as read, then selected into the array's input
+register. A block RAM's clock-to-out is followed by no logic in its cycle, an add by no clamp."""
+ACTIVATION_READ_DELAY = WEIGHT_STAGES + OPERAND_STAGES - 1
+"""Cycles from a word's issue to its activation word's read address (registered that many times), so that the
+activation word, registered once as read, meets the weight word at the array."""
+ENGINE_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
+"""The ZO engine's (``hw.engine.zo_engine``) cycles after the last weight word's issue until its logits are in the
+logit memory: ``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the
+``OPERAND_STAGES`` in front of the array."""
+ENGINE_UPDATE_LATENCY = UPDATE_LATENCY + 4
+"""The ZO engine's cycles after the last weight word's read is issued until its new value is written back: the
+memory read, p's second register, the split g * p (two partial products), the low one's rounding, their sum, the
+subtract, its clamp into a register, the write (``hw.engine.update``)."""
 
 
 @dataclass(frozen=True)
@@ -185,8 +207,9 @@ class EngineConfig(EngineFlatConfig):
         return self.outputs * self.words_per_output
 
     def cycle_bound(self) -> int:
-        """2 * B * |W| / (R * C) + |W| / C + FORWARD_LATENCY + UPDATE_LATENCY (module docstring)."""
-        return 2 * self.array.tiles * self.weight_words + self.weight_words + FORWARD_LATENCY + UPDATE_LATENCY
+        """2 * B * |W| / (R * C) + |W| / C + ENGINE_FORWARD_LATENCY + ENGINE_UPDATE_LATENCY (module docstring)."""
+        bound = 2 * self.array.tiles * self.weight_words + self.weight_words
+        return bound + ENGINE_FORWARD_LATENCY + ENGINE_UPDATE_LATENCY
 
     def useful_mac_cycles(self) -> int:
         """MAC-array cycles a step needs at full utilisation: 2 * B * |W| / (R * C)."""

@@ -40,7 +40,8 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from pezo.golden.engine.int8 import ACC_BITS, WEIGHT_MAX, WEIGHT_MIN
-from pezo.golden.engine.network import ACTIVATION_READ_DELAY, BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
+from pezo.golden.engine.network import BP_DRAINS, NET_FORWARD_LATENCY, NetConfig
+from pezo.golden.engine.zo_engine import ACTIVATION_READ_DELAY
 from pezo.hw.engine.pe_array import (
     REQUANT_STAGES,
     delayed,

@@ -70,23 +70,22 @@ from amaranth.lib.wiring import In, Out
 from pezo.golden.engine.int8 import ACC_BITS
 from pezo.golden.engine.loss import G_MODE_CODES, G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import (
-    ACTIVATION_READ_DELAY,
     LAYER_GAP,
     NET_FORWARD_LATENCY,
     NET_UPDATE_LATENCY,
-    OPERAND_STAGES,
     PRODUCT_STAGES,
-    WEIGHT_STAGES,
     NetConfig,
 )
 from pezo.golden.engine.zo_engine import (
+    ACTIVATION_READ_DELAY,
     FORWARD_LATENCY,
     G_BITS,
-    G_FRAC_BITS,
     G_MAX,
     G_MIN,
+    OPERAND_STAGES,
     WD_EVERY_BITS,
     WD_SHIFT_RANGE,
+    WEIGHT_STAGES,
 )
 from pezo.golden.rng.perturb import STREAM_BITS
 from pezo.hw.component import ConfigComponent, ConfigSignature
@@ -103,10 +102,12 @@ from pezo.hw.engine.bp_tail import (
     tail_strobes,
 )
 from pezo.hw.engine.conv_path import ConvPath, row_words
-from pezo.hw.engine.dsp import dsp_product, is_ecp5
-from pezo.hw.engine.ebr import EbrRead, ebr_memory
+from pezo.hw.engine.dsp import is_ecp5
+from pezo.hw.engine.ebr import INPUT_EBR_MIN_WORDS, EbrRead, ebr_memory
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
+    PERTURBATION_NEAR_BITS,
+    PERTURBED_SUM_BITS,
     SHIFT_BITS,
     ArrayShape,
     Countdown,
@@ -116,6 +117,8 @@ from pezo.hw.engine.pe_array import (
     index_bits,
     int8_lanes,
     logit_read,
+    near_perturbation,
+    perturbed_sum,
     requantize_constant,
     saturate,
     scaled,
@@ -123,11 +126,10 @@ from pezo.hw.engine.pe_array import (
     tree_sum,
     weight_write,
 )
-from pezo.hw.rng.perturb import PerturbationStream, scale_round
+from pezo.hw.engine.update import update_step
+from pezo.hw.rng.perturb import PerturbationStream
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
-G_HIGH_BITS = 7
-"""The high part of g in the update's split product (``_elaborate_update``): g's 24 bits = 7 signed + 17 unsigned."""
 LOSS_LATENCY = 8
 """Cycles from the last logit in the logit memory to the final loss: label read, "is the label", label/best
 registers, best - label, hinge term, the row sum's two halves, accumulate (``_loss_unit``)."""
@@ -140,11 +142,6 @@ W_READ_LATENCY = 2
 """Cycles from the host's ``w_addr`` (while idle) to its word on ``w_rdata``: the memory read, then the S2 weight
 register."""
 STEP_BITS = 16
-INPUT_EBR_MIN_WORDS = 64
-"""ECP5 (``ebr``): from this many words (both banks) on, the input buffer is DP16KD blocks (``hw.engine.ebr``, a
-block per example's lane) whose output register is the S4 activation register; a shallower one (digits-mlp's 16)
-stays the LUT RAM Yosys maps it to, read into a fabric register (an inferred memory that deep maps to DP16KD
-without its output register: 5.8 ns clock-to-out, then the route to the array, limited rt-mlp at 112 MHz)."""
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2
 assert NET_FORWARD_LATENCY == 4 + PE_LATENCY + PRODUCT_STAGES - 1
 
@@ -153,26 +150,6 @@ def greater(a, b):
     """``a > b`` of two signed values as the sign bit of ``b - a`` at one bit past the wider operand: one carry
     chain whose top sum bit is the answer (Yosys's ``>`` on ECP5 adds a carry-out cell and the overflow LUTs)."""
     return (b.as_signed() - a.as_signed())[-1]
-
-
-PERTURBATION_NEAR_BITS = 9
-"""Bits of ``p`` clamped for the forward's add (``near_perturbation``): [-256, 255]."""
-
-
-def near_perturbation(p):
-    """``p`` clamped to [-256, 255] (``PERTURBATION_NEAR_BITS`` signed): for a weight ``w`` in [-128, 127],
-    ``sat(w + p, -127, 127)`` is the same with the clamped ``p`` (w + 255 >= 127, w - 256 <= -129)."""
-    half = 1 << PERTURBATION_NEAR_BITS - 1
-    return saturate(p, -half, half - 1)[:PERTURBATION_NEAR_BITS]
-
-
-PERTURBED_SUM_BITS = PERTURBATION_NEAR_BITS + 1
-"""Bits of ``w + near_perturbation(p)`` (signed): [-384, 382]."""
-
-
-def perturbed_sum(w, p_near):
-    """``w + p_near`` of an int8 ``w`` and a ``near_perturbation``: one ``PERTURBED_SUM_BITS``-bit carry chain."""
-    return (w.as_signed() + p_near.as_signed())[:PERTURBED_SUM_BITS].as_signed()
 
 
 def logit_row(cfg: NetConfig, parity, pas, tile, o):
@@ -983,24 +960,18 @@ class NetEngine(ConfigComponent):
 
     def _elaborate_update(self, m, cfg, mem, ctl, s1, ecp5=False):
         """The update of an update pass, no stage holding more than one multiplier or one carry chain (and a
-        compare): g = g_hi * 2^17 + g_lo (g_lo its 17 low bits, unsigned; g_hi the 7 high bits, signed), so
-        round_shift(g * p, 16) = 2 * g_hi * p + round_shift(g_lo * p, 16) exactly, and each partial product fits
-        one 18 x 18 multiplier. The products take ``p`` from its S2 register (``p_2``), so nothing but ``p``'s own
-        register follows the stream's logic. S3 holds the two partial products and the old word; S4 the low
-        product rounded and the decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 =
-        off; on the updates ``decay_on`` picks); S5 the step and w - d; S6 w - d - step; S7 its clamp to int8,
-        written back from that register (``NET_UPDATE_LATENCY`` = 7: the block RAM's write port starts at a
-        flip-flop; the host's ``w_*`` writes while idle). ``ecp5``: each
-        partial product is a MULT18X18D (``hw.engine.dsp``) whose B input register is a copy of ``p_2`` and whose A
-        input register holds g one cycle late; S3 stays in fabric. Exact: g is written only in IDLE and
-        FORWARD_DRAIN, both followed by COMMAND, where no word issues, so g has held for two cycles when a word's
-        ``p`` is in S2 and stays until the update has drained."""
+        compare): S3..S5 the step round_shift(g * p, 16) of each lane (``hw.engine.update``: two partial products,
+        the low one rounded, their sum), from ``p``'s S2 register (``p_2``; on ECP5 the DSPs' input registers copy
+        it), so nothing but ``p``'s own register follows the stream's logic. Beside it S3 holds the old word; S4 the
+        decay d = ((w >> (s - 1)) + 1) >> 1 (= round_shift(w, s); ``wd_shift`` s 1..7, 0 = off; on the updates
+        ``decay_on`` picks); S5 w - d; S6 w - d - step; S7 its clamp to int8, written back from that register
+        (``NET_UPDATE_LATENCY`` = 7: the block RAM's write port starts at a flip-flop; the host's ``w_*`` writes
+        while idle). Exact: g is written only in IDLE and FORWARD_DRAIN, both followed by COMMAND, where no word
+        issues, so g has held for two cycles when a word's ``p`` is in S2 and stays until the update has drained."""
         C = cfg.array.cols
         word, w2, p, p2, wd_shift = ctl.word, s1.w2, s1.p, s1.p2, ctl.wd_shift
         w_write = mem.w_write
-        low_bits = G_BITS - G_HIGH_BITS
-        g_low, g_high = ctl.g[:low_bits], ctl.g[low_bits:].as_signed()
-        # S2..S5: valid and address ride along
+        # S2..S7: valid and address ride along
         valid, addr = [s1.valid1 & s1.update1], [s1.addr1]
         for stage in range(2, NET_UPDATE_LATENCY + 1):
             v, a = Signal(name=f"update_valid_{stage}"), Signal.like(word, name=f"update_addr_{stage}")
@@ -1012,31 +983,17 @@ class NetEngine(ConfigComponent):
         m.d.sync += decay_off.eq((wd_shift == 0) | ~ctl.decay_on)
         new = Signal(int8_lanes(C), name="update_word")
         for c in range(C):
-            low = Signal(signed(low_bits + STREAM_BITS + 1), name=f"g_p_low_{c}")  # S3
-            high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
-            old3 = Signal(signed(8), name=f"old_3_{c}")
-            low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S4
-            high4 = Signal.like(high, name=f"g_p_high_4_{c}")
-            old4, decay4 = Signal(signed(8), name=f"old_4_{c}"), Signal(signed(8), name=f"decay_{c}")
-            step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S5
-            decayed = Signal(signed(9), name=f"decayed_{c}")
-            if ecp5:  # p_2's and g's registers are each DSP's input registers
-                p_c = p[c]
-                m.d.sync += [
-                    low.eq(dsp_product(m, g_low, p_c, len(low), f"g_p_low_mult_{c}")),
-                    high.eq(dsp_product(m, g_high, p_c, len(high), f"g_p_high_mult_{c}")),
-                ]
-            else:
-                m.d.sync += [low.eq(g_low * p2[c]), high.eq(g_high * p2[c])]
+            step, products, rounding = update_step(m, ctl.g, p[c], p2[c], c, ecp5)  # S3, S4..S5
+            old3, old4 = Signal(signed(8), name=f"old_3_{c}"), Signal(signed(8), name=f"old_4_{c}")
+            decay4, decayed = Signal(signed(8), name=f"decay_{c}"), Signal(signed(9), name=f"decayed_{c}")
+            m.d.sync += products
             # the old word leaves the memory into a register first (the decay's shift and round start at S3's
             # register, not at a block RAM's output and its bank select)
             m.d.sync += [
                 old3.eq(w2[c]),
                 old4.eq(old3),
                 decay4.eq(Mux(decay_off, 0, ((old3 >> wd_minus_1) + 1) >> 1)),
-                low_rounded.eq(scale_round(low, -G_FRAC_BITS)),
-                high4.eq(high),
-                step.eq((high4 << (low_bits - G_FRAC_BITS)) + low_rounded),
+                *rounding,
                 decayed.eq(old4 - decay4),
             ]
             # S6: the difference (one carry chain); S7: its clamp from the top bits

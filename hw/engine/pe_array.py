@@ -190,6 +190,26 @@ def logit_read(m, port, addr, row, shift, logit, logit_q):
     m.d.comb += logit.eq(delayed(m, chosen, REQUANT_STAGES, "logit"))
 
 
+PERTURBATION_NEAR_BITS = 9
+"""Bits of ``p`` clamped for the forward's add (``near_perturbation``): [-256, 255]."""
+
+
+def near_perturbation(p):
+    """``p`` clamped to [-256, 255] (``PERTURBATION_NEAR_BITS`` signed): for a weight ``w`` in [-128, 127],
+    ``sat(w + p, -127, 127)`` is the same with the clamped ``p`` (w + 255 >= 127, w - 256 <= -129)."""
+    half = 1 << PERTURBATION_NEAR_BITS - 1
+    return saturate(p, -half, half - 1)[:PERTURBATION_NEAR_BITS]
+
+
+PERTURBED_SUM_BITS = PERTURBATION_NEAR_BITS + 1
+"""Bits of ``w + near_perturbation(p)`` (signed): [-384, 382]."""
+
+
+def perturbed_sum(w, p_near):
+    """``w + p_near`` of an int8 ``w`` and a ``near_perturbation``: one ``PERTURBED_SUM_BITS``-bit carry chain."""
+    return (w.as_signed() + p_near.as_signed())[:PERTURBED_SUM_BITS].as_signed()
+
+
 def weight_write(m, port, engine, valid, addr, word):
     """The weight memory's write port: the update's ``word`` to ``addr`` while ``valid``, else the host's
     ``engine.w_*`` write while ``engine`` is idle (``w_we``)."""

@@ -136,7 +136,7 @@ def test_report_table_main_job(tmp_path, capsys, simulators):
     assert all(r["net"] == "digits-mlp" and r["batch"] == 128 and r["DSP"] >= 72 for r in trainers)
     engines = [r for r in rows.values() if r["unit"] == "engine"]
     assert {r["strategy"] for r in engines} == {"engine-otf", "engine-pregen"}
-    assert all(r["DSP"] == r["analytical_DSP"] == 72 for r in engines)
+    assert all(r["DSP"] == r["analytical_DSP"] == 64 + 2 * 8 for r in engines)  # a DSP per MAC, two per lane
     assert "ZO engine 8x8 INT8 + otf stream" in text
     assert all(r["within_budget"] for r in rows.values() if r["within_budget"] != "")
     assert rows["pregen 4095x12b/8 banks"]["BRAM"] == 8

@@ -5,10 +5,10 @@ import pytest
 
 from pezo.golden.engine import int8
 from pezo.golden.engine.zo_engine import (
-    FORWARD_LATENCY,
+    ENGINE_FORWARD_LATENCY,
+    ENGINE_UPDATE_LATENCY,
     G_MAX,
     G_MIN,
-    UPDATE_LATENCY,
     EngineConfig,
     ZOEngine,
     g_to_fixed,
@@ -100,7 +100,7 @@ def test_engine_config_derives_the_stream_and_the_cycle_bound():
     assert (p.n_rngs, p.lanes, p.perturb_dim, p.rewind) == (8, 8, 768, True)
     assert cfg.weight_words == 96 and cfg.array.tiles == 2 and cfg.array.macs == 64
     # 2 * B * |W| / (R * C) + |W| / C + latencies
-    assert cfg.cycle_bound() == 2 * 16 * 768 // 64 + 768 // 8 + FORWARD_LATENCY + UPDATE_LATENCY
+    assert cfg.cycle_bound() == 2 * 16 * 768 // 64 + 768 // 8 + ENGINE_FORWARD_LATENCY + ENGINE_UPDATE_LATENCY == 495
     assert EngineConfig().replace(cols=6, strategy="pregen").perturb.banks == 2
 
 
