@@ -78,6 +78,7 @@ from pezo.golden.engine.zo_engine import (
     ENGINE_UPDATE_LATENCY,
     FORWARD_LATENCY,
     OPERAND_STAGES,
+    PRODUCT_STAGES,
     WD_EVERY_RANGE,
     WEIGHT_STAGES,
     ArrayConfig,
@@ -96,10 +97,6 @@ from pezo.golden.rng.perturb import PerturbationStream
 MAX_WIDTH = 4096
 """Widest layer input or output."""
 MAX_WEIGHT_WORDS = 1 << 20
-PRODUCT_STAGES = 2
-"""Registers behind each product of the network engine's array (the ZO engine's array has one): on ECP5 the
-MULT18X18D's output register, then a fabric register beside the row's adder tree, so the route out of the DSP
-column has a cycle of its own."""
 NET_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
 """Cycles after the last weight word's issue until its logits are in the logit memory: the array path's
 ``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the ``WEIGHT_STAGES`` in front

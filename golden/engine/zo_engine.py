@@ -77,10 +77,14 @@ register. A block RAM's clock-to-out is followed by no logic in its cycle, an ad
 ACTIVATION_READ_DELAY = WEIGHT_STAGES + OPERAND_STAGES - 1
 """Cycles from a word's issue to its activation word's read address (registered that many times), so that the
 activation word, registered once as read, meets the weight word at the array."""
-ENGINE_FORWARD_LATENCY = FORWARD_LATENCY + WEIGHT_STAGES + OPERAND_STAGES
+PRODUCT_STAGES = 2
+"""Registers behind each product of the engines' arrays: on ECP5 the MULT18X18D's output register, then a fabric
+register beside the row's adder tree (holding sums of pairs), so the route out of the DSP column has a cycle of its
+own (``hw.engine.pe_array.ArrayShape.product_stages``)."""
+ENGINE_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
 """The ZO engine's (``hw.engine.zo_engine``) cycles after the last weight word's issue until its logits are in the
-logit memory: ``FORWARD_LATENCY`` plus the ``WEIGHT_STAGES`` in front of the perturbation add and the
-``OPERAND_STAGES`` in front of the array."""
+logit memory: ``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the
+``WEIGHT_STAGES`` in front of the perturbation add and the ``OPERAND_STAGES`` in front of the array."""
 ENGINE_UPDATE_LATENCY = UPDATE_LATENCY + 4
 """The ZO engine's cycles after the last weight word's read is issued until its new value is written back: the
 memory read, p's second register, the split g * p (two partial products), the low one's rounding, their sum, the

@@ -73,7 +73,6 @@ from pezo.golden.engine.network import (
     LAYER_GAP,
     NET_FORWARD_LATENCY,
     NET_UPDATE_LATENCY,
-    PRODUCT_STAGES,
     NetConfig,
 )
 from pezo.golden.engine.zo_engine import (
@@ -83,6 +82,7 @@ from pezo.golden.engine.zo_engine import (
     G_MAX,
     G_MIN,
     OPERAND_STAGES,
+    PRODUCT_STAGES,
     WD_EVERY_BITS,
     WD_SHIFT_RANGE,
     WEIGHT_STAGES,

@@ -9,8 +9,8 @@ one carry chain (the network engine's pipeline without its layers; ``hw.engine.n
 * S1: the perturbation ``p`` (0 in plain inference; the stream negates it in the -epsilon pass) and the word's
   tags in registers; S2: the weight word in a register (``w_rdata``), ``p`` again (and clamped near the weights);
 * forward -- S3 ``w + p``, S4 its clamp to int8 and the activation word, into the ``PEArray``'s input registers;
-  the results leave the array ``PE_LATENCY`` cycles later and are written to the logit memory
-  (``ENGINE_FORWARD_LATENCY`` from the issue);
+  the results leave the array ``ArrayShape.latency`` cycles later (``PRODUCT_STAGES`` products registers) and
+  are written to the logit memory (``ENGINE_FORWARD_LATENCY`` from the issue);
 * update -- S3..S5 the step ``round_shift(g * p, 16)`` (g: Q8.16; ``hw.engine.update``'s split product), beside
   the old word; S6 ``w - step``; S7 its clamp to int8, written back to the same word (``ENGINE_UPDATE_LATENCY``).
 
@@ -48,6 +48,7 @@ from pezo.golden.engine.zo_engine import (
     FORWARD_LATENCY,
     G_BITS,
     OPERAND_STAGES,
+    PRODUCT_STAGES,
     WEIGHT_STAGES,
     EngineConfig,
 )
@@ -118,7 +119,7 @@ class ZOEngine(ConfigComponent):
         cfg = self.config
         R, C, J, O, T = cfg.array.rows, cfg.array.cols, cfg.words_per_output, cfg.outputs, cfg.array.tiles
         m.submodules.stream = stream = PerturbationStream(cfg.perturb)
-        m.submodules.pe = pe = PEArray(ArrayShape(cfg.array.rows, cfg.array.cols, tag_bits(cfg)))
+        m.submodules.pe = pe = PEArray(ArrayShape(R, C, tag_bits(cfg), product_stages=PRODUCT_STAGES))
         ecp5 = is_ecp5(platform)
         if ecp5:  # the blocks' output registers are the S2 weight register and the host's logit-row register
             w_read, w_write = ebr_memory(m, "weight_mem", int8_lanes(C), cfg.weight_words)

@@ -100,7 +100,7 @@ def test_engine_config_derives_the_stream_and_the_cycle_bound():
     assert (p.n_rngs, p.lanes, p.perturb_dim, p.rewind) == (8, 8, 768, True)
     assert cfg.weight_words == 96 and cfg.array.tiles == 2 and cfg.array.macs == 64
     # 2 * B * |W| / (R * C) + |W| / C + latencies
-    assert cfg.cycle_bound() == 2 * 16 * 768 // 64 + 768 // 8 + ENGINE_FORWARD_LATENCY + ENGINE_UPDATE_LATENCY == 495
+    assert cfg.cycle_bound() == 2 * 16 * 768 // 64 + 768 // 8 + ENGINE_FORWARD_LATENCY + ENGINE_UPDATE_LATENCY == 496
     assert EngineConfig().replace(cols=6, strategy="pregen").perturb.banks == 2
 
 
