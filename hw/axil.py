@@ -7,8 +7,9 @@ Contract (AMBA AXI4-Lite, 32-bit data, ``addr_width`` 4..32 byte-address bits, w
   handshake edge registers the decoded address, the data and the strobes; the next edge applies the
   write and raises ``bvalid`` until ``bready`` (so the write takes effect in the cycle ``bvalid`` rises).
   One write in flight. ``wstrb`` selects bytes of read-write registers and of command-register bits.
-* Read: ``arready`` while no read is pending or held; the handshake edge registers the decoded address,
-  the next edge samples the addressed register onto ``rdata`` and raises ``rvalid`` until ``rready``.
+* Read: ``arready = arvalid`` while no read is pending or held (a slave may wait for ``valid``); the
+  handshake edge registers the decoded address, the next edge samples the addressed register onto ``rdata``
+  and raises ``rvalid`` until ``rready``.
   (Two register stages, so no path holds the address decode and the read mux together.)
 * ``bresp``/``rresp``: OKAY (0), or SLVERR (2) for an unmapped address, a write to a read-only
   register or a read of a write-only one (``rdata`` = 0 then). ``awprot``/``arprot`` are ignored.

@@ -182,3 +182,60 @@ def test_cocotb_host_default_otf_on_verilator(require_simulator, sim_build):
     require_simulator("verilator")
     result = run_host(PerturbConfig(), "verilator", sim_build / "host-default" / "verilator", steps=3, seed=5)
     assert result["runs"] >= 9
+
+
+def test_the_register_file_answers_through_two_register_stages():
+    """``hw.axil``'s contract, cycle by cycle: a write takes effect (a cmd register's one-cycle word, an rw register's
+    value and its ``_written`` pulse) in the cycle ``bvalid`` rises, two cycles after the handshake's cycle; a read
+    answers two cycles after its handshake, ``arready`` low until ``rvalid`` drops (and while ``arvalid`` is); an
+    unmapped address is SLVERR with ``rdata`` 0."""
+    from pezo.golden.host import Register
+    from pezo.hw.axil import AXI4LiteRegisters
+
+    regs = (Register("mode", 0x0, "rw", 8), Register("go", 0x4, "cmd", 4), Register("level", 0x8, "r", 6, True))
+    dut = AXI4LiteRegisters(regs, 8)
+    bus, log = dut.s_axil, []
+
+    async def testbench(ctx):
+        ctx.set(dut.level, 0b101010)  # -22 as a signed 6-bit register
+        for addr, data in ((0x4, 0x9), (0x0, 0x5A)):
+            ctx.set(bus.awaddr, addr)
+            ctx.set(bus.wdata, data)
+            ctx.set(bus.wstrb, 0xF)
+            ctx.set(bus.awvalid, 1)
+            ctx.set(bus.wvalid, 1)
+            ctx.set(bus.bready, 1)
+            assert ctx.get(bus.awready) and ctx.get(bus.wready)  # the handshake's cycle
+            cycles = []
+            for _ in range(4):
+                await ctx.tick()
+                ctx.set(bus.awvalid, 0)
+                ctx.set(bus.wvalid, 0)
+                cycles.append((ctx.get(bus.bvalid), ctx.get(dut.go), ctx.get(dut.mode), ctx.get(dut.mode_written)))
+                if cycles[-1][0]:
+                    ctx.set(bus.bready, 1)
+            log.append(cycles)
+            assert ctx.get(bus.bresp) == RESP_OKAY
+        for addr, expected in ((0x8, (0xFFFFFFEA, RESP_OKAY)), (0x4, (0, RESP_SLVERR)), (0x40, (0, RESP_SLVERR))):
+            ctx.set(bus.araddr, addr)
+            ctx.set(bus.arvalid, 1)
+            ctx.set(bus.rready, 0)
+            assert ctx.get(bus.arready)
+            await ctx.tick()
+            ctx.set(bus.arvalid, 0)
+            assert not ctx.get(bus.rvalid) and not ctx.get(bus.arready)  # the address registered, decoding
+            await ctx.tick()
+            assert ctx.get(bus.rvalid) and not ctx.get(bus.arready)
+            assert (ctx.get(bus.rdata), ctx.get(bus.rresp)) == expected
+            await ctx.tick()
+            assert ctx.get(bus.rvalid)  # held until rready
+            ctx.set(bus.rready, 1)
+            await ctx.tick()
+            ctx.set(bus.rready, 0)
+            assert not ctx.get(bus.rvalid) and not ctx.get(bus.arready)  # arready follows arvalid
+
+    simulate(dut, testbench)
+    go_write, mode_write = log
+    # cycle 0: the decoded address in registers; cycle 1: bvalid and the write's effect together, for one cycle
+    assert [(b, g) for b, g, _, _ in go_write[:3]] == [(0, 0), (1, 0x9), (0, 0)]
+    assert [(b, m, w) for b, _, m, w in mode_write[:3]] == [(0, 0, 0), (1, 0x5A, 1), (0, 0x5A, 0)]
