@@ -74,13 +74,10 @@ from pezo.golden.engine.int8 import (
 from pezo.golden.engine.loss import LossConfig, hinge_error, hinge_loss, onchip_g
 from pezo.golden.engine.zo_engine import (
     ACTIVATION_READ_DELAY,
+    ENGINE_FORWARD_LATENCY,
     ENGINE_STREAM,
     ENGINE_UPDATE_LATENCY,
-    FORWARD_LATENCY,
-    OPERAND_STAGES,
-    PRODUCT_STAGES,
     WD_EVERY_RANGE,
-    WEIGHT_STAGES,
     ArrayConfig,
     EngineFlatConfig,
     check_batch,
@@ -97,10 +94,10 @@ from pezo.golden.rng.perturb import PerturbationStream
 MAX_WIDTH = 4096
 """Widest layer input or output."""
 MAX_WEIGHT_WORDS = 1 << 20
-NET_FORWARD_LATENCY = FORWARD_LATENCY + PRODUCT_STAGES - 1 + WEIGHT_STAGES + OPERAND_STAGES
-"""Cycles after the last weight word's issue until its logits are in the logit memory: the array path's
-``FORWARD_LATENCY`` plus the array's extra products register (``PRODUCT_STAGES``), the ``WEIGHT_STAGES`` in front
-of the perturbation add and the ``OPERAND_STAGES`` in front of the array."""
+NET_FORWARD_LATENCY = ENGINE_FORWARD_LATENCY
+"""Cycles after the last weight word's issue until its logits are in the logit memory in the network engine: the
+ZO engine's forward pipeline (``ENGINE_FORWARD_LATENCY``: the array path's ``FORWARD_LATENCY`` plus the array's
+extra products register, the ``WEIGHT_STAGES`` and the ``OPERAND_STAGES``)."""
 NET_UPDATE_LATENCY = ENGINE_UPDATE_LATENCY
 """Cycles after the last weight word's read is issued until its new value is written back in the network
 engine: the ZO engine's update pipeline (``ENGINE_UPDATE_LATENCY``), its decay d and w - d computed beside the

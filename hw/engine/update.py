@@ -24,11 +24,6 @@ STEP_STAGES = 3
 """Registers from ``p``'s S2 register to the step (S3 products, S4 rounding, S5 step)."""
 
 
-def step_bits() -> int:
-    """Bits of the step (signed): ``round_shift(g * p, 16)`` of a 24-bit g and a stream value."""
-    return G_BITS + STREAM_BITS - G_FRAC_BITS + 1
-
-
 def update_step(m, g, p1, p2, c: int, ecp5: bool) -> tuple[Signal, list, list]:
     """(the S5 register ``step_<c>`` = round_shift(g * p, 16) of lane ``c``, the S3 products' statements, the S4
     and S5 statements) for the caller's ``m.d.sync`` (it places them among its own lane's statements); ``p1``: ``p``'s
@@ -39,7 +34,7 @@ def update_step(m, g, p1, p2, c: int, ecp5: bool) -> tuple[Signal, list, list]:
     high = Signal(signed(G_HIGH_BITS + STREAM_BITS), name=f"g_p_high_{c}")
     low_rounded = Signal(signed(low_bits + STREAM_BITS + 2 - G_FRAC_BITS), name=f"g_p_round_{c}")  # S4
     high4 = Signal.like(high, name=f"g_p_high_4_{c}")
-    step = Signal(signed(step_bits()), name=f"step_{c}")  # S5
+    step = Signal(signed(G_BITS + STREAM_BITS - G_FRAC_BITS + 1), name=f"step_{c}")  # S5
     if ecp5:  # p_2's and g's registers are each DSP's input registers
         products = [
             low.eq(dsp_product(m, g_low, p1, len(low), f"g_p_low_mult_{c}")),
