@@ -14,7 +14,8 @@ Contract (AMBA AXI4, ``data_bits`` = 64, ``addr_width`` byte-address bits, ``id_
   rises the cycle after the last beat's answer, ``bresp`` SLVERR if any beat's was, ``bid`` = ``awid``.
 * Read: after AR, one beat request per cycle (``rd_valid``, ``rd_addr``) while the response FIFO has
   room for everything in flight; the backend answers ``rd_data`` / ``rd_err`` exactly ``read_latency``
-  cycles after ``rd_valid``. Beats leave in order through a FIFO (``rvalid`` until ``rready``, ``rlast``
+  cycles after ``rd_valid`` (``rd_addr_next`` is the address ``rd_addr`` takes in the next cycle, for a backend that
+  registers what it decodes from it). Beats leave in order through a FIFO (``rvalid`` until ``rready``, ``rlast``
   on the last, ``rresp`` SLVERR per beat, ``rid`` = ``arid``), so ``rready`` may stall at any time.
 * Ports are named ``s_axi__awaddr`` etc. in Verilog (cocotbext-axi: ``AxiBus.from_prefix(dut, "s_axi_")``).
 """
@@ -104,6 +105,7 @@ class AXI4Slave(wiring.Component):
                 "wr_err": In(1),
                 "rd_valid": Out(1),
                 "rd_addr": Out(addr_width),
+                "rd_addr_next": Out(addr_width),
                 "rd_data": In(DATA_BITS),
                 "rd_err": In(1),
             }
@@ -207,6 +209,7 @@ class AXI4Slave(wiring.Component):
             flight[0].eq(issue),
             meta[0].eq(Cat(r_bad, r_left == 0, r_id)),
         ]
+        m.d.comb += self.rd_addr_next.eq(r_addr)
         for i in range(1, L + 1):
             m.d.sync += [flight[i].eq(flight[i - 1]), meta[i].eq(meta[i - 1])]
         with m.If(issue):

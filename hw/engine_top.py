@@ -237,9 +237,14 @@ class EngineTop(ConfigComponent):
             (r_word < cfg.memory_words) & ~eng.busy,
             Mux(r_is["logits"], l_ok, Mux(r_is["steps"], rec < STEP_LOG_DEPTH, 0)),
         )
-        # weights: the host port addresses the memory while idle (writes and reads never overlap: the
-        # front end runs one burst at a time)
-        m.d.comb += eng.w_addr.eq(Mux(s2_kind[0], s2_word, r_word))
+        # weights: the host port addresses the memory while idle (writes and reads never overlap: the front end runs
+        # one burst at a time), from a register of its own: the S2 weight word of a write beat, else the word of the
+        # read request (taken from ``rd_addr_next``, so it equals ``r_word``), so the memory's address starts at a
+        # flip-flop (the rd_addr -> mux -> weight DP16KD address path limited the rt-mlp trainer top on ECP5)
+        host_w_addr = Signal.like(eng.w_addr, name="host_w_addr")
+        next_r_word = axi.rd_addr_next[:slot_bits][_log2(C) :]
+        m.d.sync += host_w_addr.eq(Mux(axi.wr_valid & is_w, f.w_word, next_r_word))
+        m.d.comb += eng.w_addr.eq(host_w_addr)
         m.d.comb += [
             eng.logit_bank.eq(l_bank),
             eng.logit_pass.eq(l_pas),

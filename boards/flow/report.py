@@ -42,9 +42,7 @@ CIRCUIT_SOURCES = (pezo.golden.config, pezo.golden.host, pezo.golden.rng, pezo.g
 """What the circuits are generated from (packages: every module below them); nothing else enters a cache key."""
 
 
-def source_hash() -> str:
-    """Hash of the sources the circuits are generated from (the config, the golden twins of hw, hw itself):
-    part of every cache key, so editing a block invalidates it, and editing a trainer does not."""
+def _hash_sources() -> str:
     digest = hashlib.sha256()
     for module in CIRCUIT_SOURCES:
         path = Path(module.__file__)
@@ -53,6 +51,17 @@ def source_hash() -> str:
             digest.update(f"{module.__name__}:{file.relative_to(path.parent)}".encode())
             digest.update(file.read_bytes())
     return digest.hexdigest()
+
+
+_SOURCE_HASH = _hash_sources()  # read once, when this module is imported (with the circuits' modules, above)
+
+
+def source_hash() -> str:
+    """Hash of the sources the circuits are generated from (the config, the golden twins of hw, hw itself):
+    part of every cache key, so editing a block invalidates it, and editing a trainer does not. Read when this
+    process imported them: a run that outlives an edit stores its results under the sources it elaborated, not
+    under the edited ones."""
+    return _SOURCE_HASH
 
 
 def design_key(config: PerturbConfig, unit: str = "generator") -> str:

@@ -36,11 +36,13 @@ EBR_MODES = ((18, 1024, 4), (9, 2048, 3), (4, 4096, 2), (2, 8192, 1), (1, 16384,
 """The DP16KD's modes as (data bits, words, the word address's lowest ``AD`` pin): the address sits in
 ``AD[13:low]``; in x18 ``AD[1:0]`` are the write's byte enables, below it the unused low pins are tied to 0."""
 
-INPUT_EBR_MIN_WORDS = 64
+INPUT_EBR_MIN_WORDS = 32
 """ECP5: from this many words on, an engine's input (activation) buffer is DP16KD blocks (``ebr_memory``, a block per
-example's lane) whose output register is the S4 activation register; a shallower one (digits-mlp's 16, both banks)
-stays the LUT RAM Yosys maps it to, read into a fabric register (an inferred memory that deep maps to DP16KD
-without its output register: 5.8 ns clock-to-out, then the route to the array, limited rt-mlp at 112 MHz)."""
+example's lane) whose output register is the S4 activation register (digits-mlp's 32 words, both banks: 32 blocks;
+rt-mlp's 192: 48); a shallower one stays the LUT RAM Yosys maps it to, read into a fabric register. An inferred
+memory that deep maps to DP16KD without its output register (5.8 ns clock-to-out, then the route to the array,
+limited rt-mlp at 112 MHz); digits-mlp's in LUT RAM (128 DPR16X4 beside the hidden buffer's 128, their 512-bit write
+ports in one region) left its trainer tops congested in router1 at four of six seeds at 2d3805b."""
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,39 @@ def test_ecp5_network_engine_matches_golden_on_icarus(loss, tmp_path, monkeypatc
     assert result["steps"] == steps
 
 
+@pytest.mark.parametrize("strategy", ["otf", "pregen"])
+def test_ecp5_head_engine_matches_golden_on_icarus(strategy, tmp_path, monkeypatch):
+    """Two ZO steps of a small head engine (``hw.engine.zo_engine.ZOEngine``) elaborated for ECP5 -- the PE array's
+    and the update's products in MULT18X18D registers, the weight, logit and activation memories in DP16KD blocks
+    read through their output register -- against golden, every logit and final weight (the ECP5 variant the timing
+    flow places and routes)."""
+    if "icarus" not in available_simulators():
+        pytest.skip("icarus is not available")
+    from pezo.golden.engine.zo_engine import EngineConfig
+    from pezo.golden.zo.int8_head import Int8TrainConfig
+    from pezo.hw.engine import zo_engine
+
+    cfg = EngineConfig().replace(strategy=strategy, rows=2, cols=4, inputs=16, outputs=3, batch=4, eps_shift=6)
+
+    def ecp5_verilog(component, name, directory, config=None):
+        path, text = _write_ecp5_verilog(component, name, directory)
+        assert text.count("MULT18X18D ") == 2 * 4 + 2 * 4  # R x C products, two partial products per lane
+        assert "weight_mem_b0" in text and "logit_mem_b0" in text and "act_mem_b0" in text
+        return path
+
+    monkeypatch.setattr(runner, "write_verilog", ecp5_verilog)
+    monkeypatch.setattr(zo_engine, "INPUT_EBR_MIN_WORDS", 1)  # the activation memory in DP16KD too (8 words here)
+    rng = np.random.default_rng(11)
+    steps = 2
+    xs = rng.integers(-128, 128, (steps, cfg.array.batch, cfg.inputs))
+    ys = rng.integers(0, cfg.outputs, (steps, cfg.array.batch))
+    weights = rng.integers(-127, 128, (cfg.outputs, cfg.inputs))
+    train = Int8TrainConfig(engine=cfg, lr=0.3, weight_exponent=-3)
+    result = runner.run_engine(train, xs, ys, -9, "icarus", tmp_path / "icarus", weights=weights)
+    assert result["match"], result.get("mismatches")
+    assert result["steps"] == steps
+
+
 class _MemoryPair(wiring.Component):
     """``ebr_memory`` (``data``) and an inferred memory whose read port feeds a register (``ref_data``), the same
     write and read ports; a write to the word read in that cycle is dropped (undefined on the block)."""
