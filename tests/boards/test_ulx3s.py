@@ -140,7 +140,7 @@ def test_nextpnr_utilisation_is_read_from_its_last_report():
 @pytest.mark.skipif(
     os.environ.get("PEZO_TRAINER_BITSTREAM") != "1",
     reason="the ULX3S trainer bitstream (about 20 min of Yosys + nextpnr on 2 cores, more than the rest of the suite's "
-    "budget) runs with PEZO_TRAINER_BITSTREAM=1; measured at 912c57f: 620 990 bytes, 72.7 MHz against 25 MHz "
+    "budget) runs with PEZO_TRAINER_BITSTREAM=1; last measured at 63cb48f: 621 258 bytes, 74.0 MHz against 25 MHz "
     "(docs/hardware.md, 'The whole trainer on the ULX3S')",
 )
 def test_pezo_build_writes_the_ulx3s_trainer_bitstream(tmp_path, capsys):
