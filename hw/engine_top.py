@@ -242,8 +242,7 @@ class EngineTop(ConfigComponent):
         # read request (taken from ``rd_addr_next``, so it equals ``r_word``), so the memory's address starts at a
         # flip-flop (the rd_addr -> mux -> weight DP16KD address path limited the rt-mlp trainer top on ECP5)
         host_w_addr = Signal.like(eng.w_addr, name="host_w_addr")
-        next_r_word = axi.rd_addr_next[:slot_bits][_log2(C) :]
-        m.d.sync += host_w_addr.eq(Mux(axi.wr_valid & is_w, f.w_word, next_r_word))
+        m.d.sync += host_w_addr.eq(Mux(axi.wr_valid & is_w, f.w_word, fields(axi.rd_addr_next).w_word))
         m.d.comb += eng.w_addr.eq(host_w_addr)
         m.d.comb += [
             eng.logit_bank.eq(l_bank),
