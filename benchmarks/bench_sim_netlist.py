@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import sys
@@ -22,9 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from pezo.cli.main import main as pezo_main
 from pezo.golden.config import PerturbConfig
+from pezo.golden.zo.net_config import NetTrainConfig, split_config
+from pezo.golden.zo.run import NetRun
 from pezo.sim import netlist
+from pezo.sim.cosim import cosimulate
 from pezo.sim.runner import run_bench
 
 STREAMS = {
@@ -36,9 +37,11 @@ STREAMS = {
     ),
 }
 ENGINE_RUNS = {
-    "engine digits-mlp cls2, 3 steps": ["--split", "cls2", "--steps", "3"],
-    "engine digits-mlp, 20 steps": ["--steps", "20"],
+    "engine digits-mlp cls2, 3 steps": ({"split": "cls2"}, 3),
+    "engine digits-mlp, 20 steps": ({}, 20),
 }
+"""case -> (the ``NetTrainConfig`` fields over digits-mlp's, steps): ``pezo sim engine --net digits-mlp [--split cls2]
+--steps N``."""
 
 
 @contextlib.contextmanager
@@ -59,14 +62,12 @@ def variant(name: str, root: Path):
             os.environ["PEZO_CACHE_DIR"] = old_cache
 
 
-def engine_seconds(args: list[str], simulator: str) -> dict:
-    out = io.StringIO()
-    argv = ["sim", "engine", "--net", "digits-mlp", *args, "--simulator", simulator, "--json"]
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = pezo_main(argv)
-    result = json.loads(out.getvalue())
-    if code != 0 or not result["match"]:
-        raise RuntimeError(f"pezo {' '.join(argv)} failed: {result.get('mismatches')}")
+def engine_seconds(case: tuple, simulator: str) -> dict:
+    fields, steps = case
+    train = split_config("digits-mlp", fields["split"], steps=steps) if fields else NetTrainConfig(steps=steps)
+    result = cosimulate(NetRun.prepare(train), "engine", simulator, steps)
+    if not result["match"]:
+        raise RuntimeError(f"{fields or 'digits-mlp'} on {simulator} failed: {result.get('mismatches')}")
     return {"test_s": result["test_s"], "build_s": result["build_s"], "cycles_per_step": result["cycles_per_step"]}
 
 

@@ -1,6 +1,6 @@
 """The host of the ZO engine, written once for both simulators: Amaranth's (quick loop) and cocotb's.
 
-``EngineDriver`` performs the engine's host operations (load weights and a batch, run an operation,
+``HeadEngineHost`` performs the engine's host operations (load weights and a batch, run an operation,
 read logits and weights) over a small adapter with ``set(port, int)``, ``get(port) -> int`` and
 ``await tick()`` (inputs set before a clock edge, outputs read after it). ``zo_training`` is the host
 loop of the co-simulation: per step it loads a batch of real int8 embeddings, runs the +/-epsilon
@@ -25,7 +25,7 @@ from pezo.sim.host_driver import HostDriver, to_signed
 MAX_OP_CYCLES = HostDriver.max_op_cycles
 
 
-class EngineDriver(HostDriver):
+class HeadEngineHost(HostDriver):
     """Host operations on a ``hw.engine.zo_engine.ZOEngine`` behind ``io`` (set / get / tick)."""
 
     weight_read_latency = W_READ_LATENCY
@@ -78,7 +78,7 @@ async def zo_training(
     inputs] int8, ``labels``: [steps, batch]. Returns match, steps, cycles per step (forward + update),
     mismatch details, and a final plain-inference check (int32 and requantised logits)."""
     cfg = train.engine
-    driver = EngineDriver(io, cfg)
+    driver = HeadEngineHost(io, cfg)
     model = ZOEngine(cfg, weights)
     if weights is not None:
         await driver.load_weights(model.weights)

@@ -27,6 +27,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
@@ -260,7 +261,79 @@ def run_testbench(
     return {**json.loads(result_file.read_text()), **timing, "simulator": simulator, **(extra or {})}
 
 
+@dataclass(frozen=True)
+class Testbench:
+    """How one design is co-simulated (``simulate``): its Verilog top, its cocotb module, the ``.npz`` its arrays go
+    to (``PEZO_ENGINE_DATA``), and what a failed test means -- ``mismatch_returns``: a failed test that wrote its
+    result is a mismatch and returns it with ``simulator`` (the training benches), else every failure raises (the
+    unit benches, whose result has no ``simulator``)."""
+
+    module: str
+    data_file: str = ""
+    mismatch_returns: bool = True
+
+
+TESTBENCHES = {
+    "bench": Testbench("pezo.sim.golden_tb", mismatch_returns=False),
+    "host": Testbench("pezo.sim.host_tb", mismatch_returns=False),
+    "zo-engine": Testbench("pezo.sim.engine_tb", "engine_data.npz"),
+    "net-engine": Testbench("pezo.sim.net_tb", "engine_data.npz"),
+    "board": Testbench("pezo.sim.board_tb", "board_data.npz"),
+    "uart": Testbench("pezo.sim.uart_tb", "uart_data.npz"),
+}
+"""Every design ``simulate`` runs, by kind (``run_bench`` ... ``run_uart_board`` name them)."""
+
+
 @_one_run_per_design
+def simulate(
+    kind: str, component, top: str, simulator: str, build_dir: Path, env: dict, config=None, arrays=None, extra=None
+) -> dict:
+    """Write ``component`` as ``top``'s Verilog beside ``build_dir`` (``write_verilog`` with ``config``), its
+    ``arrays`` into the testbench's ``.npz``, and run ``TESTBENCHES[kind]`` on ``simulator`` with ``env`` (plus
+    ``PEZO_RESULT`` and ``PEZO_ENGINE_DATA``); the testbench's result and the build/test times (``extra`` added)."""
+    import numpy as np
+
+    bench = TESTBENCHES[kind]
+    build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
+    verilog = write_verilog(component, top, build_dir.parent, config)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    result_file = build_dir / "result.json"
+    result_file.unlink(missing_ok=True)
+    env = {**env, "PEZO_RESULT": str(result_file)}
+    if arrays is not None:
+        np.savez(build_dir / bench.data_file, **arrays)
+        env["PEZO_ENGINE_DATA"] = str(build_dir / bench.data_file)
+    if bench.mismatch_returns:
+        return run_testbench(verilog, top, bench.module, simulator, build_dir, env, result_file, extra)
+    timing = run_cocotb(
+        verilog_path=verilog, toplevel=top, test_module=bench.module, simulator=simulator, build_dir=build_dir,
+        extra_env=env,
+    )  # fmt: skip
+    return {**json.loads(result_file.read_text()), **timing}
+
+
+def _engine_arrays(config, xs, labels, weights, biases=None) -> dict:
+    """The ``.npz`` arrays of a network-engine run: int64 inputs, labels, flat weights, ``biases_i`` per layer (a
+    None bias as zeros) when ``biases`` is given."""
+    import numpy as np
+
+    arrays = {
+        "xs": np.asarray(xs, dtype=np.int64),
+        "labels": np.asarray(labels, dtype=np.int64),
+        "weights": np.asarray(weights, dtype=np.int64).ravel(),
+    }
+    for i, bias in enumerate(biases or ()):
+        zeros = np.zeros(config.layers[i].bias_size, dtype=np.int64)
+        arrays[f"biases_{i}"] = zeros if bias is None else np.asarray(bias)
+    return arrays
+
+
+def _loss_json(loss) -> str:
+    import dataclasses
+
+    return json.dumps(dataclasses.asdict(loss))
+
+
 def run_bench(
     bench: str, config, simulator: str, build_dir: Path, cycles: int, seed: int = 1, expect_config=None
 ) -> dict:
@@ -270,58 +343,28 @@ def run_bench(
     ``expect_config`` (default ``config``) is what the golden side is told: a different one is how the
     tests prove the scoreboard catches a mismatch.
     """
-    top = f"pezo_{bench}"
-    build_dir = Path(build_dir).resolve()  # the simulator runs in another directory
+    env = {
+        "PEZO_BENCH": bench,
+        "PEZO_CYCLES": str(cycles),
+        "PEZO_STIM_SEED": str(seed),
+        "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+    }
     component = make_bench(bench, config, cycles, seed).component()
-    verilog = write_verilog(component, top, build_dir.parent, config)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file = build_dir / "result.json"
-    result_file.unlink(missing_ok=True)
-    timing = run_cocotb(
-        verilog_path=verilog,
-        toplevel=top,
-        test_module="pezo.sim.golden_tb",
-        simulator=simulator,
-        build_dir=build_dir,
-        extra_env={
-            "PEZO_BENCH": bench,
-            "PEZO_CYCLES": str(cycles),
-            "PEZO_STIM_SEED": str(seed),
-            "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
-            "PEZO_RESULT": str(result_file),
-        },
-    )
-    return {**json.loads(result_file.read_text()), **timing}
+    return simulate("bench", component, f"pezo_{bench}", simulator, build_dir, env, config)
 
 
-@_one_run_per_design
 def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1, expect_config=None) -> dict:
     """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
     ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
-    top = "pezo_stream_host"
-    build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(StreamHost(config), top, build_dir.parent, config)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file = build_dir / "result.json"
-    result_file.unlink(missing_ok=True)
-    timing = run_cocotb(
-        verilog_path=verilog,
-        toplevel=top,
-        test_module="pezo.sim.host_tb",
-        simulator=simulator,
-        build_dir=build_dir,
-        extra_env={
-            "PEZO_STEPS": str(steps),
-            "PEZO_STIM_SEED": str(seed),
-            "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
-            "PEZO_RESULT": str(result_file),
-        },
-    )
-    return {**json.loads(result_file.read_text()), **timing}
+    env = {
+        "PEZO_STEPS": str(steps),
+        "PEZO_STIM_SEED": str(seed),
+        "PEZO_CONFIG": json.dumps((expect_config or config).to_dict()),
+    }
+    return simulate("host", StreamHost(config), "pezo_stream_host", simulator, build_dir, env, config)
 
 
-@_one_run_per_design
 def run_engine(
     train, xs, labels, act_exponent: int, simulator: str, build_dir: Path, weights=None, expect_train=None
 ) -> dict:
@@ -332,12 +375,6 @@ def run_engine(
     is told (to prove that a mismatch is caught)."""
     import numpy as np
 
-    top = "pezo_zo_engine"
-    build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(ZOEngine(train.engine), top, build_dir.parent, train.engine)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
-    result_file.unlink(missing_ok=True)
     arrays = {
         "xs": np.asarray(xs, dtype=np.int64),
         "labels": np.asarray(labels, dtype=np.int64),
@@ -345,16 +382,11 @@ def run_engine(
     }
     if weights is not None:
         arrays["weights"] = np.asarray(weights, dtype=np.int64)
-    np.savez(data_file, **arrays)
-    env = {
-        "PEZO_TRAIN": json.dumps((expect_train or train).to_dict()),
-        "PEZO_ENGINE_DATA": str(data_file),
-        "PEZO_RESULT": str(result_file),
-    }
-    return run_testbench(verilog, top, "pezo.sim.engine_tb", simulator, build_dir, env, result_file)
+    env = {"PEZO_TRAIN": json.dumps((expect_train or train).to_dict())}
+    component = ZOEngine(train.engine)
+    return simulate("zo-engine", component, "pezo_zo_engine", simulator, build_dir, env, train.engine, arrays)
 
 
-@_one_run_per_design
 def run_net_engine(
     config,
     loss,
@@ -374,37 +406,16 @@ def run_net_engine(
     ``loss``) is what the golden side is told (to prove a mismatch is caught). ``host_g``: host mode's g
     from the trainer, ``{"train": NetTrainConfig dict, "act_exponent": s_x}`` (``golden.zo.int8_net.host_g``);
     default the hinge-sign g of ``sim.net_host.host_g``."""
-    import dataclasses
-
-    import numpy as np
-
-    top = "pezo_net_engine"
-    build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(NetEngine(config), top, build_dir.parent, config)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file, data_file = build_dir / "result.json", build_dir / "engine_data.npz"
-    result_file.unlink(missing_ok=True)
-    arrays = {
-        "xs": np.asarray(xs, dtype=np.int64),
-        "labels": np.asarray(labels, dtype=np.int64),
-        "weights": np.asarray(weights, dtype=np.int64).ravel(),
-    }
-    for i, bias in enumerate(biases or ()):
-        zeros = np.zeros(config.layers[i].bias_size, dtype=np.int64)
-        arrays[f"biases_{i}"] = zeros if bias is None else np.asarray(bias)
-    np.savez(data_file, **arrays)
     env = {
         "PEZO_NET": config.to_json(),
-        "PEZO_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
+        "PEZO_LOSS": _loss_json(expect_loss or loss),
         "PEZO_OVERLAP": "1" if overlap else "0",
-        "PEZO_ENGINE_DATA": str(data_file),
-        "PEZO_RESULT": str(result_file),
         "PEZO_HOST_G": json.dumps(host_g) if host_g else "",
     }
-    return run_testbench(verilog, top, "pezo.sim.net_tb", simulator, build_dir, env, result_file)
+    arrays = _engine_arrays(config, xs, labels, weights, biases)
+    return simulate("net-engine", NetEngine(config), "pezo_net_engine", simulator, build_dir, env, config, arrays)
 
 
-@_one_run_per_design
 def run_board(
     config,
     loss,
@@ -422,37 +433,16 @@ def run_board(
     times; a mismatch returns ``match`` False instead of raising, other failures raise. ``expect_loss``
     (default ``loss``) is what the golden side is told (to prove a mismatch is caught). ``use_irq``: the
     driver waits on the interrupt line (else it polls STATUS, as the mmap transport without UIO does)."""
-    import dataclasses
-
-    import numpy as np
-
-    top = "pezo_engine_top"
-    build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(EngineTop(config), top, build_dir.parent, config)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file, data_file = build_dir / "result.json", build_dir / "board_data.npz"
-    result_file.unlink(missing_ok=True)
-    arrays = {
-        "xs": np.asarray(xs, dtype=np.int64),
-        "labels": np.asarray(labels, dtype=np.int64),
-        "weights": np.asarray(weights, dtype=np.int64).ravel(),
-    }
-    for i, bias in enumerate(biases or ()):
-        zeros = np.zeros(config.layers[i].bias_size, dtype=np.int64)
-        arrays[f"biases_{i}"] = zeros if bias is None else np.asarray(bias)
-    np.savez(data_file, **arrays)
     env = {
         "PEZO_NET": config.to_json(),
-        "PEZO_LOSS": json.dumps(dataclasses.asdict(loss)),
-        "PEZO_EXPECT_LOSS": json.dumps(dataclasses.asdict(expect_loss or loss)),
-        "PEZO_ENGINE_DATA": str(data_file),
-        "PEZO_RESULT": str(result_file),
+        "PEZO_LOSS": _loss_json(loss),
+        "PEZO_EXPECT_LOSS": _loss_json(expect_loss or loss),
         "PEZO_USE_IRQ": "1" if use_irq else "0",
     }
-    return run_testbench(verilog, top, "pezo.sim.board_tb", simulator, build_dir, env, result_file)
+    arrays = _engine_arrays(config, xs, labels, weights, biases)
+    return simulate("board", EngineTop(config), "pezo_engine_top", simulator, build_dir, env, config, arrays)
 
 
-@_one_run_per_design
 def run_uart_board(
     config,
     loss,
@@ -470,35 +460,18 @@ def run_uart_board(
     loading the set once and training ``steps`` steps from example ``start`` (then ``host_fed_steps`` with batches
     written over the UART: the measured link cost). Returns the testbench's result plus
     build/test times; a mismatch returns ``match`` False, other failures raise."""
-    import dataclasses
-
-    import numpy as np
-
     from pezo.hw.uart_top import UartEngineTop
 
     capacity = max(8, config.array.batch, 1 << (len(xs) - 1).bit_length())
-    top = f"pezo_uart_top_d{divisor}_c{capacity}"
-    build_dir = Path(build_dir).resolve()
-    verilog = write_verilog(UartEngineTop(config, divisor, capacity), top, build_dir.parent)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    result_file, data_file = build_dir / "result.json", build_dir / "uart_data.npz"
-    result_file.unlink(missing_ok=True)
-    np.savez(
-        data_file,
-        xs=np.asarray(xs, dtype=np.int64),
-        labels=np.asarray(labels, dtype=np.int64),
-        weights=np.asarray(weights, dtype=np.int64).ravel(),
-    )
     env = {
         "PEZO_NET": config.to_json(),
-        "PEZO_LOSS": json.dumps(dataclasses.asdict(loss)),
-        "PEZO_ENGINE_DATA": str(data_file),
-        "PEZO_RESULT": str(result_file),
+        "PEZO_LOSS": _loss_json(loss),
         "PEZO_STEPS": str(steps),
         "PEZO_START": str(start),
         "PEZO_DIVISOR": str(divisor),
         "PEZO_HOST_FED_STEPS": str(host_fed_steps),
     }
-    return run_testbench(
-        verilog, top, "pezo.sim.uart_tb", "verilator", build_dir, env, result_file, {"capacity": capacity}
-    )
+    top, component = f"pezo_uart_top_d{divisor}_c{capacity}", UartEngineTop(config, divisor, capacity)
+    arrays = _engine_arrays(config, xs, labels, weights)
+    extra = {"capacity": capacity}
+    return simulate("uart", component, top, "verilator", build_dir, env, None, arrays, extra)

@@ -22,8 +22,8 @@ import os
 from pathlib import Path
 
 from pezo.boards.flow import tools
+from pezo.golden.config import cache_dir
 from pezo.hw.engine.pe_array import REPLICA_ATTR
-from pezo.sim.runner import cache_dir
 
 KEEP_REPLICAS = f"setattr -set keep 1 a:{REPLICA_ATTR} %ci1 t:$dff %i"
 """Yosys commands (after ``proc``) that keep the flip-flops of registers the RTL replicates on purpose

@@ -31,14 +31,13 @@ from amaranth.back import verilog as amaranth_verilog
 from pezo.boards.flow import tools
 from pezo.boards.flow.report import BOARD_TOP, ENGINE_TOP, NET_ENGINE_TOP, generator_verilog
 from pezo.boards.flow.synth import KEEP_REPLICAS, SynthesisError, run_yosys
-from pezo.golden.config import PerturbConfig
+from pezo.golden.config import PerturbConfig, cache_dir
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.hw.engine.dsp import Ecp5Target
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.hw.engine_top import EngineTop
-from pezo.sim.runner import cache_dir
 
 SEEDS = (1, 7, 13)
 ECP5_DEVICE = ("--85k", "--package", "CABGA381", "--speed", "6")

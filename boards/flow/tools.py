@@ -39,7 +39,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from pezo.executor import seconds_from_env
-from pezo.sim.runner import cache_dir
+from pezo.golden.config import cache_dir
 
 
 @dataclass(frozen=True)

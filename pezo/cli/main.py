@@ -7,7 +7,9 @@ Failures of external tools -> one line, exit status 1.
 One module per command family, each with ``add_parsers(subparsers)`` and its ``cmd_*`` functions:
 ``hardware`` (build, power, verilog, simulate; it registers ``report`` from ``report``, both taking the
 generator options from ``generator``), ``explore`` (the design-space explorer), ``training`` (train, sweep; the seed
-methods of ``--method`` / ``--methods`` in ``methods``), ``engine`` (sim engine, train-int8), ``netfile``
+methods of ``--method`` / ``--methods`` in ``methods``), ``sim`` (sim engine, sim board, sim uart: the
+co-simulations), ``engine`` (train-int8; the engines' options), ``board`` (the engine designs of build and report),
+``netfile``
 (net show / import / export). They share
 ``args`` (the user error, parser and argument types) and ``output`` (staged output directories);
 this module only assembles the parser and turns exceptions into exit statuses.
@@ -20,7 +22,7 @@ import re
 import sys
 import warnings
 
-from pezo.cli import board, engine, explore, hardware, netfile, quality, training, uart
+from pezo.cli import engine, explore, hardware, netfile, quality, sim, training
 from pezo.cli.args import CLIError, Parser
 from pezo.cli.output import OutputDirError
 from pezo.executor import catch_interrupts, raise_if_interrupted
@@ -64,9 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     hardware.add_parsers(sub)
     training.add_parsers(sub)
-    engine.add_parsers(sub)
-    board.add_parsers(sub)  # 'sim board', under engine's 'sim'
-    uart.add_parsers(sub)  # 'sim uart', under engine's 'sim'
+    sim.add_parsers(sub)  # 'sim engine', 'sim board', 'sim uart'
+    engine.add_parsers(sub)  # 'train-int8', after 'sim'
     quality.add_parsers(sub)
     explore.add_parsers(sub)
     netfile.add_parsers(sub)

@@ -7,17 +7,13 @@ import argparse
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from pezo.cli.args import CLIError, option_error, raw
 from pezo.cli.output import staged_output
-from pezo.golden.config import StreamConfig, cache_dir
-from pezo.golden.engine.backprop import split_name
+from pezo.golden.config import StreamConfig
 from pezo.golden.engine.nets import NET_NAMES
 
 LOSS_CHOICES = ("on-chip", "host")
@@ -290,8 +286,6 @@ def check_net_options(args, net: str, loss: str) -> None:
 
 def net_train_config(args, steps: int | None = None):
     """The ``NetTrainConfig`` of the options (with ``--split``: ``split_config``); one error line per bad field."""
-    from pezo.golden.zo.net_config import NET_SPLITS, NetTrainConfig, split_config
-
     check_seed_option(args)
     net = resolve_net(args)
     fields = {"net": net, "strategy": args.strategy, **net_file_defaults(net)}
@@ -303,16 +297,33 @@ def net_train_config(args, steps: int | None = None):
         value = getattr(args, option[2:].replace("-", "_"), None) if field != "steps" else steps
         if value is not None:
             fields[field] = value
-    if args.strategy != "pregen" and args.pool_size is not None:
-        raise CLIError("--pool-size applies to --strategy pregen only")
-    for name in ("rng_bits", "lfsr_leap", "lfsr_bit_order"):
-        if args.strategy != "otf" and getattr(args, name, None) is not None:
-            raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
+    check_stream_options(args.strategy, {n: getattr(args, n, None) for n in STREAM_ONLY})
     if fields.get("loss", "on-chip") == "host" and any(
         getattr(args, n, None) is not None for n in ("g_mode", "g_lr", "g_shift")
     ):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
+    return train_config(fields)
+
+
+STREAM_ONLY = {"pool_size": "pregen", "rng_bits": "otf", "lfsr_leap": "otf", "lfsr_bit_order": "otf"}
+"""The stream options that one strategy takes (option field -> the strategy)."""
+
+
+def check_stream_options(strategy: str | None, given: dict) -> None:
+    """One error for a stream option of the other strategy (``given``: option field -> value or None)."""
+    for name, only in STREAM_ONLY.items():
+        if given.get(name) is not None and strategy != only:
+            raise CLIError(f"--{name.replace('_', '-')} applies to --strategy {only} only")
+
+
+def train_config(fields: dict, options: dict | None = None):
+    """The ``NetTrainConfig`` of flat ``fields`` (the net's default split and the split's defaults under them,
+    ``split_config``); a bad field is one error in the options' words (``options``: field -> option over
+    ``NET_TRAIN_OPTIONS``)."""
+    from pezo.golden.zo.net_config import NET_SPLITS, NetTrainConfig, split_config
+
+    net = fields["net"]
     try:
         if "split" not in fields and net in NET_SPLITS:  # the net's own default split (chosen on validation)
             fields["split"] = NET_SPLITS[net]
@@ -320,30 +331,20 @@ def net_train_config(args, steps: int | None = None):
             return split_config(**fields)
         return NetTrainConfig.from_dict(fields)
     except ValueError as exc:
-        raise option_error(
-            exc,
-            {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss", "data": "--data"},
-            fields,
-            NetTrainConfig().to_dict(),
-        ) from None
+        named = {**NET_TRAIN_OPTIONS, "strategy": "--strategy", "net": "--net", "loss": "--loss", "data": "--data"}
+        raise option_error(exc, {**named, **(options or {})}, fields, NetTrainConfig().to_dict()) from None
 
 
 def rtl_net_config(train):
-    """The ``NetConfig`` the RTL runs for ``train``: with a split C < L the engine is generated with its
-    backprop tail (``NetConfig.backprop``). One error for what the RTL cannot run: the host-g loss with a tail
-    (the tail runs inside the engine's TRAIN steps) or a non-square array."""
-    net = train.net_config
-    if train.split_c == len(train.layers):
-        return net
-    if train.loss != "on-chip":
-        raise CLIError(
-            f"--split {train.split} needs --loss on-chip: the engine's backprop tail runs inside its TRAIN steps "
-            "(the host-g mode has no tail)"
-        )
+    """The ``NetConfig`` the RTL runs for ``train`` (``golden.zo.run.rtl_config``: with a split C < L the engine
+    carries its backprop tail); one error for what the RTL cannot run (the host-g loss with a tail, a non-square
+    array)."""
+    from pezo.golden.zo.run import rtl_config
+
     try:
-        return net.replace(backprop=True)
+        return rtl_config(train)
     except ValueError as exc:
-        raise CLIError(f"--split {train.split}: {exc}") from None
+        raise CLIError(str(exc)) from None
 
 
 NET_FILE_DEFAULTS = ("rows", "cols", "batch") + tuple(
@@ -403,90 +404,6 @@ def resolve_net(args) -> str:
     if net is None or not str(net).lower().endswith(".onnx"):
         return net
     return str(import_onnx_cached(net, getattr(args, "data", None), args))
-
-
-def start_biases(train):
-    """The biases a run starts from: a network file's (None: all zero)."""
-    from pezo.golden.engine.net_file import load_net
-
-    biases = load_net(train.net).biases
-    return None if biases is None else list(biases)
-
-
-def net_sim_result(train, steps: int, simulator: str, overlap: bool = True) -> dict:
-    """Co-simulate ``steps`` ZO steps of ``train.net`` on ``simulator`` with real data; the JSON object of
-    ``pezo sim engine --net``."""
-    net = rtl_net_config(train)
-    from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_init import init_weights
-    from pezo.golden.zo.user_data import load_run_data
-    from pezo.sim.runner import run_net_engine  # Amaranth: not loaded for pezo --help
-
-    try:
-        data = load_run_data(train)
-        schedule = batch_schedule(len(data.y["train"]), train.array.batch, steps, train.seed)
-        weights, _ = init_weights(train, data.x["train"], data)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    loss = train.loss_config
-    biases = start_biases(train)
-    name = hashlib.sha256(net.to_json().encode()).hexdigest()[:12]
-    build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{name}" / simulator
-    xs, ys = data.x["train"][schedule], data.y["train"][schedule]
-    flat = [w.ravel() for w in weights]
-    r = run_net_engine(
-        net,
-        loss,
-        xs,
-        ys,
-        np.concatenate(flat),
-        simulator,
-        build,
-        biases=biases,
-        overlap=overlap,
-        host_g=None if loss.on_chip else {"train": train.to_dict(), "act_exponent": data.act_exponent},
-    )
-    bound = net.step_cycle_bound(train.split_c)
-    records = r["records"]
-    return {
-        "match": r["match"],
-        "steps": r["steps"],
-        "cycles_per_step": r["cycles_per_step"],
-        "cycle_bound": bound,
-        "cycle_ratio": r["cycles_per_step"] / bound,
-        "mac_utilisation": net.useful_mac_cycles() / r["cycles_per_step"],
-        "load_hidden": bool(r["load_hidden"]),
-        "simulator": simulator,
-        "net": net.name,
-        "loss": train.loss,
-        "strategy": net.stream.strategy,
-        "busy_cycles_per_step": r["busy_cycles_per_step"],
-        "busy_cycle_ratio": r["busy_cycles_per_step"] / bound,
-        "wait_cycles": r["wait_cycles"],
-        "overlap": overlap,
-        "layer_utilisation": net.layer_utilisation(),
-        "mismatches": r["mismatches"],
-        "mismatch_count": r["mismatch_count"],
-        "loss_first": records[0] if records else None,
-        "loss_last": records[-1] if records else None,
-        "final_weights_nonzero": r["final_weights_nonzero"],
-        "final_weight_range": r["final_weight_range"],
-        "final_weights_digest": r.get("final_weight_digest"),
-        "array": f"{net.array.rows}x{net.array.cols}",
-        "batch": net.array.batch,
-        "weights": net.weights,
-        "layers": [l.describe() for l in net.layers],
-        "build_s": r.get("build_s"),
-        "test_s": r.get("test_s"),
-        "seed": train.seed,
-        "split_seed": train.seed,
-        "split": split_name(train.split_c, len(train.layers)),
-        "split_c": train.split_c,
-        "bp_bits": loss.bp_bits if train.split_c < len(train.layers) else None,
-        "bp_cycles": r.get("bp_cycles_per_step"),
-        "bp_cycle_bound": net.bp_cycle_bound(train.split_c) if train.split_c < len(train.layers) else 0,
-        "config": train.to_dict(),
-    }
 
 
 def print_sim(result: dict) -> None:

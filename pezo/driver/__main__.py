@@ -32,95 +32,15 @@ from pezo.driver.mmap_bus import MmapBus
 from pezo.driver.uart_bus import SerialLink, UartBus
 from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig, NetEngine
+from pezo.golden.zo.run import NetRun, design_train_config
 
 
-def training_setup(config: NetConfig, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
-    """(NetTrainConfig, RunData) of the trainer's job on ``config`` (a preset net, or the network file / ONNX model
-    ``net`` with the data file ``data``); ``split`` / ``bp_bits``: the elastic trainer's partition and the tail's
-    update bits (``pezo train-int8 --split``'s, its default ``bp_bits``; a design built with ``--backprop``);
-    ``job.last`` keeps the run's biases, input exponent and network file path for ``--save``."""
-    from pezo.golden.engine.net_file import load_net
-    from pezo.golden.zo.net_config import NetTrainConfig
-    from pezo.golden.zo.user_data import load_run_data
-
-    if net is not None and str(net).lower().endswith(".onnx"):
-        from pezo.golden.zo.model_import import cached_import
-
-        net = str(cached_import(net, data, seed)[0])
-    stream, array = config.stream, config.array
-    train = NetTrainConfig().replace(
-        net=net or config.name,
-        data=data,
-        strategy=stream.strategy,
-        rows=array.rows,
-        cols=array.cols,
-        batch=array.batch,
-        eps_shift=stream.eps_shift,
-        rng_bits=stream.rng_bits,
-        stream_seed=stream.seed,
-        pool_size=stream.pool_size,
-        pool_bits=stream.pool_bits,
-        seed=seed,
-        g_mode=g_mode,
-    )
-    if split is not None:
-        from pezo.golden.zo.net_config import split_config
-
-        try:  # outside 0..L or a conv layer in the tail: the option's one error
-            chosen = split_config(train.net, split, **({} if bp_bits is None else {"bp_bits": bp_bits}))
-            train = train.replace(split=split, bp_bits=chosen.bp_bits)
-        except ValueError as exc:
-            raise ValueError(f"--{exc}" if str(exc).startswith("split ") else str(exc)) from None
-        if train.split_c < len(train.layers) and not config.backprop:
-            raise ValueError(
-                f"--split {split} needs a design with the backprop tail (pezo build --design engine --backprop)"
-            )
-    elif bp_bits is not None:
-        raise ValueError("--bp-bits is a setting of the backprop tail: give --split too")
-    if train.net_config.replace(backprop=config.backprop) != config:
-        raise ValueError(
-            "the design's engine is not this network (pezo build --design engine --net N|PATH built it; give the "
-            "same --net here)"
-        )
-    run_data = load_run_data(train)
-    biases = load_net(train.net).biases
-    job.last = {
-        "net": train.net,
-        "biases": None if biases is None else list(biases),
-        "exponent": run_data.act_exponent,
-    }
-    return train, run_data
-
-
-def job(config: NetConfig, steps: int, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
-    """(xs, labels, flat weights, LossConfig) of the trainer's job (``training_setup``): its batch schedule."""
-    from pezo.golden.zo.int8_head import batch_schedule
-    from pezo.golden.zo.net_init import init_weights
-
-    train, run_data = training_setup(config, seed, g_mode, net, data, split, bp_bits)
-    schedule = batch_schedule(len(run_data.y["train"]), train.array.batch, steps, train.seed)
-    weights, _ = init_weights(train, run_data.x["train"])
-    return (
-        run_data.x["train"][schedule],
-        run_data.y["train"][schedule],
-        np.concatenate([w.ravel() for w in weights]),
-        train.loss_config,
-    )
-
-
-def on_chip_job(config: NetConfig, capacity: int, seed: int, net=None, data=None, split=None, bp_bits=None):
-    """(training set x [n, inputs], labels [n], flat weights, LossConfig) for the on-chip data memory: the
-    trainer's training split, its first ``capacity`` examples."""
-    from pezo.golden.zo.net_init import init_weights
-
-    train, run_data = training_setup(config, seed, net=net, data=data, split=split, bp_bits=bp_bits)
-    weights, _ = init_weights(train, run_data.x["train"])
-    return (
-        run_data.x["train"][:capacity],
-        run_data.y["train"][:capacity],
-        np.concatenate([w.ravel() for w in weights]),
-        train.loss_config,
-    )
+def prepare(config: NetConfig, seed: int, g_mode: str = "sign", net=None, data=None, split=None, bp_bits=None):
+    """The ``NetRun`` (``golden.zo.run``) of the trainer's job on the design ``config``: the training config of the
+    design (``design_train_config``: a preset net, or the network file / ONNX model ``net`` with the data file
+    ``data``; ``split`` / ``bp_bits`` the elastic trainer's partition on a design built with ``--backprop``), its
+    data, start weights and biases."""
+    return NetRun.prepare(design_train_config(config, seed, g_mode, net, data, split, bp_bits))
 
 
 async def run(driver: EngineDriver, xs, ys, flat, loss, biases=None) -> dict:
@@ -208,18 +128,18 @@ async def run_on_chip(driver: EngineDriver, xs, ys, flat, loss, steps: int, bias
     }
 
 
-def save_trained(folder: Path, config: NetConfig, final, last: dict) -> list[str]:
+def save_trained(folder: Path, config: NetConfig, final, run: NetRun) -> list[str]:
     """``--save``: the trained weights as ``<name>.json`` and ``<name>.onnx`` in ``folder`` (a new or empty
-    directory)."""
+    directory), with ``run``'s network file, biases and input exponent."""
     from dataclasses import replace
 
     from pezo.golden.engine.net_file import load_net, write_net_file
     from pezo.golden.engine.onnx_export import write_onnx
 
-    base = load_net(last["net"])
-    engine = NetEngine(config, final, last["biases"])
+    base = load_net(run.train.net)
+    engine = NetEngine(config, final, run.biases)
     biases = tuple(b if l.bias else None for l, b in zip(config.layers, engine.biases))
-    net = replace(base, weights=tuple(engine.weights), biases=biases, input_exponent=last["exponent"])
+    net = replace(base, weights=tuple(engine.weights), biases=biases, input_exponent=run.act_exponent)
     folder.mkdir(parents=True, exist_ok=True)
     names = [f"{net.name}.json", f"{net.name}.onnx"]
     write_net_file(net, folder / names[0])
@@ -266,10 +186,12 @@ def main(argv=None) -> int:
         if args.uart is not None:
             if described.get("link") != "uart":
                 raise ValueError(f"--uart needs a ULX3S design (pezo build --board ulx3s-85f); {args.design} is not")
-            xs, ys, flat, loss = on_chip_job(config, described["capacity"], args.seed, **tail)
+            job = prepare(config, args.seed, **tail)
+            xs, ys = job.examples(described["capacity"])
             bus = UartBus(SerialLink(args.uart, described["baud"]))
         else:
-            xs, ys, flat, loss = job(config, args.steps, args.seed, **tail)
+            job = prepare(config, args.seed, **tail)
+            xs, ys = job.batches(args.steps)
             bus = MmapBus(
                 args.mem, described["regs_base"], described["windows_base"], described["windows_size"], uio=args.uio
             )
@@ -279,9 +201,9 @@ def main(argv=None) -> int:
     driver = EngineDriver(bus, BoardMap(config))
     try:
         if args.uart is not None:
-            result = asyncio.run(run_on_chip(driver, xs, ys, flat, loss, args.steps, job.last["biases"]))
+            result = asyncio.run(run_on_chip(driver, xs, ys, job.flat_weights, job.loss, args.steps, job.biases))
         else:
-            result = asyncio.run(run(driver, xs, ys, flat, loss, job.last["biases"]))
+            result = asyncio.run(run(driver, xs, ys, job.flat_weights, job.loss, job.biases))
     except (BusError, TimeoutError) as exc:
         print(f"pezo.driver: {exc}", file=sys.stderr)
         return 1
@@ -289,7 +211,7 @@ def main(argv=None) -> int:
         (bus.link if args.uart is not None else bus).close()
     final = result.pop("final_weights")
     if args.save is not None:
-        result["saved"] = save_trained(args.save, config, final, job.last)
+        result["saved"] = save_trained(args.save, config, final, job)
     print(
         json.dumps(result, indent=2)
         if args.json

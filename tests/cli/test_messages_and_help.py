@@ -220,7 +220,7 @@ def test_engine_help_gives_the_head_and_the_net_defaults(command, option, head, 
 
 @pytest.mark.parametrize("net", [None, "digits-mlp"])
 def test_sim_engine_json_config_is_the_config_that_ran(net, capsys, monkeypatch):
-    import pezo.cli.engine as engine
+    import pezo.cli.sim as engine
     import pezo.sim.runner as runner
 
     ran = []

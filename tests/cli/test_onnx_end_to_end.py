@@ -123,8 +123,8 @@ def test_the_board_driver_takes_the_model_and_saves_onnx(digits, tmp_path, capsy
     """``python -m pezo.driver --net MODEL.onnx --data D`` prepares the imported model's job (on a zero-filled
     stand-in for /dev/mem it stops at the identity check), and ``--save`` writes weights onnxruntime runs."""
     from pezo.boards.zcu102_engine import addresses
-    from pezo.driver.__main__ import job, save_trained
     from pezo.driver.__main__ import main as driver_main
+    from pezo.driver.__main__ import prepare, save_trained
     from pezo.golden.engine.network import NetConfig, NetEngine
 
     data, x, y = digits
@@ -136,15 +136,15 @@ def test_the_board_driver_takes_the_model_and_saves_onnx(digits, tmp_path, capsy
     capsys.readouterr()
     described = json.loads((design / "config.json").read_text())
     config = NetConfig.from_dict(described["map"]["config"])
-    xs, ys, flat, loss = job(config, 3, 1, net=str(model), data=str(data))
-    last = job.last
-    engine = NetEngine(config, flat, last["biases"])
+    job = prepare(config, 1, net=str(model), data=str(data))
+    xs, ys = job.batches(3)
+    engine = NetEngine(config, job.flat_weights, job.biases)
     for xb, yb in zip(xs, ys):
-        engine.train_step(xb, yb, loss)
-    saved = save_trained(tmp_path / "saved", config, engine.flat, last)
+        engine.train_step(xb, yb, job.loss)
+    saved = save_trained(tmp_path / "saved", config, engine.flat, job)
     session = ort.InferenceSession(saved[1], providers=["CPUExecutionProvider"])
     _, label = session.run(None, {"input": x[1300:]})
-    want = engine_logits(engine, quantize_rint(x[1300:], last["exponent"])).argmax(axis=1)
+    want = engine_logits(engine, quantize_rint(x[1300:], job.act_exponent)).argmax(axis=1)
     assert np.array_equal(label, want)
     where = addresses(config)
     fake = tmp_path / "not-the-board-devmem"

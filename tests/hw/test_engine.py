@@ -155,7 +155,7 @@ def real_task():
 @pytest.mark.parametrize("simulator", ["icarus", "verilator"])
 @pytest.mark.parametrize("strategy", ["otf", "pregen"])
 def test_twenty_real_zo_steps_on_the_rtl_equal_golden(strategy, simulator, require_simulator, real_task):
-    from pezo.cli.engine import engine_sim_result
+    from pezo.cli.sim import engine_sim_result
 
     require_simulator(simulator)
     train = Int8TrainConfig(engine=EngineConfig().replace(strategy=strategy))
@@ -244,7 +244,7 @@ def test_the_perturbed_passes_never_write_the_weight_memory():
     """Load weights, run forward_zo (and plain inference): the memory still holds exactly what was loaded;
     only OP_UPDATE writes."""
     from pezo.hw.engine.zo_engine import OP_FORWARD_ZO, OP_INFER, OP_UPDATE
-    from pezo.sim.engine_host import EngineDriver
+    from pezo.sim.engine_host import HeadEngineHost
 
     cfg = EngineConfig().replace(rows=2, cols=4, inputs=8, outputs=2, batch=4, eps_shift=4)  # eps = 256 LSB: saturating
     rng = np.random.default_rng(5)
@@ -252,7 +252,7 @@ def test_the_perturbed_passes_never_write_the_weight_memory():
     x = rng.integers(-128, 128, (4, 8))
 
     async def host(io):
-        driver = EngineDriver(io, cfg)
+        driver = HeadEngineHost(io, cfg)
         await driver.load_weights(w0)
         await driver.load_batch(x)
         await driver.run(OP_FORWARD_ZO)

@@ -22,11 +22,10 @@ from pezo.boards.flow import synth, tools
 from pezo.boards.flow.power.nets import Netlist, bit_class, netlist
 from pezo.boards.flow.power.saif import write_saif
 from pezo.boards.flow.power.toggles import Activity, toggle_counts
-from pezo.golden.config import PerturbConfig
+from pezo.golden.config import PerturbConfig, cache_dir
 from pezo.golden.rng.perturb import stream_lanes
 from pezo.sim import activity as sim_activity
 from pezo.sim.activity import representative_stimulus, simulate_vcd
-from pezo.sim.runner import cache_dir
 
 NOTE = "relative switching-activity proxy, not watts"
 
