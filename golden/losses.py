@@ -46,6 +46,10 @@ class LossBlowUp(FloatingPointError):
 
 def check_blowup(step: int, start: float, loss: float, family: str | None = None) -> None:
     """LossBlowUp if ``loss`` (at ``step``) exceeds ``BLOWUP_FACTOR * max(start, 1)``; never for a family in
-    ``GROWING_FAMILIES``."""
+    ``GROWING_FAMILIES``. A ``start`` or ``loss`` that is not a finite number raises ValueError naming it (the
+    trainers stop on a non-finite loss before they ask; NaN compares false and would pass silently)."""
+    for name, value in (("start", start), ("loss", loss)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r} (a non-finite loss ends a run first)")
     if family not in GROWING_FAMILIES and loss > BLOWUP_FACTOR * max(start, 1.0):
         raise LossBlowUp(step, start, loss)

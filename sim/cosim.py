@@ -35,6 +35,11 @@ def design_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def design_dir(kind: str, net) -> Path:
+    """The directory of one network design's co-simulations (its simulators' builds below it)."""
+    return cache_dir() / kind / f"{net.name}-{net.stream.strategy}-{design_hash(net.to_json())}"
+
+
 def _tail_keys(run, net) -> dict:
     train, layers = run.train, len(run.train.layers)
     return {
@@ -47,8 +52,7 @@ def _tail_keys(run, net) -> dict:
 
 def _engine(run, steps: int, simulator: str, overlap: bool = True) -> dict:
     train, net, loss = run.train, run.rtl_config, run.loss
-    build = cache_dir() / "sim-net-engine" / f"{net.name}-{net.stream.strategy}-{design_hash(net.to_json())}"
-    xs, ys = run.batches(steps)
+    build, (xs, ys) = design_dir("sim-net-engine", net), run.batches(steps)
     host_g = None if loss.on_chip else {"train": train.to_dict(), "act_exponent": run.act_exponent}
     r = runner.run_net_engine(
         net, loss, xs, ys, run.flat_weights, simulator, build / simulator, biases=run.biases, overlap=overlap,
@@ -96,8 +100,7 @@ def _engine(run, steps: int, simulator: str, overlap: bool = True) -> dict:
 
 def _board(run, steps: int, simulator: str) -> dict:
     train, net, loss = run.train, run.rtl_config, run.loss
-    build = cache_dir() / "sim-board" / f"{net.name}-{net.stream.strategy}-{design_hash(net.to_json())}"
-    xs, ys = run.batches(steps)
+    build, (xs, ys) = design_dir("sim-board", net), run.batches(steps)
     r = runner.run_board(net, loss, xs, ys, run.flat_weights, simulator, build / simulator, biases=run.biases)
     bound = net.step_cycle_bound(train.split_c)
     return {

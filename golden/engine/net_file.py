@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -272,7 +273,7 @@ def _read_sidecar(name, base: Path, count: int) -> tuple[list, list]:
     try:
         with np.load(base / name, allow_pickle=False) as npz:
             arrays = dict(npz)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"key 'weights_file': {name!r} cannot be read as .npz ({exc})") from None
     missing = [f"w{i}" for i in range(count) if f"w{i}" not in arrays]
     if missing:

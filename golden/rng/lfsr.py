@@ -170,8 +170,24 @@ def feedback_mask(bits: int) -> int:
     return mask
 
 
+_NO_STATE = object()
+
+
+def check_lfsr(bits, state=_NO_STATE) -> None:
+    """ValueError naming the parameter: ``bits`` outside the widths ``LFSR_TAPS`` has, or a ``state`` that is not
+    an integer in 1..2^bits - 1 (0 is the LFSR's lock-up state; a wider value is not a state of this register)."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits not in LFSR_TAPS:
+        raise ValueError(f"bits must be an LFSR width in {min(LFSR_TAPS)}..{max(LFSR_TAPS)}, got {bits!r}")
+    if state is not _NO_STATE and (
+        isinstance(state, bool) or not isinstance(state, (int, np.integer)) or not 1 <= state < 1 << bits
+    ):
+        raise ValueError(f"state must be an integer in 1..{(1 << bits) - 1} for a {bits}-bit LFSR, got {state!r}")
+
+
 def lfsr_next(state: int, bits: int) -> int:
-    """One step of the Fibonacci LFSR (see module docstring)."""
+    """One step of the Fibonacci LFSR (see module docstring); ValueError for a width or state it has not
+    (``check_lfsr``)."""
+    check_lfsr(bits, state)
     fb = (state & feedback_mask(bits)).bit_count() & 1
     return (state >> 1) | (fb << (bits - 1))
 
@@ -261,6 +277,7 @@ def lane_table(bits: int, order: str) -> np.ndarray:
 
 def lfsr_period(bits: int, seed: int = 1) -> int:
     """Count steps until the LFSR returns to ``seed`` (by stepping: an independent check of the taps)."""
+    check_lfsr(bits, seed)
     mask = feedback_mask(bits)
     top = bits - 1
     state = seed

@@ -25,7 +25,14 @@ import math
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.rng.lfsr import MAX_TABLE_BITS, lfsr_jump, lfsr_next, msequence_table, offset_to_signed, permute_state
+from pezo.golden.rng.lfsr import (
+    MAX_TABLE_BITS,
+    feedback_mask,
+    lfsr_jump,
+    msequence_table,
+    offset_to_signed,
+    permute_state,
+)
 from pezo.golden.rng.pool import gaussian_expected_norm
 from pezo.golden.rng.urng import URNGArray, URNGSnapshot, rng_phases
 
@@ -51,10 +58,10 @@ def msequence(config: PerturbConfig) -> np.ndarray:
         states, index = msequence_table(bits)
         return np.roll(states, -int(index[config.seed])).astype(np.uint32)
     states = np.empty(period, dtype=np.uint32)
-    state = config.seed
-    for i in range(period):
+    state, mask, top = config.seed, feedback_mask(bits), bits - 1
+    for i in range(period):  # lfsr_next's step, its checks once (the config's) instead of per state
         states[i] = state
-        state = lfsr_next(state, bits)
+        state = (state >> 1) | (((state & mask).bit_count() & 1) << top)
     return states
 
 

@@ -19,6 +19,7 @@ exported model sees the engine's inputs.
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +54,7 @@ def _read_npz(path: Path) -> dict:
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = dict(npz)
-    except (ValueError, EOFError) as exc:
+    except (ValueError, EOFError, zipfile.BadZipFile) as exc:  # truncated, not a zip, a bad CRC-32
         raise ValueError(f"not a readable .npz ({exc})") from None
     known = {f"{v}_{s}" for v in "xy" for s in SPLITS}
     unknown = sorted(set(arrays) - known)

@@ -82,10 +82,20 @@ def int_list(text: str) -> list:
     return [raw(part) for part in text.split(",") if part.strip()]
 
 
+def check_no_repeats(option: str, values) -> None:
+    """One error for a list option that names a value twice (the run would be made twice)."""
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise CLIError(f"{option} names {value!r} twice: give each value once")
+        seen.add(value)
+
+
 def seed_list(text: str, check) -> list:
     """``--seeds``: ``int_list(text)`` with every part passed to ``check(seed)`` (the run config's own
     validation, a ValueError starting with ``seed``); a CLIError naming --seeds and the range otherwise."""
     seeds = int_list(text)
+    check_no_repeats("--seeds", seeds)
     for seed in seeds:
         try:
             check(seed)

@@ -162,13 +162,12 @@ def run_vivado(vivado: str, out: Path) -> dict:
 
 
 def cmd_build_engine(args, out_default: Path) -> int:
-    """Write the ZCU102 engine design (``pezo.boards.zcu102_engine``); Vivado as the stream design."""
+    """Write the ZCU102 engine design (``pezo.boards.zcu102_engine``); Vivado as the stream design (``pezo build``'s
+    ``BUILD_TARGETS``)."""
     from pezo.boards.zcu102_engine import addresses, write_engine_design
     from pezo.cli.output import staged_output
 
     net = engine_build_config(args)  # pezo build checked --design's options (check_build_design)
-    if args.board == ULX3S_BOARD:
-        return cmd_build_ulx3s_engine(args, net, out_default)
     for option in ("baud", "examples"):
         if getattr(args, option, None) is not None:
             raise CLIError(f"--{option} applies to --board {ULX3S_BOARD} only (the UART trainer)")

@@ -7,10 +7,13 @@ them, so ``pezo --help`` and the training commands do not pay for them.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pezo.cli import board
@@ -35,18 +38,30 @@ def cmd_verilog(args) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class BuildTarget:
+    """One (board, design) of ``pezo build``: what it writes, and the writer (checks its own options, writes the
+    files into a staged ``--out``, prints what it wrote and what to run next; returns the exit status)."""
+
+    summary: str
+    write: Callable[[argparse.Namespace], int]
+
+
 def cmd_build(args) -> int:
-    """The ZCU102 design of one strategy: top.v, top.xdc, top.tcl, build_top.sh, config.json, ..."""
-    from pezo.boards.zcu102 import BOARDS, write_design
+    """``pezo build``: the (board, design)'s writer in ``BUILD_TARGETS``."""
+    from pezo.boards.zcu102 import BOARDS
 
     boards = (*BOARDS, ULX3S_BOARD)
     if args.board not in boards:
         raise CLIError(f"--board must be one of {', '.join(boards)}, got {args.board!r}")
     board.check_build_design(args)
-    if args.design == "engine":
-        return board.cmd_build_engine(args, DEFAULT_BUILD_OUT)
-    if args.board == ULX3S_BOARD:
-        return _build_ulx3s(args)
+    return BUILD_TARGETS[args.board, args.design].write(args)
+
+
+def _build_zcu102_stream(args) -> int:
+    """The ZCU102 design of one strategy: top.v, top.xdc, top.tcl, build_top.sh, config.json, ..."""
+    from pezo.boards.zcu102 import write_design
+
     if args.rewind:
         raise CLIError("--rewind does not apply to pezo build: the board's perturbation stream always rewinds")
     config = _config(args, unit="host")
@@ -129,6 +144,25 @@ def _build_ulx3s(args) -> int:
     return 0
 
 
+BUILD_TARGETS = {
+    ("zcu102", "stream"): BuildTarget(
+        "the perturbation stream behind AXI4-Lite in the Zynq PS design: Vivado project files", _build_zcu102_stream
+    ),
+    (ULX3S_BOARD, "stream"): BuildTarget(
+        "the stream top as an open-flow bitstream (Yosys, nextpnr-ecp5)", _build_ulx3s
+    ),
+    ("zcu102", "engine"): BuildTarget(
+        "the on-device trainer: the engine top behind AXI4-Lite + AXI4 in the Zynq PS design, Vivado project files",
+        lambda args: board.cmd_build_engine(args, DEFAULT_BUILD_OUT),
+    ),
+    (ULX3S_BOARD, "engine"): BuildTarget(
+        "the UART trainer (the training set on chip) as an open-flow bitstream",
+        lambda args: board.cmd_build_ulx3s_engine(args, board.engine_build_config(args), DEFAULT_BUILD_OUT),
+    ),
+}
+"""Every (``--board``, ``--design``) of ``pezo build`` and its writer."""
+
+
 def cmd_simulate(args) -> int:
     """Run the cocotb testbench of the generator on each simulator; print cycles/s."""
     from pezo.hw.strategies import strategy
@@ -196,6 +230,8 @@ def cmd_power(args) -> int:
         )
     if not isinstance(args.steps, int) or not 1 <= args.steps <= 100:
         raise CLIError(f"--steps must be an integer in 1..100, got {args.steps!r}")
+    if args.force and args.saif is None:
+        raise CLIError("--force applies with --saif FILE only (it lets pezo replace that file)")
     check_new_file("--saif", args.saif, args.force, suffix=".saif")
     if not shutil.which("iverilog"):
         raise CLIError("the activity run needs Icarus Verilog: apt-get install -y iverilog")

@@ -15,7 +15,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from pezo.cli.args import CLIError, int_list, num, option_error, raw, seed_list
+from pezo.cli.args import CLIError, check_no_repeats, int_list, num, option_error, raw, seed_list
 from pezo.cli.cluster import check_executor_args, executor_from_args
 from pezo.cli.output import staged_output
 from pezo.golden.methods.base import BLOCKS, LOSS_SIGNS, METHODS, PERTURBATIONS, SPLITS, Z_SCALES, MethodConfig
@@ -260,10 +260,14 @@ def cmd_sweep_methods(args) -> int:
     from pezo.golden.sweep.methods import run_methods, write_outputs
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise CLIError(f"--methods must name at least one of {', '.join(METHODS)}, got {args.methods!r}")
+    check_no_repeats("--methods", methods)
     for m in methods:
         if m not in METHODS:
             raise CLIError(f"--methods must be a comma-separated subset of {', '.join(METHODS)}, got {m!r}")
     tasks = [t.strip() for t in (args.tasks or "digits,digits-rot45").split(",") if t.strip()]
+    check_no_repeats("--tasks", tasks)
     for t in tasks:
         if t not in all_tasks():
             raise CLIError(f"--tasks must be a comma-separated subset of {', '.join(all_tasks())}, got {t!r}")
@@ -271,7 +275,10 @@ def cmd_sweep_methods(args) -> int:
     if not seeds:
         raise CLIError("--seeds must list at least one integer (e.g. --seeds 1,2,3)")
     check_executor_args(args)
-    shots = int_list(args.shots)[0] if args.shots else 16
+    shots = int_list(args.shots) if args.shots else [16]
+    if len(shots) != 1:
+        raise CLIError(f"--shots takes one k with --methods (one split per task), got {args.shots!r}")
+    shots = shots[0]
     base = method_config(args, method="mezo", task=tasks[0], shots=shots)
     for seed in seeds:
         for task in tasks:  # every run's split, before any run starts (a k too large for a task's classes)

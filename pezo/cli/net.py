@@ -268,6 +268,8 @@ def check_net_options(args, net: str, loss: str) -> None:
             "--g-lr applies to --g-mode sign only; --g-mode scaled steps by g = round_shift(L+ - L-, "
             "g_shift): set --g-shift"
         )
+    if getattr(args, "force", False) and getattr(args, "out", None) is None:
+        raise CLIError("--force applies with --out DIR only (it lets pezo replace a directory it wrote before)")
     layers = NETS.get(net, ())
     if given("hidden_init") and len(layers) == 1:
         with_hidden = ", ".join(name for name, net_layers in NETS.items() if len(net_layers) > 1)
@@ -303,7 +305,24 @@ def net_train_config(args, steps: int | None = None):
     ):
         raise CLIError("--g-mode, --g-lr and --g-shift apply to --loss on-chip only")
     check_net_options(args, args.net, fields.get("loss", "on-chip"))
-    return train_config(fields)
+    train = train_config(fields)
+    check_options_read(args, train)
+    return train
+
+
+def check_options_read(args, train) -> None:
+    """One error for an option that ``train`` (the config as run, its split's defaults included) never reads:
+    ``--margin`` with the host's g and no backprop tail, ``--wd-every`` without a decay."""
+    if train.loss == "host" and getattr(args, "margin", None) is not None and train.split_c == len(train.layers):
+        raise CLIError(
+            "--margin applies to --loss on-chip (the engine's hinge loss) or to a --split with a backprop tail (its "
+            "error); --loss host with full ZO steps by the host's cross-entropy g and never reads it"
+        )
+    if getattr(args, "wd_every", None) is not None and train.wd_shift == 0:
+        raise CLIError(
+            "--wd-every applies with --wd-shift S (1..7): without a decay (--wd-shift 0, the default) it changes "
+            "nothing"
+        )
 
 
 STREAM_ONLY = {"pool_size": "pregen", "rng_bits": "otf", "lfsr_leap": "otf", "lfsr_bit_order": "otf"}
@@ -404,20 +423,6 @@ def resolve_net(args) -> str:
     if net is None or not str(net).lower().endswith(".onnx"):
         return net
     return str(import_onnx_cached(net, getattr(args, "data", None), args))
-
-
-def print_sim(result: dict) -> None:
-    print(
-        f"{result['simulator']}: {'MATCH' if result['match'] else 'MISMATCH'} over {result['steps']} ZO steps of "
-        f"{result['net']} ({result['loss']} loss; every logit of every pass, every loss and g, final weights)"
-    )
-    print(
-        f"  {result['cycles_per_step']:.1f} cycles/step (loading included) vs bound {result['cycle_bound']} "
-        f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%; loading "
-        f"{'hidden' if result['load_hidden'] else 'not hidden'}"
-    )
-    for line in result["mismatches"]:
-        print(f"  {line}")
 
 
 def check_saturation(result: dict, cause: str) -> None:

@@ -25,7 +25,6 @@ from pezo.cli.net import (
     add_split_seed_arg,
     check_mode,
     net_train_config,
-    print_sim,
     rtl_net_config,
 )
 from pezo.golden.engine.nets import NET_NAMES
@@ -141,32 +140,33 @@ def cmd_sim_engine(args) -> int:
             file=sys.stderr,
         )
         result = net_sim_result(train, steps, simulator, overlap=not args.no_overlap)
-        if args.json:
-            print(json.dumps(result, indent=2))
-        else:
-            print_sim(result)
-        return 0 if result["match"] else 1
+        return print_result(
+            result,
+            args.json,
+            lambda r: [
+                f"{r['simulator']}: {verdict(r)} over {r['steps']} ZO steps of {r['net']} ({r['loss']} loss; every "
+                "logit of every pass, every loss and g, final weights)",
+                f"  {r['cycles_per_step']:.1f} cycles/step (loading included) vs bound {r['cycle_bound']} "
+                f"({r['cycle_ratio']:.3f}x); MAC utilisation {100 * r['mac_utilisation']:.1f}%; loading "
+                f"{'hidden' if r['load_hidden'] else 'not hidden'}",
+            ],
+        )
     print(
         f"co-simulating {steps} ZO steps of the {train.engine.array.rows}x{train.engine.array.cols} engine "
         f"({train.engine.stream.strategy}) on {simulator} ...",
         file=sys.stderr,
     )
     result = engine_sim_result(train, steps, simulator)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps (every logit of "
-            f"every pass, final weights)"
-        )
-        print(
-            f"  {result['cycles_per_step']:.1f} cycles/step vs bound {result['cycle_bound']} "
-            f"({result['cycle_ratio']:.3f}x); MAC utilisation {100 * result['mac_utilisation']:.1f}%"
-        )
-        print(f"  batch loss {result['loss_first']:.4f} -> {result['loss_last']:.4f}")
-        for line in result["mismatches"]:
-            print(f"  {line}")
-    return 0 if result["match"] else 1
+    return print_result(
+        result,
+        args.json,
+        lambda r: [
+            f"{simulator}: {verdict(r)} over {steps} ZO steps (every logit of every pass, final weights)",
+            f"  {r['cycles_per_step']:.1f} cycles/step vs bound {r['cycle_bound']} ({r['cycle_ratio']:.3f}x); MAC "
+            f"utilisation {100 * r['mac_utilisation']:.1f}%",
+            f"  batch loss {r['loss_first']:.4f} -> {r['loss_last']:.4f}",
+        ],
+    )
 
 
 def cmd_sim_board(args) -> int:
@@ -181,20 +181,16 @@ def cmd_sim_board(args) -> int:
         file=sys.stderr,
     )
     result = board_sim_result(train, steps, simulator)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"{simulator}: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps through AXI (losses, "
-            "g, logits of every step, final weights, inference)"
-        )
-        print(
-            f"  {result['cycles_per_step']:.1f} cycles/step with the bus vs bound {result['cycle_bound']} "
-            f"({result['cycle_ratio']:.3f}x); {result['bus_cycles_per_step']:.1f} bus cycles/step"
-        )
-        for line in result["mismatches"]:
-            print(f"  {line}")
-    return 0 if result["match"] else 1
+    return print_result(
+        result,
+        args.json,
+        lambda r: [
+            f"{simulator}: {verdict(r)} over {steps} ZO steps through AXI (losses, g, logits of every step, final "
+            "weights, inference)",
+            f"  {r['cycles_per_step']:.1f} cycles/step with the bus vs bound {r['cycle_bound']} "
+            f"({r['cycle_ratio']:.3f}x); {r['bus_cycles_per_step']:.1f} bus cycles/step",
+        ],
+    )
 
 
 def cmd_sim_uart(args) -> int:
@@ -222,19 +218,31 @@ def cmd_sim_uart(args) -> int:
         file=sys.stderr,
     )
     result = uart_sim_result(run, steps, examples, start, divisor, host_fed)
-    if args.json:
+    return print_result(
+        result,
+        args.json,
+        lambda r: [
+            f"verilator: {verdict(r)} over {steps} ZO steps over the UART (losses, g of every step, final weights)",
+            f"  {r['engine_cycles_per_step']:.1f} engine cycles/step vs bound {r['cycle_bound']} "
+            f"({r['cycle_ratio']:.3f}x), {r['wait_cycles']} cycles waiting for a batch: "
+            f"{r['steps_per_second_25mhz']:.0f} steps/s at 25 MHz "
+            f"({r['job_steps_per_second_25mhz']:.0f} with the job's start and polls over the link)",
+        ],
+    )
+
+
+def verdict(result: dict) -> str:
+    return "MATCH" if result["match"] else "MISMATCH"
+
+
+def print_result(result: dict, as_json: bool, summary) -> int:
+    """The command's output: ``result`` as one JSON object, or ``summary(result)``'s lines and every mismatch; the
+    exit status (0 on a match, 1 on a mismatch)."""
+    if as_json:
         print(json.dumps(result, indent=2))
     else:
-        print(
-            f"verilator: {'MATCH' if result['match'] else 'MISMATCH'} over {steps} ZO steps over the UART (losses, "
-            "g of every step, final weights)"
-        )
-        print(
-            f"  {result['engine_cycles_per_step']:.1f} engine cycles/step vs bound {result['cycle_bound']} "
-            f"({result['cycle_ratio']:.3f}x), {result['wait_cycles']} cycles waiting for a batch: "
-            f"{result['steps_per_second_25mhz']:.0f} steps/s at 25 MHz "
-            f"({result['job_steps_per_second_25mhz']:.0f} with the job's start and polls over the link)"
-        )
+        for line in summary(result):
+            print(line)
         for line in result["mismatches"]:
             print(f"  {line}")
     return 0 if result["match"] else 1

@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pezo.cli.args import CLIError, add_family_options, int_list, num, option_error, raw, seed_list
+from pezo.cli.args import CLIError, add_family_options, check_no_repeats, int_list, num, option_error, raw, seed_list
 from pezo.cli.cluster import add_executor_args, check_executor_args, executor_from_args
 from pezo.cli.methods import (
     add_method_args,
@@ -148,7 +148,7 @@ def _check_sweep_mode(args) -> None:
             "--method is an option of pezo train; pezo sweep compares seed methods with --methods "
             f"(e.g. --methods {args.method[:40]})"
         )
-    if args.methods:
+    if args.methods is not None:
         if args.experiment:
             raise CLIError(
                 "--experiment applies to the PeZO experiments sweep (without --methods) only, not to --methods"
@@ -183,13 +183,14 @@ def cmd_sweep(args) -> int:
 
     _warnings_to_stderr()
     _check_sweep_mode(args)
-    if args.methods:
+    if args.methods is not None:
         return cmd_sweep_methods(args)
     experiments = args.experiment or list(EXPERIMENTS)
     for name in experiments:
         if name not in EXPERIMENTS:
             raise CLIError(f"--experiment must be one of {', '.join(EXPERIMENTS)}, got {name!r}")
     shots, seeds = int_list(args.shots), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
+    check_no_repeats("--shots", shots)
     if not shots or not seeds:
         raise CLIError("--shots and --seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
     check_executor_args(args)

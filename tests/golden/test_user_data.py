@@ -52,3 +52,25 @@ def test_a_csv_without_a_label_column_is_refused(tmp_path):
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="has no 'label' column"):
         read_user_data(tmp_path / "d.csv")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad-crc", "not-a-zip"])
+def test_a_damaged_npz_is_one_error_naming_the_file(tmp_path, damage):
+    """A truncated or corrupt ``.npz`` (``zipfile.BadZipFile``: 'File is not a zip file', 'Bad CRC-32 for file
+    ...') is the data file's one error, not a traceback."""
+    from pezo.golden.zo.user_data import read_user_data
+
+    path = tmp_path / "d.npz"
+    rng = np.random.default_rng(0)
+    np.savez(path, x_train=rng.standard_normal((40, 64)), y_train=rng.integers(0, 10, 40))
+    raw = bytearray(path.read_bytes())
+    if damage == "truncated":
+        raw = raw[: len(raw) // 2]
+    elif damage == "bad-crc":
+        start = raw.index(b"x_train.npy") + 200  # inside the stored array's bytes
+        raw[start] ^= 0xFF
+    else:
+        raw = b"this is not a zip archive" + bytes(raw[:10])
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"data file .*d\.npz.*: not a readable \.npz"):
+        read_user_data(path)
