@@ -294,6 +294,18 @@ NO_OPS = [
         "--shots must be in 1..2692 for task rotten_tomatoes (smallest class 'negative' has 5384 examples), got 100000",
     ),
     (["train-int8", "--net", "rt-mlp", "--shots", "100000"], "--shots must be in 1..2692 for task rotten_tomatoes"),
+    (
+        ["train-int8", "--net", "digits-mlp", "--loss", "host", "--margin", "8000000"],
+        "--margin applies to --loss on-chip (the engine's hinge loss) or to a --split with a backprop tail",
+    ),
+    (["train-int8", "--net", "digits-mlp", "--wd-every", "4"], "--wd-every applies with --wd-shift S (1..7)"),
+    (["train-int8", "--net", "digits-mlp", "--force"], "--force applies with --out DIR only"),
+    (["power", "--force"], "--force applies with --saif FILE only"),
+    (["sweep", "--methods", "", "--out", "s"], "--methods must name at least one of mezo"),
+    (["sweep", "--methods", "mezo,mezo", "--out", "s"], "--methods names 'mezo' twice"),
+    (["sweep", "--methods", "mezo", "--seeds", "1,1", "--out", "s"], "--seeds names 1 twice"),
+    (["sweep", "--methods", "mezo", "--shots", "16,256", "--out", "s"], "--shots takes one k with --methods"),
+    (["sweep", "--shots", "16,16", "--out", "s"], "--shots names 16 twice"),
 ]
 
 
@@ -322,6 +334,14 @@ def test_the_options_still_work_where_they_apply():
     assert net_train_config(parse(["train-int8", "--net", "rt-head", "--shots", "8"])).shots == 8
     for unit in ("stream", "host"):
         assert _config(parse(["report", "--unit", unit, "--eps-shift", "5"])).eps_shift == 5
+    host_tail = parse(["train-int8", "--net", "digits-mlp", "--loss", "host", "--split", "cls2", "--margin", "99"])
+    assert net_train_config(host_tail).margin == 99  # the tail's error reads it
+    decay = parse(["train-int8", "--net", "digits-mlp", "--wd-shift", "5", "--wd-every", "4"])
+    assert net_train_config(decay).wd_every == 4
+    # rt-mlp's cls2 decays by default (SPLIT_DEFAULTS: wd_shift 6), so --wd-every is read there without --wd-shift
+    assert (
+        net_train_config(parse(["train-int8", "--net", "rt-mlp", "--split", "cls2", "--wd-every", "4"])).wd_every == 4
+    )
 
 
 def test_no_cache_reaches_every_step_of_the_table(capsys, monkeypatch):
