@@ -9,7 +9,8 @@ texts truncated to ``tokens`` (the trainer's default ``max_length``, 64), layer 
 only; then on every split the cosine of the integer layer's mean-pooled output against the float layer's (MiniLM's
 float32 ``run_layer``), the per-token cosine over every real token, and the float linear probe's test accuracy
 (L2 chosen on validation, ``fit_linear_probe_val``) fitted on integer features and on float features, plus the
-float-feature probe applied to integer test features. Writes ``fidelity.json`` and ``fidelity.md`` in ``--out``.
+float-feature probe applied to integer test features. Writes ``fidelity-<tasks>.json`` and ``fidelity-<tasks>.md``
+in ``--out`` (BBC News has 386 articles in its smallest class, so it runs at ``--shots 64`` as its sweep).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def main(argv=None) -> int:
             )
     command = "python benchmarks/bench_int_transformer.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     total = time.perf_counter() - start
-    (out / "fidelity.json").write_text(json.dumps({"command": command, "seconds": total, "runs": runs}, indent=1))
+    stem = "fidelity-" + args.tasks.replace(",", "-")
+    (out / f"{stem}.json").write_text(json.dumps({"command": command, "seconds": total, "runs": runs}, indent=1))
     md = f"# Integer MiniLM layer 6: fidelity\n\n`{command}` ({total:.0f} s, one thread)\n\n" + _table(runs)
-    (out / "fidelity.md").write_text(md)
+    (out / f"{stem}.md").write_text(md)
     print(md)
     return 0
 

@@ -9,9 +9,9 @@ Contract:
   tokenizer, as the trainer's ``max_length``; ``truncated_count`` reports how many texts were.
 * **Calibration**, on the *training* split only (the validation and test texts never choose anything): the float64
   layer (``layer.encoder_layer_float``) runs on the training texts' layer-5 states; every activation exponent
-  (x, q, k, v, attn, hidden, gelu, out) is the one of e_max - 3 .. e_max (e_max = NITI's
-  ``ceil(log2 max|a|) - 7``) with the least squared error of ``quantize`` over the real tokens' values (so an
-  exponent may clip outliers); weights alike (e_max - 3 .. e_max over the tensor); gamma at NITI's e_max
+  (x, q, k, v, attn, hidden, gelu, out over the real tokens' values; pool over the texts' mean-pooled outputs) is
+  the one of e_max - 3 .. e_max (e_max = NITI's ``ceil(log2 max|a|) - 7``) with the least squared error of
+  ``quantize`` (so an exponent may clip outliers); weights alike over the tensor; gamma at NITI's e_max
   (saturated to +-127); the score exponent is fixed (``SCORE_EXPONENT``) and checked to keep |s| <= 32 767.
 * **Folding**: the query weight and bias are multiplied by c = 2^p / sqrt(d_head) before quantisation
   (``layer.score_shift_p``); biases are rounded half up to int32 at e_in + e_w, beta to int32 at its LayerNorm's
@@ -83,6 +83,7 @@ def best_exponent(values, lo: int = WEIGHT_MIN, hi: int = WEIGHT_MAX, candidates
 def _real_values(trace: dict, mask: np.ndarray) -> dict[str, np.ndarray]:
     real = mask.astype(bool)
     out = {k: trace[k][real] for k in ("x", "q", "k", "v", "attn", "hidden", "gelu", "out")}
+    out["pooled"] = (trace["out"] * mask[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)
     pairs = real[:, None, :, None] & real[:, None, None, :]
     out["scores"] = trace["scores"][np.broadcast_to(pairs, trace["scores"].shape)]
     return out
@@ -109,7 +110,8 @@ def quantize_layer(
     p["wq"], p["bq"] = p["wq"] * c, p["bq"] * c
     act = {k: best_exponent(stats[k], lo=-128 if k == "x" else WEIGHT_MIN) for k in ("x", "k", "v", "attn")}
     act["q"] = best_exponent(stats["q"] * c)
-    act.update({k: best_exponent(stats[k]) for k in ("hidden", "gelu", "out")})
+    act.update({k: best_exponent(stats[k]) for k in ("hidden", "gelu", "out", "pooled")})
+    act["pool"] = act.pop("pooled")
     wexp = {k: best_exponent(p[k]) for k in ("wq", "wk", "wv", "wo", "w1", "w2")}
     gexp = {k: exponent_for(p[k]) for k in ("gamma1", "gamma2")}
     peak_score = float(np.max(np.abs(stats["scores"])))
@@ -161,8 +163,32 @@ def run_split(model, states: SplitStates, config: L.EncoderConfig, weights: L.En
         a, b = out_f[real], np.ldexp(out_i[real].astype(np.float64), config.e.out)
         token_cos.append(np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)))
         pooled_f[batch.indices] = model.mean_pool(out_f, batch.mask.astype(np.float64))
-        pooled_i[batch.indices] = np.ldexp(ops.mean_pool(out_i, batch.mask).astype(np.float64), config.e.out)
+        pooled = ops.mean_pool(out_i, batch.mask, config.shifts()["pool"])
+        pooled_i[batch.indices] = np.ldexp(pooled.astype(np.float64), config.e.pool)
     return {"float": pooled_f, "int": pooled_i, "token_cos": np.concatenate(token_cos)}
+
+
+STAGES = ("q", "k", "v", "context", "attn", "hidden", "gelu", "out")
+
+
+def stage_cosines(states: SplitStates, params: dict, config: L.EncoderConfig, weights, batches: int = 8) -> dict:
+    """Per stage, the mean and minimum cosine over real tokens of the integer layer's intermediate (dequantised)
+    against the float64 layer's (the query's folded by c), on the first ``batches`` batches: where error enters."""
+    e, c = config.e, math.ldexp(1.0, L.score_shift_p(config.d_head)) / math.sqrt(config.d_head)
+    exps = {"q": e.q, "k": e.k, "v": e.v, "context": e.v, "attn": e.attn, "hidden": e.hidden, "gelu": e.gelu}
+    exps["out"] = e.out
+    cos: dict[str, list] = {k: [] for k in STAGES}
+    for batch in states.batches[:batches]:
+        tf: dict = {}
+        ti: dict = {}
+        L.encoder_layer_float(batch.hidden, batch.mask, params, config.heads, trace=tf)
+        ti["out"] = L.encoder_layer(quantize(batch.hidden, e.x), batch.mask, weights, config, trace=ti)
+        real = batch.mask.astype(bool)
+        for k in STAGES:
+            a = tf[k][real] * (c if k == "q" else 1.0)
+            b = np.ldexp(ti[k][real].astype(np.float64), exps[k])
+            cos[k].append(np.sum(a * b, 1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-30))
+    return {k: {"mean": float(np.concatenate(v).mean()), "min": float(np.concatenate(v).min())} for k, v in cos.items()}
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -216,6 +242,7 @@ def measure_fidelity(task: str, shots: int, seed: int, shape: L.EncoderConfig, t
         "token_cosine": {name: _cos_summary(o["token_cos"]) for name, o in out.items()},
         "probe": acc,
         "accuracy_gap_points": 100 * (acc["float"]["test_accuracy"] - acc["int"]["test_accuracy"]),
+        "stage_cosine_test": stage_cosines(states["test"], params, config, weights),
         "quantisation": report,
         "cache_seconds": cache_seconds,
         "seconds": time.perf_counter() - start,

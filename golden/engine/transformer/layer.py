@@ -16,8 +16,8 @@ Contract (every op's integer rule is in ``pezo.golden.engine.transformer.ops``; 
   smaller exponent (``ops.residual_add``), then ``ops.int_layer_norm`` -> int8 at ``e.attn``.
 * **FFN**: h = dense(attn, W1) int8 at ``e.hidden``; g = the GELU table (int8 at ``e.gelu``);
   acc_2 = b2 + g W2^T (int32 at e.gelu + e.w2) + attn, aligned; LayerNorm 2 -> int8 at ``e.out``.
-* **Pooling and head**: ``ops.mean_pool`` over the real tokens (int8 at e.out), then the classifier head
-  ``logits = b + pooled W^T`` (int32 at e.out + e_w).
+* **Pooling and head**: ``ops.mean_pool`` over the real tokens with shift e.out - e.pool (int8 at ``e.pool``),
+  then the classifier head ``logits = b + pooled W^T`` (int32 at e.pool + e_w); ``pool`` does both steps' first.
 * **Stream order** of the trainable tensors (``PARAM_ORDER``): wq, bq, wk, bk, wv, bv, wo, bo, gamma1, beta1,
   w1, b1, w2, b2, gamma2, beta2 (MiniLM's per-layer order), each row-major.
 * Padded query rows are computed like real ones (their keys masked the same) and are ignored by pooling.
@@ -60,6 +60,7 @@ class EncoderExponents:
     gelu: int = -5
     out: int = -5
     gamma2: int = -7
+    pool: int = -5
 
 
 def score_shift_p(d_head: int) -> int:
@@ -120,6 +121,7 @@ class EncoderConfig:
             "hidden": e.hidden - e.attn - e.w1,
             "layer_norm1": ops.LN_RECIP_BITS - e.gamma1 + e.attn,
             "layer_norm2": ops.LN_RECIP_BITS - e.gamma2 + e.out,
+            "pool": e.out - e.pool,
         }
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -252,6 +254,11 @@ def encoder_layer(x, mask, weights: EncoderWeights, config: EncoderConfig, trace
         trace.update(q=q, k=k, v=v, context=ctx, acc1=acc, acc1_exponent=e_acc, attn=attn, hidden=hidden, gelu=g)
         trace.update(acc2=acc2, acc2_exponent=e_acc2)
     return out
+
+
+def pool(out, mask, config: EncoderConfig) -> np.ndarray:
+    """The layer's int8 output mean-pooled over the real tokens: int8 [B, d] at e.pool."""
+    return ops.mean_pool(out, mask, config.shifts()["pool"])
 
 
 def classify(pooled, w, b) -> np.ndarray:

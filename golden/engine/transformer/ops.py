@@ -19,17 +19,20 @@ exponent, value = q * 2^e. Every rule below is integer-only; floats appear only 
 * **GELU** ``int_gelu(q, table)``: a 256-entry table on the int8 input, table[q + 128] =
   sat(round_half_up(gelu(q 2^e_in) 2^-e_out), -127, 127), gelu(x) = x (1 + erf(x / sqrt 2)) / 2 (exact erf):
   exact by construction (error <= 1/2 LSB of the output, at the rails the saturation).
-* **LayerNorm** ``int_layer_norm(y, gamma, beta, ...)`` on an int32 row y of d values: mu = round_div(sum y, d)
-  (a 48-bit sum); c = y - mu; the row's own pre-shift p = max(bitwidth(c) - 15, 0) (bitwidth = 32 - clz of the
-  row's max |c|) and c' = round_shift(c, p) (|c'| <= 2^15); var = floor(sum(c'^2) / d) (sum < d 2^30, a 48-bit
-  accumulator for d <= 2^17); sigma = max(isqrt(var), 1); r = floor(2^LN_RECIP_BITS / sigma);
-  out = sat(round_shift(c' * gamma * r, LN_RECIP_BITS - e_gamma + e_out) + beta, -127, 127), gamma int8 at
-  e_gamma, beta int32 at e_out. |c' * gamma * r| < 2^15 * 127 * 2^24 < 2^46. The scale of y cancels (its
-  exponent is not an input); eps (1e-12 in MiniLM) is below one LSB of var and is dropped.
+* **LayerNorm** ``int_layer_norm(y, gamma, beta, ...)`` on an int32 row y of d values: the centred row scaled by d,
+  c = d y - sum(y), exact (no rounded mean; |c| < 2^(32 + log2 d), a 48-bit value for d <= 2^15); the row's own
+  pre-shift p = bitwidth(c) - 15 (bitwidth = 32 - clz of the row's max |c|), c' = round_shift(c, p) for p > 0 and
+  c << -p for p <= 0 (exact), so 2^14 <= max |c'| <= 2^15 in every row that is not constant;
+  var = floor(sum(c'^2) / d) (sum < d 2^30, a 48-bit accumulator for d <= 2^17); sigma = max(isqrt(var), 1)
+  (>= 2^14 / sqrt(d) - 1); r = floor(2^LN_RECIP_BITS / sigma); out = sat(round_shift(c' gamma r,
+  LN_RECIP_BITS - e_gamma + e_out) + beta, -127, 127), gamma int8 at e_gamma, beta int32 at e_out.
+  |c' gamma r| < 2^15 * 127 * 2^24 < 2^46. The scale of y cancels (its exponent is not an input); eps (1e-12 in
+  MiniLM) is below one LSB of var and is dropped. A constant row gives beta.
 * **Residual add** ``residual_add(a, e_a, b, e_b)``: both operands shifted *left* to the smaller exponent
   (exact) and added, saturated to the int32 rails; the result's exponent is min(e_a, e_b).
-* **Mean pooling** ``mean_pool(q, mask)``: round_div(sum of q over the real tokens, count): the int8 mean, same
-  exponent (a text with no real token is a ValueError).
+* **Mean pooling** ``mean_pool(q, mask, shift)``: sat(round_div(2^shift * sum of q over the real tokens, count),
+  -127, 127): the int8 mean at exponent e_q - shift (a mean is smaller than its tokens, so it may take a finer
+  exponent; a text with no real token is a ValueError).
 """
 
 from __future__ import annotations
@@ -174,11 +177,11 @@ def int_layer_norm(y, gamma, beta, gamma_exponent: int, out_exponent: int) -> np
             f"LayerNorm output shift {LN_RECIP_BITS} - e_gamma ({gamma_exponent}) + e_out ({out_exponent}) = "
             f"{shift} must be in 0..31"
         )
-    mu = round_div(y.sum(axis=-1, keepdims=True), d)
-    c = y - mu
-    pre = np.maximum(_bitwidth_rows(c) - LN_BITS, 0)
-    half = np.where(pre > 0, np.left_shift(1, np.maximum(pre - 1, 0)), 0)
-    c = (c + half) >> pre
+    c = d * y - y.sum(axis=-1, keepdims=True)  # d (y - mean), exact
+    pre = _bitwidth_rows(c) - LN_BITS
+    down = np.maximum(pre, 0)
+    half = np.where(down > 0, np.left_shift(1, np.maximum(down - 1, 0)), 0)
+    c = ((c + half) >> down) << np.maximum(-pre, 0)
     var = (c * c).sum(axis=-1, keepdims=True) // d
     sigma = np.maximum(isqrt(var), 1)
     r = (1 << LN_RECIP_BITS) // sigma
@@ -205,15 +208,18 @@ def residual_add(a, a_exponent: int, b, b_exponent: int) -> tuple[np.ndarray, in
     return saturate((a << da) + (b << db), INT32_MIN, INT32_MAX), e
 
 
-def mean_pool(q, mask) -> np.ndarray:
-    """round_div(sum over the real tokens, count): q [B, T, d] int8, mask [B, T] 0/1 -> [B, d]."""
+def mean_pool(q, mask, shift: int = 0) -> np.ndarray:
+    """sat(round_div(2^shift sum over the real tokens, count), -127, 127): q [B, T, d] int8, mask [B, T] 0/1 ->
+    [B, d] int8 at exponent e_q - shift (shift in 0..31)."""
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
+        raise ValueError(f"the pooling shift must be an integer in 0..31, got {shift!r}")
     q = int_array("q", q)
     m = _mask_array(mask, q.shape[-2]).astype(np.int64)
     count = m.sum(axis=-1)
     if np.any(count == 0):
         raise ValueError("every text needs at least one real token to pool")
-    total = (q * m[..., None]).sum(axis=-2)
-    return round_div(total, count[..., None])
+    total = (q * m[..., None]).sum(axis=-2) << int(shift)
+    return saturate(round_div(total, count[..., None]), WEIGHT_MIN, WEIGHT_MAX)
 
 
 def softmax_float(scores, mask) -> np.ndarray:
