@@ -16,7 +16,7 @@ within ``RX_TIMEOUT_BITS`` bit times is abandoned (the bridge waits for a comman
 error answer: an access the engine top answers SLVERR counts in the feeder's LINK_ERRORS register.
 
 **Address space** (byte addresses; the word address of the frame is ``address // 4``): region
-``address >> 28``: 0 the engine top's registers (``golden.board_map``: the same offsets), 1 its windows (the
+``address >> 28``: 0 the engine top's registers (``golden.regs.engine``: the same offsets), 1 its windows (the
 same offsets), 2 the feeder's registers (``feeder_registers``), 3 the data memory's inputs (example e's byte k
 at ``e * x_stride + k``: what the x window takes, ``BoardMap.x_bytes`` per example -- a conv layer 0's patches),
 4 its labels (example e's label at byte e). Windows and the data memory are 64-bit wide: within a write frame
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.host import Register
+from pezo.golden.regs.spec import Register
 
 CMD_WRITE, CMD_READ, CMD_WRITE_FIXED, CMD_READ_FIXED = 0x01, 0x02, 0x03, 0x04
 MAX_WORDS = 255

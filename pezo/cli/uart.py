@@ -78,7 +78,7 @@ def add_parsers(sub) -> None:
 def uart_train_config(args):
     """The run's ``NetTrainConfig``: full ZO (the trainer top is built without the backprop tail)."""
     from pezo.cli.net import net_train_config
-    from pezo.golden.board_map import check_board_config
+    from pezo.golden.regs.engine import check_board_config
 
     args.split = "full-zo"
     train = net_train_config(args)
