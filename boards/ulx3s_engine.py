@@ -18,8 +18,8 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import io
 
 from pezo.boards.ulx3s import BOARD, CLOCK_HZ, run_flow
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
+from pezo.golden.regs.engine import BoardMap
 from pezo.golden.uart_link import REGIONS, region_base
 from pezo.hw.uart_top import UartEngineTop, check_capacity
 

@@ -28,8 +28,8 @@ from pezo.boards.zcu102 import (
     clock_and_reset,
     drive_leds,
 )
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
+from pezo.golden.regs.engine import BoardMap
 from pezo.hw.engine_top import ID_BITS, EngineTop
 
 REGS_BASE = 0xA000_0000

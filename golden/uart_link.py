@@ -16,7 +16,7 @@ within ``RX_TIMEOUT_BITS`` bit times is abandoned (the bridge waits for a comman
 error answer: an access the engine top answers SLVERR counts in the feeder's LINK_ERRORS register.
 
 **Address space** (byte addresses; the word address of the frame is ``address // 4``): region
-``address >> 28``: 0 the engine top's registers (``golden.board_map``: the same offsets), 1 its windows (the
+``address >> 28``: 0 the engine top's registers (``golden.regs.engine``: the same offsets), 1 its windows (the
 same offsets), 2 the feeder's registers (``feeder_registers``), 3 the data memory's inputs (example e's byte k
 at ``e * x_stride + k``: what the x window takes, ``BoardMap.x_bytes`` per example -- a conv layer 0's patches),
 4 its labels (example e's label at byte e). Windows and the data memory are 64-bit wide: within a write frame
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pezo.golden.host import Register
+from pezo.golden.regs.spec import Field, Register, RegisterMap
 
 CMD_WRITE, CMD_READ, CMD_WRITE_FIXED, CMD_READ_FIXED = 0x01, 0x02, 0x03, 0x04
 MAX_WORDS = 255
@@ -42,8 +42,14 @@ RX_TIMEOUT_BITS = 256
 """Bit times without a byte after which the bridge abandons a frame."""
 REGION_SHIFT = 28
 REGIONS = {"registers": 0, "windows": 1, "feeder": 2, "data_x": 3, "data_labels": 4}
-FEED_CONTROL_BITS = {"GO": 0, "STOP": 1, "CLEAR_ERRORS": 2}
-FEED_STATUS_BITS = {"BUSY": 0, "LINK_ERROR": 1}
+FEED_CONTROL_FIELDS = (
+    Field("GO", 0, doc="load FEED_START and FEED_BATCHES, then feed"),
+    Field("STOP", 1, doc="clear the count (a batch being copied is still pushed)"),
+    Field("CLEAR_ERRORS", 2, doc="clear LINK_ERRORS"),
+)
+FEED_STATUS_FIELDS = (Field("BUSY", 0, doc="batches remain"), Field("LINK_ERROR", 1, doc="LINK_ERRORS != 0"))
+FEED_CONTROL_BITS = {f.name: f.bit for f in FEED_CONTROL_FIELDS}
+FEED_STATUS_BITS = {f.name: f.bit for f in FEED_STATUS_FIELDS}
 
 
 def region_base(name: str) -> int:
@@ -54,18 +60,18 @@ def region_base(name: str) -> int:
 
 
 def feeder_registers() -> tuple[Register, ...]:
-    """The feeder's registers (region 2)."""
-    return (
-        Register("FEED_CAPACITY", 0x00, "r", 16),
-        Register("FEED_EXAMPLES", 0x04, "rw", 16),
-        Register("FEED_START", 0x08, "rw", 16),
-        Register("FEED_BATCHES", 0x0C, "rw", 16),
-        Register("FEED_CONTROL", 0x10, "cmd", 3),
-        Register("FEED_STATUS", 0x14, "r", 2),
-        Register("FEED_POSITION", 0x18, "r", 16),
-        Register("FEED_PUSHED", 0x1C, "r", 16),
-        Register("LINK_ERRORS", 0x20, "r", 16),
-    )
+    """The feeder's registers (region 2), placed by ``golden.regs.spec.RegisterMap``."""
+    m = RegisterMap()
+    m.add("FEED_CAPACITY", "r", 16, "examples the data memory holds")
+    m.add("FEED_EXAMPLES", "rw", 16, "examples loaded into the data memory (the feed wraps there)")
+    m.add("FEED_START", "rw", 16, "the position GO starts from")
+    m.add("FEED_BATCHES", "rw", 16, "batches GO feeds")
+    m.add("FEED_CONTROL", "cmd", 3, "GO, STOP, CLEAR_ERRORS", fields=FEED_CONTROL_FIELDS)
+    m.add("FEED_STATUS", "r", 2, "BUSY, LINK_ERROR", fields=FEED_STATUS_FIELDS)
+    m.add("FEED_POSITION", "r", 16, "the next example the feed copies")
+    m.add("FEED_PUSHED", "r", 16, "batches pushed since GO")
+    m.add("LINK_ERRORS", "r", 16, "accesses the engine top answered SLVERR")
+    return m.registers
 
 
 def feeder_register(name: str) -> int:

@@ -27,7 +27,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.host import RESP_OKAY, RESP_SLVERR
+from pezo.golden.regs.spec import RESP_OKAY, RESP_SLVERR
 
 DATA_BITS = 64
 BURST_FIXED, BURST_INCR, BURST_WRAP = 0, 1, 2

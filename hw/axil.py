@@ -13,7 +13,7 @@ Contract (AMBA AXI4-Lite, 32-bit data, ``addr_width`` 4..32 byte-address bits, w
   (Two register stages, so no path holds the address decode and the read mux together.)
 * ``bresp``/``rresp``: OKAY (0), or SLVERR (2) for an unmapped address, a write to a read-only
   register or a read of a write-only one (``rdata`` = 0 then). ``awprot``/``arprot`` are ignored.
-* Registers (``golden.host.Register``): ``"r"`` read-only (an ``In`` port sampled on read), ``"rw"`` read-write (an
+* Registers (``golden.regs.spec.Register``): ``"r"`` read-only (an ``In`` port sampled on read), ``"rw"`` read-write (an
   ``Out`` port holding the value; ``<name>_written`` pulses in the cycle ``bvalid`` rises), ``"cmd"`` write-only
   command bits (an ``Out`` port that carries the written word for exactly one cycle, the cycle
   ``bvalid`` rises, else 0; reads give SLVERR).
@@ -25,7 +25,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.host import RESP_OKAY, RESP_SLVERR, Register
+from pezo.golden.regs.spec import RESP_OKAY, RESP_SLVERR, Register
 
 DATA_BITS = 32
 

@@ -1,4 +1,4 @@
-"""The engine top (twin of ``golden.board_map``): the network engine behind an AXI4-Lite register file
+"""The engine top (twin of ``golden.regs.engine``): the network engine behind an AXI4-Lite register file
 (``s_axil``, control/status) and an AXI4 burst slave (``s_axi``, 64-bit: weights, batch, labels, biases,
 logits, step log), with ``irq`` for the Zynq PS.
 
@@ -32,7 +32,10 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.board_map import (
+from pezo.golden.engine.loss import LOSS_BITS
+from pezo.golden.engine.network import NetConfig
+from pezo.golden.engine.zo_engine import G_BITS
+from pezo.golden.regs.engine import (
     BEAT_BYTES,
     CONTROL_BITS,
     ENGINE_MAP_VERSION,
@@ -43,10 +46,7 @@ from pezo.golden.board_map import (
     WINDOW_NAMES,
     BoardMap,
 )
-from pezo.golden.engine.loss import LOSS_BITS
-from pezo.golden.engine.network import NetConfig
-from pezo.golden.engine.zo_engine import G_BITS
-from pezo.golden.host import HOST_ID
+from pezo.golden.regs.stream import HOST_ID
 from pezo.hw.axi4 import AXI4Signature, AXI4Slave
 from pezo.hw.axil import AXI4LiteRegisters, AXI4LiteSignature
 from pezo.hw.component import ConfigComponent, ConfigSignature
@@ -69,7 +69,7 @@ def _log2(n: int) -> int:
 class EngineTop(ConfigComponent):
     """Ports ``s_axil`` (``In(AXI4LiteSignature(12))``), ``s_axi`` (``In(AXI4Signature(addr_width, 16))``),
     ``irq`` (Out 1) and ``leds`` (Out 8: BUSY, DONE, LOAD_READY, ERROR, IRQ, STEPS_DONE[2:0]); map and
-    semantics in ``golden.board_map``."""
+    semantics in ``golden.regs.engine``."""
 
     class Signature(ConfigSignature):
         config_type = NetConfig

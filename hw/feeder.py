@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.board_map import CONTROL_BITS, STATUS_BITS, BoardMap
+from pezo.golden.regs.engine import CONTROL_BITS, STATUS_BITS, BoardMap
 from pezo.golden.uart_link import region_base
 from pezo.hw.link_bus import LinkBusSignature
 

@@ -1,4 +1,4 @@
-"""The stream host: the perturbation stream behind the AXI4-Lite register file (``golden.host``).
+"""The stream host: the perturbation stream behind the AXI4-Lite register file (``golden.regs.stream``).
 
 Port ``s_axil`` only (plus ``leds``, 8 status bits for a board: bit 0 BUSY, 1 VALID, 2 DONE, 3 SIGN,
 4..7 STEP[3:0]). The run datapath sums each consumed vector's lanes with an adder tree into a
@@ -11,7 +11,7 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.host import (
+from pezo.golden.regs.stream import (
     CONTROL_NEXT,
     CONTROL_REWIND,
     CONTROL_RUN,
@@ -34,13 +34,13 @@ from pezo.hw.rng.perturb import PerturbationStream
 
 
 def _bit(mask: int) -> int:
-    """The bit index of a one-bit register mask of ``golden.host``."""
+    """The bit index of a one-bit register mask of ``golden.regs.stream``."""
     return mask.bit_length() - 1
 
 
 class StreamHost(ConfigComponent):
     """AXI4-Lite slave ``s_axil`` over ``hw.rng.perturb.PerturbationStream(config)``; map and semantics in
-    ``golden.host``."""
+    ``golden.regs.stream``."""
 
     class Signature(ConfigSignature):
         def members_for(self, config):

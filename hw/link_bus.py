@@ -15,7 +15,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.host import RESP_OKAY
+from pezo.golden.regs.spec import RESP_OKAY
 from pezo.golden.uart_link import REGION_SHIFT, REGIONS
 from pezo.hw.axi4 import BURST_INCR, AXI4Signature
 from pezo.hw.axil import AXI4LiteSignature

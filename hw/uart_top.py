@@ -14,8 +14,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig
+from pezo.golden.regs.engine import BoardMap
 from pezo.golden.uart_link import FEED_CONTROL_BITS, FEED_STATUS_BITS, feeder_registers
 from pezo.hw.axil import AXI4LiteRegisters
 from pezo.hw.engine_top import ID_BITS, EngineTop

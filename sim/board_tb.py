@@ -27,10 +27,10 @@ import cocotb
 import numpy as np
 
 from pezo.driver.engine import EngineDriver
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import NetConfig, NetEngine
-from pezo.golden.host import RESP_SLVERR
+from pezo.golden.regs.engine import BoardMap
+from pezo.golden.regs.stream import RESP_SLVERR
 from pezo.sim.board_bus import CocotbBus
 from pezo.sim.scoreboard import start_and_reset
 

@@ -1,5 +1,5 @@
 """cocotb testbench of the AXI4-Lite stream host: an ``AxiLiteMaster`` (cocotbext-axi) plays the Zynq
-PS and every register read and every response code is compared with ``golden.host.StreamHost``.
+PS and every register read and every response code is compared with ``golden.regs.stream.StreamHost``.
 
 Per ZO step: NEXT(+eps)+RUN, REWIND(-eps)+RUN, REWIND(+eps)+RUN (MeZO's +, -, update replay), with
 random COUNTs, commands sometimes split over two writes, byte-strobed writes of COUNT and G, and
@@ -16,7 +16,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from pezo.golden.host import (
+from pezo.golden.regs.stream import (
     CONTROL_NEXT,
     CONTROL_REWIND,
     CONTROL_RUN,
@@ -30,7 +30,7 @@ from pezo.golden.host import (
 from pezo.sim.scoreboard import Scoreboard, config_from_env, env_int, start_and_reset
 
 IDENTIFICATION = ("ID", "VERSION", "STRATEGY", "LANES")
-UNMAPPED = 0xFFC  # no register of ``golden.host.register_map`` lives here (checked below)
+UNMAPPED = 0xFFC  # no register of ``golden.regs.stream.register_map`` lives here (checked below)
 
 
 @cocotb.test()

@@ -313,7 +313,7 @@ def run_bench(
 
 
 def run_host(config, simulator: str, build_dir: Path, steps: int = 4, seed: int = 1, expect_config=None) -> dict:
-    """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.host``) on the stream host of ``config``;
+    """Run ``sim.host_tb`` (AXI4-Lite master vs ``golden.regs.stream``) on the stream host of ``config``;
     return the testbench's counts (reads, writes, runs, slverr) plus build/test times.
     ``expect_config`` (default ``config``) is what the golden side is told (to prove mismatches fail)."""
     env = {

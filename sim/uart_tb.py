@@ -22,9 +22,9 @@ import numpy as np
 from pezo.driver.engine import EngineDriver
 from pezo.driver.on_chip import OnChipTrainer, golden_order
 from pezo.driver.uart_bus import UartBus
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import NetConfig, NetEngine
+from pezo.golden.regs.engine import BoardMap
 from pezo.sim.scoreboard import start_and_reset
 from pezo.sim.uart_link import CocotbUartLink
 

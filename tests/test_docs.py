@@ -81,7 +81,7 @@ def _extension(name: str):
 
 
 def test_the_register_map_page_has_a_meaning_for_every_register():
-    from pezo.golden.board_map import engine_registers
+    from pezo.golden.regs.engine import engine_registers
 
     meanings = _extension("board_map_doc").register_meanings()
     assert {r.name for r in engine_registers()} <= set(meanings)

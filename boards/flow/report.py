@@ -13,15 +13,15 @@ from amaranth.back import verilog
 
 import pezo.golden.config
 import pezo.golden.engine
-import pezo.golden.host
+import pezo.golden.regs
+import pezo.golden.regs.engine
 import pezo.golden.rng
 import pezo.hw
 from pezo.boards.flow.estimates import budget, engine_bram36_estimate, grng_lut_estimate, pool_bram18_minimum
 from pezo.boards.flow.synth import TOOL, SynthesisRejected, is_cached, synthesize
-from pezo.golden import board_map
-from pezo.golden.board_map import BoardMap
 from pezo.golden.config import PerturbConfig
 from pezo.golden.engine.network import NetConfig
+from pezo.golden.regs.engine import BoardMap
 from pezo.golden.rng.scale import check_scalable, lut_statistics
 from pezo.hw.engine.net_engine import NetEngine
 from pezo.hw.engine.zo_engine import ZOEngine
@@ -38,7 +38,7 @@ UNITS = ("generator", "stream", "scale", "host")
 """What ``report`` synthesizes: the strategy's generator alone, the whole perturbation stream unit
 (generator + rewind + scaling + sign + control, what the PE array consumes), the otf scale LUT, or the
 host (the stream behind the AXI4-Lite register file: the ZCU102 design's logic, without the PS)."""
-CIRCUIT_SOURCES = (pezo.golden.config, pezo.golden.host, pezo.golden.rng, pezo.golden.engine, pezo.hw)
+CIRCUIT_SOURCES = (pezo.golden.config, pezo.golden.regs, pezo.golden.rng, pezo.golden.engine, pezo.hw)
 """What the circuits are generated from (packages: every module below them); nothing else enters a cache key."""
 
 
@@ -299,7 +299,9 @@ def board_report(config: NetConfig, use_cache: bool = True) -> dict:
     step log, ``synth_xilinx -family xcup``); integer LUT, FF, BRAM, DSP (the CLI contract) and the keys of
     ``net_engine_report``; with the engine alone already synthesised (cached), also the AXI overhead (top - engine)."""
     bmap = BoardMap(config)
-    map_source = hashlib.sha256(Path(board_map.__file__).read_bytes()).hexdigest()  # not in CIRCUIT_SOURCES
+    map_source = hashlib.sha256(
+        Path(pezo.golden.regs.engine.__file__).read_bytes()
+    ).hexdigest()  # not in CIRCUIT_SOURCES
     key = json.dumps({"engine_top": config.to_dict(), "source": source_hash(), "map": map_source}, sort_keys=True)
     resources = _cached_synthesis(
         key, BOARD_TOP, lambda: verilog.convert(EngineTop(config), name=BOARD_TOP, emit_src=False), use_cache

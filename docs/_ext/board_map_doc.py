@@ -1,38 +1,23 @@
 """Sphinx extension: the engine top's register and window map, generated from ``BoardMap`` at build time.
 
 ``.. board-map::`` writes one table of the AXI4-Lite registers (offset, width, access, meaning: the meaning
-is the register's row of ``pezo.golden.board_map``'s docstring, the one place the contract is written), the
+is the register's doc line in ``pezo.golden.regs.engine``, the one place the contract is written), the
 bit fields of CONTROL, STATUS and IRQ_ENABLE, the OP codes, and one table of the AXI4 windows per named
 network (base, size, access, layout), as LiteX generates its CSR documentation from the SoC.
 """
 
 from __future__ import annotations
 
-import re
-
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-_ROW = re.compile(r"^(0x[0-9A-F]{2})\s+(\w+)\s+(r|rw|cmd)\s+(.*)$")
-
 
 def register_meanings() -> dict[str, str]:
-    """Register name -> meaning, read from the register table of ``pezo.golden.board_map``'s docstring."""
-    from pezo.golden import board_map
+    """Register name -> meaning: the doc line of each register of ``pezo.golden.regs.engine`` (the tail's too)."""
+    from pezo.golden.regs.engine import engine_registers
 
-    meanings: dict[str, str] = {}
-    name = None
-    for line in board_map.__doc__.splitlines():
-        row = _ROW.match(line)
-        if row:
-            name = row.group(2)
-            meanings[name] = row.group(4).strip()
-        elif name and line.startswith(" ") and line.strip():
-            meanings[name] += " " + line.strip()
-        elif line.startswith("="):
-            name = None
-    return meanings
+    return {r.name: r.doc for r in engine_registers(backprop=True)}
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -49,15 +34,15 @@ def _cell(text: str) -> str:
 
 def board_map_rst() -> list[str]:
     """The reST of the whole map."""
-    from pezo.golden import board_map as bm
     from pezo.golden.engine.nets import NET_NAMES, net_config
+    from pezo.golden.regs import engine as bm
 
     meanings = register_meanings()
     access = {"r": "read-only", "rw": "read/write", "cmd": "write-only (command)"}
     registers = bm.engine_registers()
-    missing = sorted({r.name for r in registers} - set(meanings))
+    missing = sorted(r.name for r in registers if not meanings[r.name])
     if missing:
-        raise ValueError(f"board_map's docstring has no row for the registers {', '.join(missing)}")
+        raise ValueError(f"golden.regs.engine has no doc line for the registers {', '.join(missing)}")
     lines = [
         ".. rubric:: Registers",
         "",
@@ -116,7 +101,7 @@ class BoardMapDirective(SphinxDirective):
 
     def run(self):
         container = nodes.container()
-        self.state.nested_parse(StringList(board_map_rst(), source="pezo.golden.board_map"), 0, container)
+        self.state.nested_parse(StringList(board_map_rst(), source="pezo.golden.regs.engine"), 0, container)
         return container.children
 
 

@@ -35,11 +35,13 @@ import numpy as np
 
 from pezo.golden.config import check_int
 from pezo.golden.engine.backprop import DEFAULT_BP_BITS, MAX_LAYERS, check_bp_bits
+from pezo.golden.engine.ops import GMode, codes
 from pezo.golden.engine.zo_engine import G_MAX, G_MIN, MAX_BATCH, WD_EVERY_RANGE, check_wd_shift
 from pezo.golden.rounding import round_shift
 
-LOSS_MODES = ("host", "sign", "scaled")
-G_MODE_CODES = {"host": 0, "sign": 1, "scaled": 2}
+G_MODE_CODES = codes(GMode)
+"""``golden.engine.ops.GMode`` by name (plain ints): {"host": 0, "sign": 1, "scaled": 2}."""
+LOSS_MODES = tuple(G_MODE_CODES)
 LOSS_BITS = 48
 MARGIN_BITS = 24
 MAX_MARGIN = (1 << (MARGIN_BITS - 1)) - 1

@@ -41,6 +41,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.int8 import ACC_BITS
+from pezo.golden.engine.ops import Op
 from pezo.golden.engine.zo_engine import (
     ACTIVATION_READ_DELAY,
     ENGINE_FORWARD_LATENCY,
@@ -77,7 +78,8 @@ from pezo.hw.engine.pe_array import (
 from pezo.hw.engine.update import STEP_STAGES, update_step
 from pezo.hw.rng.perturb import PerturbationStream
 
-OP_FORWARD_ZO, OP_UPDATE, OP_INFER = 0, 1, 2
+OP_FORWARD_ZO, OP_UPDATE, OP_INFER = Op.FORWARD_ZO, Op.UPDATE, Op.INFER
+"""The ops this engine runs (``golden.engine.ops.Op``; names kept for its drivers)."""
 W_READ_LATENCY = 1 + WEIGHT_STAGES
 """Cycles from ``w_addr`` to its word on ``w_rdata`` (the memory, then the S2 weight register)."""
 assert FORWARD_LATENCY == 1 + PE_LATENCY and WEIGHT_STAGES == 1 and OPERAND_STAGES == 2, "the pipeline below"
@@ -143,7 +145,7 @@ class ZOEngine(ConfigComponent):
         sign, tile = Signal(), Signal(range(T))
         word, j, o = Signal(range(cfg.weight_words)), Signal(range(J)), Signal(range(O))
         drain = Signal(range(max(ENGINE_FORWARD_LATENCY, ENGINE_UPDATE_LATENCY) + 1))
-        perturbing, updating = op != OP_INFER, op == OP_UPDATE
+        perturbing, updating = op != Op.INFER, op == Op.UPDATE
         issue, wanting = Signal(), Signal()
         last_word = word == cfg.weight_words - 1
 
@@ -164,12 +166,12 @@ class ZOEngine(ConfigComponent):
                         self.cycles.eq(0),
                         self.busy.eq(1),
                     ]
-                    with m.If(self.op == OP_INFER):
+                    with m.If(self.op == Op.INFER):
                         m.next = "RUN"
                     with m.Else():
                         m.next = "COMMAND"
             with m.State("COMMAND"):  # one stream command: NEXT opens a step, REWIND replays it
-                first_pass = (op == OP_FORWARD_ZO) & (sign == 0) & (tile == 0)
+                first_pass = (op == Op.FORWARD_ZO) & (sign == 0) & (tile == 0)
                 m.d.comb += [stream.next.eq(first_pass), stream.rewind.eq(~first_pass), stream.sign.eq(sign)]
                 m.next = "RUN"
             with m.State("RUN"):  # the stream's en is held while a pass wants words (it fills after a command)

@@ -66,7 +66,7 @@ def check_build_design(args) -> None:
 def engine_build_config(args):
     """The ``NetConfig`` of ``pezo build --design engine`` (the trainer's net at its tuned settings)."""
     from pezo.cli.net import check_hardware_data, check_stream_options, net_file_defaults, resolve_net, train_config
-    from pezo.golden.board_map import check_board_config
+    from pezo.golden.regs.engine import check_board_config
 
     if args.board not in ("zcu102", ULX3S_BOARD):
         raise CLIError(f"--design engine is built for --board zcu102 or {ULX3S_BOARD}, got {args.board!r}")
@@ -104,7 +104,7 @@ def uart_trainer_capacity(net, examples: int | None) -> int:
     is the largest data memory that fits the ECP5's block RAM (``boards.ulx3s_engine.trainer_ebr``), and a given one
     that does not fit, or a batch at which none does, is one error with the numbers."""
     from pezo.boards.ulx3s_engine import DEFAULT_CAPACITY, largest_capacity, trainer_ebr
-    from pezo.golden.board_map import BoardMap
+    from pezo.golden.regs.engine import BoardMap
 
     if net.layers[0].kind != "conv":
         return DEFAULT_CAPACITY if examples is None else examples
@@ -255,8 +255,8 @@ def cmd_report_board(args, strategy: str) -> int:
     from pezo.boards.flow.report import RESOURCE_KEYS, board_report
     from pezo.cli.net import resolve_net
     from pezo.cli.timing import print_timing, timing_keys
-    from pezo.golden.board_map import check_board_config
     from pezo.golden.engine.net_file import net_file_config
+    from pezo.golden.regs.engine import check_board_config
 
     fields = {
         f: getattr(args, f)

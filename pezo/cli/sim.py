@@ -111,7 +111,7 @@ def choose_simulator(given: str | None) -> str:
 
 def board_train_config(args, **forced):
     """The run's ``NetTrainConfig`` (``forced`` options set first), checked against the engine top's map."""
-    from pezo.golden.board_map import check_board_config
+    from pezo.golden.regs.engine import check_board_config
 
     for name, value in forced.items():
         setattr(args, name, value)

@@ -1,4 +1,4 @@
-"""Host-side driver of the engine top (``golden.board_map``): one ZO training loop over a small bus
+"""Host-side driver of the engine top (``golden.regs.engine``): one ZO training loop over a small bus
 interface, with transports for simulation (``pezo.sim.board_bus``) and the board (``pezo.driver.mmap_bus``).
 
 Layering: ``pezo.driver`` sits below ``pezo.sim`` and beside ``pezo.hw`` and imports only ``pezo.golden``

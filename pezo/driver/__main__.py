@@ -30,8 +30,8 @@ import numpy as np
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
 from pezo.driver.uart_bus import SerialLink, UartBus
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.network import NetConfig, NetEngine
+from pezo.golden.regs.engine import BoardMap
 from pezo.golden.zo.run import NetRun, design_train_config
 
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pezo.golden.board_map import (
+from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
+from pezo.golden.engine.network import batch_words
+from pezo.golden.engine.zo_engine import G_BITS
+from pezo.golden.regs.engine import (
     BEAT_BYTES,
     CONTROL_BITS,
     ENGINE_MAP_VERSION,
@@ -33,10 +36,7 @@ from pezo.golden.board_map import (
     BoardMap,
     describe_kinds,
 )
-from pezo.golden.engine.loss import G_MODE_CODES, LossConfig
-from pezo.golden.engine.network import batch_words
-from pezo.golden.engine.zo_engine import G_BITS
-from pezo.golden.host import HOST_ID, RESP_OKAY
+from pezo.golden.regs.stream import HOST_ID, RESP_OKAY
 
 MAX_POLLS = 1 << 20
 

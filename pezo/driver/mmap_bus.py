@@ -19,7 +19,7 @@ import mmap
 import os
 import time
 
-from pezo.golden.host import RESP_OKAY
+from pezo.golden.regs.spec import RESP_OKAY
 
 PAGE = mmap.PAGESIZE
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pezo.driver.engine import BusError, EngineDriver
-from pezo.golden.board_map import STEP_LOG_DEPTH
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import batch_words
+from pezo.golden.regs.engine import STEP_LOG_DEPTH
 from pezo.golden.uart_link import FEED_CONTROL_BITS, bytes_to_words, feed_indices, feeder_register, region_base
 
 MAX_POLLS = 1 << 20

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from pezo.golden.host import RESP_OKAY
+from pezo.golden.regs.spec import RESP_OKAY
 from pezo.golden.uart_link import (
     bytes_to_words,
     decode_answer,

@@ -21,7 +21,7 @@ from pezo.boards.zcu102 import (
 )
 from pezo.cli.main import main
 from pezo.golden.config import PerturbConfig
-from pezo.golden.host import addr_width, register_map
+from pezo.golden.regs.stream import addr_width, register_map
 
 # alexforencich/verilog-ethernet example/ZCU102/fpga/fpga.xdc, verbatim pin/IOSTANDARD pairs
 FORENCICH_XDC = {

@@ -19,8 +19,8 @@ from pezo.boards.engine_block_design import (
 )
 from pezo.boards.ps_block_design import AXI4LITE_SIGNALS
 from pezo.boards.zcu102_engine import addresses, write_engine_design
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.nets import net_config
+from pezo.golden.regs.engine import BoardMap
 
 CONFIG = net_config("digits-mlp", batch=16)
 PINS = {

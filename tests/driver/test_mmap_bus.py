@@ -13,12 +13,12 @@ import pytest
 
 from pezo.driver.engine import BusError, EngineDriver
 from pezo.driver.mmap_bus import MmapBus
-from pezo.golden.board_map import ENGINE_MAP_VERSION, KIND_SHIFT, BoardMap
 from pezo.golden.engine.conv import batch_patches
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import batch_words
-from pezo.golden.host import HOST_ID
+from pezo.golden.regs.engine import ENGINE_MAP_VERSION, KIND_SHIFT, BoardMap
+from pezo.golden.regs.stream import HOST_ID
 
 REGS_BASE = 4 * mmap.PAGESIZE  # offsets inside the stand-in file, as physical addresses would be
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from pezo.driver.engine import EngineDriver
 from pezo.driver.uart_bus import FRAME_WORDS, UartBus
-from pezo.golden.board_map import BoardMap
 from pezo.golden.engine.nets import net_config
+from pezo.golden.regs.engine import BoardMap
 from pezo.golden.uart_link import CMD_READ, CMD_WRITE, decode_frame, region_base
 
 CONFIG = net_config("digits-mlp", batch=16)

@@ -1,4 +1,4 @@
-"""The engine top's register/window map (``golden.board_map``)."""
+"""The engine top's register/window map (``golden.regs.engine``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from pezo.golden.board_map import (
+from pezo.golden.engine.nets import net_config
+from pezo.golden.engine.network import Layer
+from pezo.golden.regs.engine import (
     BEAT_BYTES,
     KIND_SHIFT,
     STEP_LOG_DEPTH,
@@ -17,8 +19,6 @@ from pezo.golden.board_map import (
     engine_registers,
     kind_bits,
 )
-from pezo.golden.engine.nets import net_config
-from pezo.golden.engine.network import Layer
 
 
 @pytest.mark.parametrize(

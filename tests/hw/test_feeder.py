@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from pezo.golden.board_map import CONTROL_BITS, STATUS_BITS, BoardMap
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import batch_words
+from pezo.golden.regs.engine import CONTROL_BITS, STATUS_BITS, BoardMap
 from pezo.golden.uart_link import REGION_SHIFT, feed_indices, region_base
 from pezo.hw.feeder import DataFeeder
 

@@ -4,7 +4,7 @@ with cocotbext-axi's AxiLiteMaster on Icarus and Verilator (every read and respo
 import pytest
 
 from pezo.golden.config import PerturbConfig
-from pezo.golden.host import (
+from pezo.golden.regs.stream import (
     CONTROL_NEXT,
     CONTROL_REWIND,
     CONTROL_RUN,
@@ -189,7 +189,7 @@ def test_the_register_file_answers_through_two_register_stages():
     value and its ``_written`` pulse) in the cycle ``bvalid`` rises, two cycles after the handshake's cycle; a read
     answers two cycles after its handshake, ``arready`` low until ``rvalid`` drops (and while ``arvalid`` is); an
     unmapped address is SLVERR with ``rdata`` 0."""
-    from pezo.golden.host import Register
+    from pezo.golden.regs.stream import Register
     from pezo.hw.axil import AXI4LiteRegisters
 
     regs = (Register("mode", 0x0, "rw", 8), Register("go", 0x4, "cmd", 4), Register("level", 0x8, "r", 6, True))

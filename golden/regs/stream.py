@@ -1,26 +1,8 @@
-"""The host interface (register map) and its transaction-level twin: what the Zynq PS sees.
+"""The stream host's register map (``hw.host.StreamHost``: the perturbation stream behind an AXI4-Lite register
+file) and its transaction-level twin: what the Zynq PS sees of the stream-only top.
 
-The map is shared by the stream host (``hw.host.StreamHost``: the perturbation stream behind an
-AXI4-Lite register file, until the PE-array engine takes its place) and the future engine host.
-Byte offsets, 32-bit registers:
-
-=======  ========  ====  =================================================================
-offset   name      kind  meaning
-=======  ========  ====  =================================================================
-0x00     ID        r     0x50455A4F ("PEZO")
-0x04     VERSION   r     register-map version (1)
-0x08     STRATEGY  r     0 otf, 1 pregen, 2 gaussian
-0x0C     LANES     r     stream values per cycle
-0x10     CONTROL   cmd   bit 0 NEXT (next perturbation), bit 1 REWIND (back to its start),
-                         bit 2 RUN (consume COUNT vectors), bit 8 SIGN (with NEXT/REWIND: 1 = -eps)
-0x14     STATUS    r     bit 0 BUSY, bit 1 VALID (stream), bit 2 SIGN (current pass), bit 3 DONE
-0x18     COUNT     rw    vectors one RUN consumes
-0x1C     G         rw    projected gradient, signed Q16.16 (consumed by the engine; stored here)
-0x20     STEP      r     ZO steps begun (NEXT commands), wraps at 2^32
-0x24     CYCLES    r     clock cycles the last RUN was busy (COUNT plus otf alignment or pipeline refill)
-0x28     SUM       r     signed sum (mod 2^32) of every value consumed since the last NEXT/REWIND
-0x40+4i  RESULT_i  r     lane i of the last consumed vector, sign-extended (the engine: logit i)
-=======  ========  ====  =================================================================
+``register_map(config)`` is the map (``golden.regs.spec``: offsets placed by the builder, a doc line each;
+``boards.zcu102`` writes its C header with ``golden.regs.header.stream_header``). Byte offsets, 32-bit registers.
 
 Semantics: a CONTROL write acts on the stream in the cycle after the write handshake (priority
 NEXT > REWIND, as the stream's); NEXT and REWIND clear SUM and DONE; RUN (alone or with NEXT/REWIND)
@@ -32,60 +14,50 @@ the host is idle), so the model gives its bounds, not its value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from pezo.golden.config import PerturbConfig
+from pezo.golden.engine.ops import Strategy, codes
+from pezo.golden.regs.spec import RESP_OKAY, RESP_SLVERR, Field, Register, RegisterMap
 from pezo.golden.rng.perturb import PerturbationStream, stream_lanes, stream_latency
 
 HOST_ID = 0x50455A4F  # "PEZO"
 HOST_VERSION = 1
-STRATEGY_IDS = {"otf": 0, "pregen": 1, "gaussian": 2}
-CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN = 1 << 0, 1 << 1, 1 << 2, 1 << 8
-STATUS_BUSY, STATUS_VALID, STATUS_SIGN, STATUS_DONE = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+STRATEGY_IDS = codes(Strategy)
 RESULT_BASE = 0x40
-RESP_OKAY, RESP_SLVERR = 0, 2
-KINDS = ("r", "rw", "cmd")
-
-
-@dataclass(frozen=True)
-class Register:
-    """One 32-bit-aligned register: ``offset`` in bytes, ``kind`` r / rw / cmd, ``width`` 1..32 bits
-    (reads zero-extend, or sign-extend when ``signed``), ``init`` the reset value of an rw register."""
-
-    name: str
-    offset: int
-    kind: str
-    width: int = 32
-    signed: bool = False
-    init: int = 0
-
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"register kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if not 1 <= self.width <= 32:
-            raise ValueError(f"register width must be in 1..32, got {self.width}")
-        if self.offset % 4 or self.offset < 0:
-            raise ValueError(f"register offset must be a non-negative multiple of 4, got {self.offset:#x}")
+CONTROL_FIELDS = (
+    Field("NEXT", 0, doc="next perturbation"),
+    Field("REWIND", 1, doc="back to its start"),
+    Field("RUN", 2, doc="consume COUNT vectors"),
+    Field("SIGN", 8, doc="with NEXT/REWIND: 1 = -eps"),
+)
+STATUS_FIELDS = (
+    Field("BUSY", 0),
+    Field("VALID", 1, doc="the stream's"),
+    Field("SIGN", 2, doc="the current pass"),
+    Field("DONE", 3),
+)
+CONTROL_NEXT, CONTROL_REWIND, CONTROL_RUN, CONTROL_SIGN = (f.mask for f in CONTROL_FIELDS)
+STATUS_BUSY, STATUS_VALID, STATUS_SIGN, STATUS_DONE = (f.mask for f in STATUS_FIELDS)
 
 
 def register_map(config: PerturbConfig) -> tuple[Register, ...]:
-    lanes = stream_lanes(config)
-    return (
-        Register("ID", 0x00, "r"),
-        Register("VERSION", 0x04, "r"),
-        Register("STRATEGY", 0x08, "r", 2),
-        Register("LANES", 0x0C, "r", 11),
-        Register("CONTROL", 0x10, "cmd", 9),
-        Register("STATUS", 0x14, "r", 4),
-        Register("COUNT", 0x18, "rw"),
-        Register("G", 0x1C, "rw", signed=True),
-        Register("STEP", 0x20, "r"),
-        Register("CYCLES", 0x24, "r"),
-        Register("SUM", 0x28, "r", signed=True),
-        *(Register(f"RESULT_{i}", RESULT_BASE + 4 * i, "r", 16, signed=True) for i in range(lanes)),
-    )
+    """The stream host's registers for ``config`` (``LANES`` RESULT registers from ``RESULT_BASE``)."""
+    m = RegisterMap()
+    m.add("ID", "r", doc=f'0x{HOST_ID:08X} ("PEZO")')
+    m.add("VERSION", "r", doc=f"register-map version ({HOST_VERSION})")
+    m.add("STRATEGY", "r", 2, doc=", ".join(f"{int(s)} {s.name.lower()}" for s in Strategy))
+    m.add("LANES", "r", 11, doc="stream values per cycle")
+    m.add("CONTROL", "cmd", 9, doc="NEXT / REWIND / RUN, SIGN with NEXT/REWIND", fields=CONTROL_FIELDS)
+    m.add("STATUS", "r", 4, doc="BUSY, VALID (stream), SIGN (current pass), DONE", fields=STATUS_FIELDS)
+    m.add("COUNT", "rw", doc="vectors one RUN consumes")
+    m.add("G", "rw", signed=True, doc="projected gradient, signed Q16.16 (consumed by the engine; stored here)")
+    m.add("STEP", "r", doc="ZO steps begun (NEXT commands), wraps at 2^32")
+    m.add("CYCLES", "r", doc="clock cycles the last RUN was busy (COUNT plus otf alignment or pipeline refill)")
+    m.add("SUM", "r", signed=True, doc="signed sum (mod 2^32) of every value consumed since the last NEXT/REWIND")
+    m.skip_to(RESULT_BASE)
+    m.array("RESULT", stream_lanes(config), "r", 16, signed=True, doc="lane {i} of the last consumed vector")
+    return m.registers
 
 
 def addr_width(config: PerturbConfig) -> int:
