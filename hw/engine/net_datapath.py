@@ -1,7 +1,8 @@
-"""The network engine's datapath behind the controller (``hw.engine.net_engine``): the issue pipeline S1..S4 from the
-weight memory through the perturbation into the array's input registers (``stage_1``, ``issue_pipeline``), the bias
-memory (``bias_memory``) and the update pass (``update_pass``), each on the engine's Module in the order the engine
-always built them (the Verilog is unchanged)."""
+"""The network engine's datapath behind the controller (``hw.engine.net_engine``): the weight and activation reads
+(``activation_reads``), the issue pipeline S1..S4 from the weight memory through the perturbation into the array's
+input registers (``stage_1``, ``issue_pipeline``), the bias memory (``bias_memory``) and the update pass
+(``update_pass``), each on the engine's Module in the order the engine always built them (the Verilog is
+unchanged)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pezo.golden.engine.int8 import ACC_BITS
 from pezo.golden.engine.network import NET_UPDATE_LATENCY, NetConfig
 from pezo.golden.engine.zo_engine import ACTIVATION_READ_DELAY, OPERAND_STAGES, WEIGHT_STAGES
 from pezo.golden.rng.perturb import STREAM_BITS
-from pezo.hw.engine.bp_tail import tail_operands
+from pezo.hw.engine.bp_tail import hidden_slot, hidden_words, tail_operands
 from pezo.hw.engine.ebr import EbrRead
 from pezo.hw.engine.pe_array import (
     PERTURBATION_NEAR_BITS,
@@ -70,6 +71,34 @@ class Stage1:
     update1: Signal
     addr1: Signal
     w2: Signal
+
+
+def activation_reads(engine, m, cfg, stream, mem, queue, ctl):
+    """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
+    ``en``; the activation word ``ACTIVATION_READ_DELAY`` cycles later (address registered that many times:
+    layer 0 from the batch bank at the head of the queue, later layers from the hidden buffer), so that,
+    registered as read, it meets the clamped weight word at S4."""
+    T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.input_words
+    x_read, h_read, bp = mem.x_read, mem.h_read, ctl.bp
+    m.d.comb += stream.en.eq(ctl.wanting)
+    if bp is None:
+        m.d.comb += mem.w_read.addr.eq(Mux(engine.busy, ctl.word, engine.w_addr))
+    x_addr = Signal.like(x_read.addr)
+    tile, j = (ctl.tile, ctl.j) if bp is None else (Mux(bp.grad, bp.bt, ctl.tile), Mux(bp.grad, bp.bj, ctl.j))
+    x_word = j
+    if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
+        x_word = ctl.conv.walks[0]["addr"]
+    m.d.comb += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
+    m.d.comb += x_read.addr.eq(delayed(m, x_addr, ACTIVATION_READ_DELAY, "acts_x_addr"))
+    if L > 1:
+        h_addr = Signal.like(h_read.addr)
+        h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
+        if bp is None:
+            m.d.comb += h_addr.eq(scaled(~ctl.layer[0], hidden_words(cfg)) + h_word)
+        else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
+            layer = Mux(bp.grad, bp.l, ctl.layer)
+            m.d.comb += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
+        m.d.comb += h_read.addr.eq(delayed(m, h_addr, ACTIVATION_READ_DELAY, "acts_h_addr"))
 
 
 def stage_1(m, cfg, stream, ctl):

@@ -71,7 +71,6 @@ from pezo.golden.engine.int8 import ACC_BITS
 from pezo.golden.engine.loss import G_SHIFT_RANGE, LOSS_BITS, MARGIN_BITS
 from pezo.golden.engine.network import NET_FORWARD_LATENCY, NetConfig
 from pezo.golden.engine.zo_engine import (
-    ACTIVATION_READ_DELAY,
     FORWARD_LATENCY,
     G_BITS,
     OPERAND_STAGES,
@@ -93,14 +92,13 @@ from pezo.hw.engine.bp_tail import (
 from pezo.hw.engine.dsp import is_ecp5
 from pezo.hw.engine.ebr import INPUT_EBR_MIN_WORDS, ebr_memory
 from pezo.hw.engine.net_control import STEP_BITS, Control, NetController
-from pezo.hw.engine.net_datapath import Stage1, issue_pipeline, logit_row, tag_layout, update_pass
+from pezo.hw.engine.net_datapath import Stage1, activation_reads, issue_pipeline, logit_row, tag_layout, update_pass
 from pezo.hw.engine.net_loss import G_LATENCY, G_SHIFT_SPLIT, LOSS_LATENCY, g_unit, greater, loss_unit
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,
     ArrayShape,
     PEArray,
-    delayed,
     index_bits,
     int8_lanes,
     logit_read,
@@ -111,26 +109,10 @@ from pezo.hw.engine.pe_array import (
 )
 from pezo.hw.rng.perturb import PerturbationStream
 
-# moved into rooms of their own (hw.engine.net_control, net_datapath, net_loss), importable from here as before
-__all__ = [
-    "G_LATENCY",
-    "G_SHIFT_SPLIT",
-    "LOSS_LATENCY",
-    "OP_FORWARD_ZO",
-    "OP_INFER",
-    "OP_TRAIN",
-    "OP_UPDATE",
-    "STEP_BITS",
-    "W_READ_LATENCY",
-    "Control",
-    "NetEngine",
-    "Stage1",
-    "greater",
-    "logit_row",
-    "near_perturbation",
-    "perturbed_sum",
-    "tag_layout",
-]
+# the op codes and W_READ_LATENCY stay defined here; the rest moved into net_control, net_datapath and net_loss
+__all__ = ["OP_FORWARD_ZO", "OP_INFER", "OP_TRAIN", "OP_UPDATE", "W_READ_LATENCY", "NetEngine", "near_perturbation"]
+__all__ += ["G_LATENCY", "G_SHIFT_SPLIT", "LOSS_LATENCY", "STEP_BITS", "Control", "Stage1", "greater", "logit_row"]
+__all__ += ["perturbed_sum", "tag_layout"]
 
 OP_FORWARD_ZO, OP_UPDATE, OP_INFER, OP_TRAIN = 0, 1, 2, 3
 W_READ_LATENCY = 2
@@ -332,31 +314,8 @@ class NetEngine(ConfigComponent):
         return controller.control()
 
     def _elaborate_reads(self, m, cfg, stream, mem, queue, ctl):
-        """The reads: the weight word at the issue (S0; the host's ``w_addr`` while idle) with the stream's
-        ``en``; the activation word ``ACTIVATION_READ_DELAY`` cycles later (address registered that many times:
-        layer 0 from the batch bank at the head of the queue, later layers from the hidden buffer), so that,
-        registered as read, it meets the clamped weight word at S4."""
-        T, L, J0 = cfg.array.tiles, len(cfg.layers), cfg.input_words
-        x_read, h_read, bp = mem.x_read, mem.h_read, ctl.bp
-        m.d.comb += stream.en.eq(ctl.wanting)
-        if bp is None:
-            m.d.comb += mem.w_read.addr.eq(Mux(self.busy, ctl.word, self.w_addr))
-        x_addr = Signal.like(x_read.addr)
-        tile, j = (ctl.tile, ctl.j) if bp is None else (Mux(bp.grad, bp.bt, ctl.tile), Mux(bp.grad, bp.bj, ctl.j))
-        x_word = j
-        if ctl.conv is not None and 0 in ctl.conv.walks:  # a conv layer 0: the patch word of the im2col'd example
-            x_word = ctl.conv.walks[0]["addr"]
-        m.d.comb += x_addr.eq(scaled(scaled(queue.rp, T) + tile, J0) + x_word)
-        m.d.comb += x_read.addr.eq(delayed(m, x_addr, ACTIVATION_READ_DELAY, "acts_x_addr"))
-        if L > 1:
-            h_addr = Signal.like(h_read.addr)
-            h_word = j if ctl.conv is None else Mux(ctl.conv.active, ctl.conv.addr, j)  # a conv layer's patch word
-            if bp is None:
-                m.d.comb += h_addr.eq(scaled(~ctl.layer[0], hidden_words(cfg)) + h_word)
-            else:  # the forward's input slot, or the gradient pass's input block (layer l's input, tile t)
-                layer = Mux(bp.grad, bp.l, ctl.layer)
-                m.d.comb += h_addr.eq(hidden_slot(cfg, tile, (layer - 1)[: len(ctl.layer)]) + h_word)
-            m.d.comb += h_read.addr.eq(delayed(m, h_addr, ACTIVATION_READ_DELAY, "acts_h_addr"))
+        """The weight and activation reads (``hw.engine.net_datapath.activation_reads``)."""
+        activation_reads(self, m, cfg, stream, mem, queue, ctl)
 
     def _elaborate_issue_pipeline(self, m, cfg, stream, pe, mem, ctl):
         """S1..S4 (``hw.engine.net_datapath.issue_pipeline``). Returns ``Stage1``."""
