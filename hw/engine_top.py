@@ -66,6 +66,50 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
+def _beat_fields(bmap: BoardMap, addr):
+    """The slices of a beat's byte address."""
+    C = bmap.config.array.cols
+    chunks, slot_bits, xs = C // BEAT_BYTES, bmap.slot_bits, _log2(bmap.x_stride)
+    window, off = addr[slot_bits : slot_bits + 3], addr[:slot_bits]
+    x_k = off[:xs]
+    return SimpleNamespace(
+        window=window,
+        w_word=off[_log2(C) :],
+        w_chunk=off[3 : _log2(C)] if chunks > 1 else Const(0, 1),
+        x_example=off[xs:],
+        x_k=x_k,
+        x_word=x_k[_log2(C) :],
+        x_chunk=x_k[3 : _log2(C)] if chunks > 1 else Const(0, 1),
+        entry=off[3:],
+    )
+
+
+def _beat_checks(bmap: BoardMap, addr, wdata, strb):
+    """The beat's window flags, chunk, commit and range/strobe check."""
+    cfg = bmap.config
+    B, O, chunks = cfg.array.batch, cfg.outputs, cfg.array.cols // BEAT_BYTES
+    has_bias, win = bmap.has_bias, {name: i for i, name in enumerate(WINDOW_NAMES)}
+    f = _beat_fields(bmap, addr)
+    is_w, is_x = f.window == win["weights"], f.window == win["x"]
+    is_y, is_b = f.window == win["labels"], f.window == win["biases"]
+    chunk = Mux(is_x, f.x_chunk, f.w_chunk)
+    ok = Mux(
+        is_w,
+        f.w_word < cfg.memory_words,
+        Mux(
+            is_x,
+            (f.x_example < B) & (f.x_k < bmap.x_bytes),
+            Mux(
+                is_y,
+                (f.entry < B) & (wdata[:8] < O) & strb[0],
+                Mux(is_b, (f.entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0),
+            ),
+        ),
+    )
+    commit = (chunk == chunks - 1) & strb[BEAT_BYTES - 1]
+    return [Cat(is_w, is_x, is_y, is_b), chunk, commit, ok]
+
+
 class EngineTop(ConfigComponent):
     """Ports ``s_axil`` (``In(AXI4LiteSignature(12))``), ``s_axi`` (``In(AXI4Signature(addr_width, 16))``),
     ``irq`` (Out 1) and ``leds`` (Out 8: BUSY, DONE, LOAD_READY, ERROR, IRQ, STEPS_DONE[2:0]); map and
@@ -87,18 +131,19 @@ class EngineTop(ConfigComponent):
         m = Module()
         cfg = self.config
         bmap = BoardMap(cfg)
-        C, B, O = cfg.array.cols, cfg.array.batch, cfg.outputs
-        chunks = C // BEAT_BYTES
-        has_bias = bmap.has_bias
         m.submodules.engine = eng = NetEngine(cfg)
         m.submodules.regs = regs = AXI4LiteRegisters(bmap.registers, REGISTER_ADDR_BITS)
         m.submodules.axi = axi = AXI4Slave(bmap.addr_width, READ_LATENCY, ID_BITS)
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
         wiring.connect(m, wiring.flipped(self.s_axi), axi.s_axi)
-        slot_bits = bmap.slot_bits
-        win = {name: i for i, name in enumerate(WINDOW_NAMES)}
+        self._control(m, cfg, eng, regs)
+        f, is_w, error = self._write_path(m, bmap, eng, axi, regs.CONTROL)
+        self._read_path(m, platform, bmap, eng, axi, f, is_w)
+        self._status(m, bmap, eng, regs, error)
+        return m
 
-        # -- control registers -> engine --------------------------------------------------------------
+    def _control(self, m, cfg, eng, regs):
+        """Control registers -> engine."""
         ctrl = regs.CONTROL
         m.d.comb += [
             eng.start.eq(ctrl[CONTROL_BITS["START"]]),
@@ -117,53 +162,22 @@ class EngineTop(ConfigComponent):
         if cfg.backprop:
             m.d.comb += [eng.split.eq(regs.SPLIT), eng.bp_bits.eq(regs.BP_BITS), regs.BP_CYCLES.eq(eng.bp_cycles)]
 
-        # -- write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports ----
-        # The beat's checks (window, range, strobes, the chunk) are decoded one stage early, from the address
-        # the front end registers next (``wr_addr_next``) and the bus's data and strobes (which it registers
-        # every cycle), into S1 registers beside the beat's: the same values, and the assembly's enable starts
-        # at flip-flops (the wr_addr -> decode -> asm enable path limited the digits-mlp trainer top on ECP5).
-        xs = _log2(bmap.x_stride)
-
-        def fields(addr):  # the slices of a beat's byte address
-            window, off = addr[slot_bits : slot_bits + 3], addr[:slot_bits]
-            x_k = off[:xs]
-            return SimpleNamespace(
-                window=window,
-                w_word=off[_log2(C) :],
-                w_chunk=off[3 : _log2(C)] if chunks > 1 else Const(0, 1),
-                x_example=off[xs:],
-                x_k=x_k,
-                x_word=x_k[_log2(C) :],
-                x_chunk=x_k[3 : _log2(C)] if chunks > 1 else Const(0, 1),
-                entry=off[3:],
-            )
-
-        def checks(addr, wdata, strb):  # the beat's window flags, chunk, commit and range/strobe check
-            f = fields(addr)
-            is_w, is_x = f.window == win["weights"], f.window == win["x"]
-            is_y, is_b = f.window == win["labels"], f.window == win["biases"]
-            chunk = Mux(is_x, f.x_chunk, f.w_chunk)
-            ok = Mux(
-                is_w,
-                f.w_word < cfg.memory_words,
-                Mux(
-                    is_x,
-                    (f.x_example < B) & (f.x_k < bmap.x_bytes),
-                    Mux(
-                        is_y,
-                        (f.entry < B) & (wdata[:8] < O) & strb[0],
-                        Mux(is_b, (f.entry < cfg.total_outputs) & (strb[:4] == 0xF) if has_bias else 0, 0),
-                    ),
-                ),
-            )
-            commit = (chunk == chunks - 1) & strb[BEAT_BYTES - 1]
-            return [Cat(is_w, is_x, is_y, is_b), chunk, commit, ok]
-
+    def _write_path(self, m, bmap, eng, axi, ctrl):
+        """The write path: S1 (the front end's beat registers) -> decode + merge -> S2 -> engine ports. The beat's
+        checks (window, range, strobes, the chunk) are decoded one stage early, from the address the front end
+        registers next (``wr_addr_next``) and the bus's data and strobes (which it registers every cycle), into S1
+        registers beside the beat's: the same values, and the assembly's enable starts at flip-flops (the wr_addr ->
+        decode -> asm enable path limited the digits-mlp trainer top on ECP5). Returns the beat's fields (S1), its
+        weights flag and the sticky error."""
+        cfg = bmap.config
+        C, B, O = cfg.array.cols, cfg.array.batch, cfg.outputs
+        chunks = C // BEAT_BYTES
+        has_bias = bmap.has_bias
         s1_kind, s1_chunk, s1_commit, s1_ok = Signal(4), Signal(max(1, _log2(chunks))), Signal(), Signal()
         m.d.sync += Cat(s1_kind, s1_chunk, s1_commit, s1_ok).eq(
-            Cat(*checks(axi.wr_addr_next, self.s_axi.wdata, self.s_axi.wstrb))
+            Cat(*_beat_checks(bmap, axi.wr_addr_next, self.s_axi.wdata, self.s_axi.wstrb))
         )
-        f = fields(axi.wr_addr)
+        f = _beat_fields(bmap, axi.wr_addr)
         strb, wdata = axi.wr_strb, axi.wr_data
         is_w, is_x, is_y, is_b = s1_kind
         asm = Signal(data.ArrayLayout(8, C))  # bytes of the word being assembled (weights or x)
@@ -216,8 +230,15 @@ class EngineTop(ConfigComponent):
         ]
         if has_bias:
             m.d.comb += [eng.b_addr.eq(s2_out), eng.b_wdata.eq(s2_bias), eng.b_we.eq(s2_kind[3])]
+        return f, is_w, error
 
-        # -- read path: R0 (the front end's request registers) -> engine read ports -> aligned answer ---
+    def _read_path(self, m, platform, bmap, eng, axi, f, is_w):
+        """The read path: R0 (the front end's request registers) -> engine read ports -> aligned answer."""
+        cfg = bmap.config
+        C, B, O = cfg.array.cols, cfg.array.batch, cfg.outputs
+        chunks = C // BEAT_BYTES
+        slot_bits = bmap.slot_bits
+        win = {name: i for i, name in enumerate(WINDOW_NAMES)}
         raddr = axi.rd_addr
         r_window, r_off = raddr[slot_bits : slot_bits + 3], raddr[:slot_bits]
         r_word, r_chunk = r_off[_log2(C) :], r_off[3 : _log2(C)] if chunks > 1 else Const(0, 1)
@@ -242,7 +263,7 @@ class EngineTop(ConfigComponent):
         # read request (taken from ``rd_addr_next``, so it equals ``r_word``), so the memory's address starts at a
         # flip-flop (the rd_addr -> mux -> weight DP16KD address path limited the rt-mlp trainer top on ECP5)
         host_w_addr = Signal.like(eng.w_addr, name="host_w_addr")
-        m.d.sync += host_w_addr.eq(Mux(axi.wr_valid & is_w, f.w_word, fields(axi.rd_addr_next).w_word))
+        m.d.sync += host_w_addr.eq(Mux(axi.wr_valid & is_w, f.w_word, _beat_fields(bmap, axi.rd_addr_next).w_word))
         m.d.comb += eng.w_addr.eq(host_w_addr)
         m.d.comb += [
             eng.logit_bank.eq(l_bank),
@@ -299,7 +320,9 @@ class EngineTop(ConfigComponent):
         m.d.sync += [answer.eq(Mux(kind_t[L - 1] == 1, logit_word, delayed)), answer_err.eq(kind_t[L - 1] == 3)]
         m.d.comb += [axi.rd_data.eq(answer), axi.rd_err.eq(answer_err)]
 
-        # -- status, interrupts, identification ----------------------------------------------------------
+    def _status(self, m, bmap, eng, regs, error):
+        """Status, interrupts, identification."""
+        ctrl = regs.CONTROL
         done_prev, pending, irq_enable = Signal(), Signal(2), regs.IRQ_ENABLE
         m.d.sync += done_prev.eq(eng.done)
         set_bits = Cat(eng.done & ~done_prev, eng.step_done)
@@ -336,7 +359,6 @@ class EngineTop(ConfigComponent):
             regs.WAIT_CYCLES.eq(eng.wait_cycles),
         ]
         m.d.comb += self.leds.eq(Cat(eng.busy, eng.done, eng.load_ready, error, self.irq, eng.steps_done[:3]))
-        return m
 
 
 def _sext(value, bits: int):

@@ -177,6 +177,67 @@ def power_proxy(
     if use_cache and saif is None and path.exists():
         return {**json.loads(path.read_text()), "cached": True}
 
+    res, activity, net, timing = _measure(config, unit, verilog, top, stimulus, resources, saif, saif_instance_path)
+    cycles = len(stimulus)
+    if activity.edges is not None and activity.edges != cycles:
+        raise RuntimeError(f"the VCD window holds {activity.edges} clock edges, expected {cycles}")
+    joined = match_activity(activity, net)
+    if joined["unmatched"]:
+        warnings.warn(
+            f"{len(joined['unmatched'])} VCD nets of {top} are not in the Yosys netlist (not "
+            f"counted): {', '.join(joined['unmatched'][:10])}",
+            stacklevel=2,
+        )
+    counts = _class_counts(joined, net, cycles)
+    bram = _bram_reads(joined, net, cycles, res)
+    dsp_rates = [joined["bits"][b][0] / cycles for b in net.dsp_bits if b in joined["bits"]]
+    dsp_active = min(1.0, max(dsp_rates)) if dsp_rates else 1.0
+    per_cycle, rate = counts["toggles_per_cycle"], counts["toggle_rate"]
+    terms = {
+        "LUT": W_LUT * per_cycle["LUT"],
+        "FF": W_FF * per_cycle["FF"],
+        "clock": W_CLK * res["FF"],
+        "BRAM_read": W_BRAM_READ * bram["reads_per_cycle"],
+        "BRAM_data": W_BRAM_DATA * per_cycle["BRAM"],
+        "DSP": W_DSP * res["DSP"] * dsp_active,
+    }
+    scaled = dict(terms, LUT=W_LUT * rate["LUT"] * res["LUT"], FF=W_FF * rate["FF"] * res["FF"])
+    lanes = stream_lanes(config)
+    values = 3 * steps * -(-config.perturb_dim // lanes) * lanes  # delivered, last vector's padding included
+    result = {
+        "strategy": config.strategy,
+        "unit": unit,
+        "config": config.to_dict(),
+        "steps": steps,
+        "cycles": cycles,
+        **counts,
+        "synth": res,
+        "bram": bram,
+        "dsp_active": dsp_active if res["DSP"] else 0.0,
+        "unmatched_nets": joined["unmatched"],
+        "alias_mismatches": joined["alias_mismatches"],
+        "classified_fraction": joined["classified_fraction"],
+        "weights": dict(WEIGHTS),
+        "terms": terms,
+        "activity_proxy": sum(terms.values()),
+        "activity_proxy_synth_scaled": sum(scaled.values()),
+        "values": values,
+        "activity_per_value": sum(terms.values()) * cycles / values,
+        "activity_per_value_synth_scaled": sum(scaled.values()) * cycles / values,
+        "units": "activity units per clock cycle (1 = one LUT-output-net toggle)",
+        "note": NOTE,
+        "timing": timing,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result, indent=2))
+    os.replace(tmp, path)
+    return {**result, "cached": False}
+
+
+def _measure(config, unit, verilog, top, stimulus, resources, saif, saif_instance_path):
+    """The synthesised counts (or ``resources``), the run's activity (and its SAIF, if ``saif``) and the netlist,
+    with the seconds each took: ``(resources, activity, netlist, timing)``."""
     timing = {}
     clock = time.perf_counter()
     res = dict(resources) if resources is not None else _resources(config, unit)
@@ -193,17 +254,12 @@ def power_proxy(
         timing["classify_s"] = time.perf_counter() - clock
         if saif is not None:
             write_saif(activity, saif, activity.duration_ps, saif_instance_path, design=top)
+    return res, activity, net, timing
 
-    cycles = len(stimulus)
-    if activity.edges is not None and activity.edges != cycles:
-        raise RuntimeError(f"the VCD window holds {activity.edges} clock edges, expected {cycles}")
-    joined = match_activity(activity, net)
-    if joined["unmatched"]:
-        warnings.warn(
-            f"{len(joined['unmatched'])} VCD nets of {top} are not in the Yosys netlist (not "
-            f"counted): {', '.join(joined['unmatched'][:10])}",
-            stacklevel=2,
-        )
+
+def _class_counts(joined: dict, net: Netlist, cycles: int) -> dict:
+    """Per class: the toggles, toggles per cycle, toggle rate (per bit and cycle), the visible bits (``nets``) and
+    the driven bits no VCD name shows (``invisible_bits``), under the result's keys and in its order."""
     toggles = {c: 0 for c in CLASSES}
     bit_counts: dict[str, int] = {}
     for bit, (count, _) in joined["bits"].items():
@@ -215,6 +271,18 @@ def power_proxy(
     invisible = {c: driven[c] - bit_counts.get(c, 0) for c in CLASSES}
     per_cycle = {c: toggles[c] / cycles for c in CLASSES}
     rate = {c: toggles[c] / (bit_counts[c] * cycles) if bit_counts.get(c) else 0.0 for c in CLASSES}
+    return {
+        "toggles": toggles,
+        "toggles_per_cycle": per_cycle,
+        "toggle_rate": rate,
+        "nets": {c: bit_counts.get(c, 0) for c in (*CLASSES, "input", "const")},
+        "invisible_bits": invisible,
+    }
+
+
+def _bram_reads(joined: dict, net: Netlist, cycles: int, res: dict) -> dict:
+    """The result's ``bram``: the memories, the mean read enable of the block memories' read ports (sampled at the
+    clock edges), the enabled BRAM primitive reads per cycle and the ports whose enable no VCD name shows."""
 
     def enable_rate(port) -> float | None:
         """Share of clock edges with the port's read enable active (sampled as the BRAM sees it)."""
@@ -237,64 +305,18 @@ def power_proxy(
                 r = 1.0
             port_rates.append(r)
     mean_enable = sum(port_rates) / len(port_rates) if port_rates else 0.0
-    bram_reads = res["BRAM"] * mean_enable
-    dsp_rates = [joined["bits"][b][0] / cycles for b in net.dsp_bits if b in joined["bits"]]
-    dsp_active = min(1.0, max(dsp_rates)) if dsp_rates else 1.0
-    terms = {
-        "LUT": W_LUT * per_cycle["LUT"],
-        "FF": W_FF * per_cycle["FF"],
-        "clock": W_CLK * res["FF"],
-        "BRAM_read": W_BRAM_READ * bram_reads,
-        "BRAM_data": W_BRAM_DATA * per_cycle["BRAM"],
-        "DSP": W_DSP * res["DSP"] * dsp_active,
+    return {
+        "memories": [
+            {
+                "name": m["name"],
+                "block": m["block"],
+                "width": m["width"],
+                "depth": m["depth"],
+                "read_ports": len(m["read_ports"]),
+            }
+            for m in net.memories
+        ],
+        "mean_read_enable": mean_enable,
+        "reads_per_cycle": res["BRAM"] * mean_enable,
+        "unknown_enables": unknown_enables,
     }
-    scaled = dict(terms, LUT=W_LUT * rate["LUT"] * res["LUT"], FF=W_FF * rate["FF"] * res["FF"])
-    lanes = stream_lanes(config)
-    values = 3 * steps * -(-config.perturb_dim // lanes) * lanes  # delivered, last vector's padding included
-    result = {
-        "strategy": config.strategy,
-        "unit": unit,
-        "config": config.to_dict(),
-        "steps": steps,
-        "cycles": cycles,
-        "toggles": toggles,
-        "toggles_per_cycle": per_cycle,
-        "toggle_rate": rate,
-        "nets": {c: bit_counts.get(c, 0) for c in (*CLASSES, "input", "const")},
-        "invisible_bits": invisible,
-        "synth": res,
-        "bram": {
-            "memories": [
-                {
-                    "name": m["name"],
-                    "block": m["block"],
-                    "width": m["width"],
-                    "depth": m["depth"],
-                    "read_ports": len(m["read_ports"]),
-                }
-                for m in net.memories
-            ],
-            "mean_read_enable": mean_enable,
-            "reads_per_cycle": bram_reads,
-            "unknown_enables": unknown_enables,
-        },
-        "dsp_active": dsp_active if res["DSP"] else 0.0,
-        "unmatched_nets": joined["unmatched"],
-        "alias_mismatches": joined["alias_mismatches"],
-        "classified_fraction": joined["classified_fraction"],
-        "weights": dict(WEIGHTS),
-        "terms": terms,
-        "activity_proxy": sum(terms.values()),
-        "activity_proxy_synth_scaled": sum(scaled.values()),
-        "values": values,
-        "activity_per_value": sum(terms.values()) * cycles / values,
-        "activity_per_value_synth_scaled": sum(scaled.values()) * cycles / values,
-        "units": "activity units per clock cycle (1 = one LUT-output-net toggle)",
-        "note": NOTE,
-        "timing": timing,
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result, indent=2))
-    os.replace(tmp, path)
-    return {**result, "cached": False}
