@@ -20,7 +20,7 @@ from amaranth.lib import io
 from pezo.boards.ulx3s import BOARD, CLOCK_HZ, run_flow
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.regs.engine import BoardMap
-from pezo.golden.uart_link import REGIONS, region_base
+from pezo.golden.regs.uart_link import REGIONS, region_base
 from pezo.hw.uart_top import UartEngineTop, check_capacity
 
 DEFAULT_BAUD = 115_200

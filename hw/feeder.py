@@ -1,4 +1,4 @@
-"""The on-chip feeder (twin of ``golden.uart_link.feed_indices``): a master of the ULX3S trainer's internal bus
+"""The on-chip feeder (twin of ``golden.regs.uart_link.feed_indices``): a master of the ULX3S trainer's internal bus
 that copies batches from the data memory into the engine top's free bank through the same x / labels windows
 and PUSH the host uses, so TRAIN(S) cycles batches with no host access.
 
@@ -17,7 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.regs.engine import CONTROL_BITS, STATUS_BITS, BoardMap
-from pezo.golden.uart_link import region_base
+from pezo.golden.regs.uart_link import region_base
 from pezo.hw.link_bus import LinkBusSignature
 
 COUNT_BITS = 16

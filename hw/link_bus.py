@@ -1,6 +1,6 @@
 """The ULX3S trainer's internal bus (``LinkBusSignature``) and its two ends: ``LinkArbiter`` (two masters, the
 UART bridge and the feeder, take turns per access) and ``LinkInterconnect`` (one access at a time to the
-regions of ``golden.uart_link``: AXI4-Lite masters on the engine top's and the feeder's register files, an
+regions of ``golden.regs.uart_link``: AXI4-Lite masters on the engine top's and the feeder's register files, an
 AXI4 single-beat master on the engine top's windows, the data memories directly).
 
 Protocol: a master raises ``req`` with ``addr`` (byte address), ``we``, ``wdata`` / ``wstrb`` (64-bit, byte lane i
@@ -16,7 +16,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pezo.golden.regs.spec import RESP_OKAY
-from pezo.golden.uart_link import REGION_SHIFT, REGIONS
+from pezo.golden.regs.uart_link import REGION_SHIFT, REGIONS
 from pezo.hw.axi4 import BURST_INCR, AXI4Signature
 from pezo.hw.axil import AXI4LiteSignature
 

@@ -1,4 +1,4 @@
-"""The UARTBone bridge (twin of ``golden.uart_link``'s framing): UART frames in, accesses on a
+"""The UARTBone bridge (twin of ``golden.regs.uart_link``'s framing): UART frames in, accesses on a
 ``hw.link_bus.LinkBusSignature`` bus out, read answers back on the UART.
 
 One frame at a time: a write frame's words become bus writes as they arrive (a low half followed in the same
@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pezo.golden.uart_link import (
+from pezo.golden.regs.uart_link import (
     CMD_READ_FIXED,
     CMD_WRITE,
     CMD_WRITE_FIXED,

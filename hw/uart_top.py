@@ -1,4 +1,4 @@
-"""The trainer behind a UART (twin of ``golden.uart_link``): ``hw.engine_top.EngineTop`` -- the same register file
+"""The trainer behind a UART (twin of ``golden.regs.uart_link``): ``hw.engine_top.EngineTop`` -- the same register file
 and windows the ZCU102's AXI ports reach -- mastered through ``hw.link_bus`` by the UARTBone bridge
 (``hw.uart_bridge``) and the on-chip feeder (``hw.feeder``), with the data memory (``capacity`` examples of
 inputs and labels) the host loads once.
@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from pezo.golden.engine.network import NetConfig
 from pezo.golden.regs.engine import BoardMap
-from pezo.golden.uart_link import FEED_CONTROL_BITS, FEED_STATUS_BITS, feeder_registers
+from pezo.golden.regs.uart_link import FEED_CONTROL_BITS, FEED_STATUS_BITS, feeder_registers
 from pezo.hw.axil import AXI4LiteRegisters
 from pezo.hw.engine_top import ID_BITS, EngineTop
 from pezo.hw.feeder import COUNT_BITS, DataFeeder

@@ -2,7 +2,7 @@
 (``pezo.driver.engine.EngineDriver`` over ``pezo.driver.uart_bus.UartBus``) talks UARTBone through cocotbext-uart
 on the ``rx`` / ``tx`` pins: identity, weights written and read back, the training set loaded into the data
 memory, one TRAIN of ``PEZO_STEPS`` steps fed on chip (``pezo.driver.on_chip``), then the step log and the final
-weights against golden (``golden.engine.network.NetEngine`` on ``golden.uart_link.feed_indices``' batches).
+weights against golden (``golden.engine.network.NetEngine`` on ``golden.regs.uart_link.feed_indices``' batches).
 
 Environment: ``PEZO_NET`` (``NetConfig`` JSON), ``PEZO_LOSS`` (``LossConfig`` JSON), ``PEZO_ENGINE_DATA`` (npz:
 xs [n, inputs], labels [n], weights), ``PEZO_STEPS``, ``PEZO_START``, ``PEZO_DIVISOR``, ``PEZO_RESULT``,

@@ -1,8 +1,8 @@
-"""Training from the ULX3S trainer's on-chip data memory (``hw.feeder``, ``golden.uart_link``): the host loads
+"""Training from the ULX3S trainer's on-chip data memory (``hw.feeder``, ``golden.regs.uart_link``): the host loads
 the training set once, then each TRAIN(S) runs S steps on batches the feeder copies from it -- the host only
 starts the job, waits for DONE and reads the step log and the weights.
 
-Batch k of a job started at example ``start`` holds ``golden.uart_link.feed_indices(start, examples, batch,
+Batch k of a job started at example ``start`` holds ``golden.regs.uart_link.feed_indices(start, examples, batch,
 steps)[k]``; ``golden_order`` gives those batches so golden can run the same steps.
 """
 
@@ -16,7 +16,7 @@ from pezo.driver.engine import BusError, EngineDriver
 from pezo.golden.engine.loss import LossConfig
 from pezo.golden.engine.network import batch_words
 from pezo.golden.regs.engine import STEP_LOG_DEPTH
-from pezo.golden.uart_link import FEED_CONTROL_BITS, bytes_to_words, feed_indices, feeder_register, region_base
+from pezo.golden.regs.uart_link import FEED_CONTROL_BITS, bytes_to_words, feed_indices, feeder_register, region_base
 
 MAX_POLLS = 1 << 20
 

@@ -1,4 +1,4 @@
-"""The driver's third transport: the ULX3S trainer's UART (UARTBone frames, ``golden.uart_link``), with the async
+"""The driver's third transport: the ULX3S trainer's UART (UARTBone frames, ``golden.regs.uart_link``), with the async
 methods ``pezo.driver.engine`` expects. The frames go over a ``link`` with ``async write(data: bytes)`` and
 ``async read(n) -> bytes``: ``SerialLink`` (pyserial, the board's FTDI port) or the co-simulation's
 ``pezo.sim.uart_link.CocotbUartLink``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from pezo.golden.regs.spec import RESP_OKAY
-from pezo.golden.uart_link import (
+from pezo.golden.regs.uart_link import (
     bytes_to_words,
     decode_answer,
     encode_read,

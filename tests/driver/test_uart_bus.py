@@ -1,4 +1,4 @@
-"""The UART transport (``pezo.driver.uart_bus``) against a Python stand-in for the bridge (``golden.uart_link``'s
+"""The UART transport (``pezo.driver.uart_bus``) against a Python stand-in for the bridge (``golden.regs.uart_link``'s
 frames on a word-addressed memory) -- NOT the RTL (``tests/sim/test_uart_board.py`` runs that): the frames, their
 regions and splits, the driver's byte layouts through it; ``python -m pezo.driver --uart`` on a loopback port."""
 
@@ -13,7 +13,7 @@ from pezo.driver.engine import EngineDriver
 from pezo.driver.uart_bus import FRAME_WORDS, UartBus
 from pezo.golden.engine.nets import net_config
 from pezo.golden.regs.engine import BoardMap
-from pezo.golden.uart_link import CMD_READ, CMD_WRITE, decode_frame, region_base
+from pezo.golden.regs.uart_link import CMD_READ, CMD_WRITE, decode_frame, region_base
 
 CONFIG = net_config("digits-mlp", batch=16)
 

@@ -1,9 +1,9 @@
-"""golden.uart_link: the UARTBone framing (LiteX's comm_uart byte layout), the address map, the feeder order."""
+"""golden.regs.uart_link: the UARTBone framing (LiteX's comm_uart byte layout), the address map, the feeder order."""
 
 import numpy as np
 import pytest
 
-from pezo.golden import uart_link as ul
+from pezo.golden.regs import uart_link as ul
 
 
 def test_frames_have_litex_uartbone_layout():

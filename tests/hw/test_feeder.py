@@ -1,5 +1,5 @@
 """The ULX3S trainer's feeder (``hw.feeder.DataFeeder``) in the Amaranth simulator against a Python model of its bus
-(``golden.uart_link``'s regions): it copies each example's ``BoardMap.x_bytes`` from the data memory -- the inputs
+(``golden.regs.uart_link``'s regions): it copies each example's ``BoardMap.x_bytes`` from the data memory -- the inputs
 of a dense net, the im2col'd patches the host loaded for a conv layer 0 -- into the x window, the labels, then
 PUSH, in ``feed_indices`` order; so the x window holds ``batch_words`` of each batch, as the host driver writes it."""
 
@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 from pezo.golden.engine.nets import net_config
 from pezo.golden.engine.network import batch_words
 from pezo.golden.regs.engine import CONTROL_BITS, STATUS_BITS, BoardMap
-from pezo.golden.uart_link import REGION_SHIFT, feed_indices, region_base
+from pezo.golden.regs.uart_link import REGION_SHIFT, feed_indices, region_base
 from pezo.hw.feeder import DataFeeder
 
 

@@ -1,7 +1,7 @@
-"""hw.uart_bridge on Amaranth's simulator: UARTBone frames (golden.uart_link) in on rx, bus accesses out, read
+"""hw.uart_bridge on Amaranth's simulator: UARTBone frames (golden.regs.uart_link) in on rx, bus accesses out, read
 answers back on tx; 64-bit regions get whole beats, junk bytes are dropped, a stalled frame times out."""
 
-from pezo.golden.uart_link import RX_TIMEOUT_BITS, decode_answer, encode_read, encode_write, region_base
+from pezo.golden.regs.uart_link import RX_TIMEOUT_BITS, decode_answer, encode_read, encode_write, region_base
 from pezo.hw.uart_bridge import UARTBridge
 from pezo.sim.amaranth_sim import simulate
 
