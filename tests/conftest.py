@@ -91,3 +91,17 @@ def _x_power_mod(exponent, poly, degree):
         base = mulmod(base, base)
         exponent >>= 1
     return result
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """all-MiniLM-L6-v2 (``golden.lm.minilm.load_minilm``); skipped without its package, failed with
+    ``PEZO_REQUIRE_MODEL`` set (CI)."""
+    from pezo.golden.lm.minilm import ModelPackageMissing, load_minilm
+
+    try:
+        return load_minilm()
+    except ModelPackageMissing as exc:
+        if os.environ.get("PEZO_REQUIRE_MODEL"):
+            pytest.fail(f"{exc} (PEZO_REQUIRE_MODEL is set)")
+        pytest.skip(f"MiniLM model package not installed: {exc}")

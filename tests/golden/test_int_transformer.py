@@ -3,7 +3,6 @@ bound, the edges (masking, rails, rounding ties), the layer's config errors, det
 and MiniLM's layer 6 quantised (a few texts; the full fidelity is benchmarks/bench_int_transformer.py)."""
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -311,18 +310,6 @@ TEXTS = (
     "The performances are strong but the story never comes together.",
     "One of the year's best.",
 )
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    from pezo.golden.lm.minilm import ModelPackageMissing, load_minilm
-
-    try:
-        return load_minilm()
-    except ModelPackageMissing as exc:
-        if os.environ.get("PEZO_REQUIRE_MODEL"):
-            pytest.fail(f"{exc} (PEZO_REQUIRE_MODEL is set)")
-        pytest.skip(f"MiniLM model package not installed: {exc}")
 
 
 def test_minilm_layer6_quantised_tracks_the_float_layer(minilm):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 
 from pezo.golden.lm import jit, minilm
-from pezo.golden.lm.minilm import INSTALL_HINT, HiddenCache, MiniLM, ModelPackageMissing, load_minilm, model_dir
+from pezo.golden.lm.minilm import INSTALL_HINT, HiddenCache, MiniLM, ModelPackageMissing, model_dir
 
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "minilm" / "reference.npz"
 TEXTS = (
@@ -24,13 +23,8 @@ TEXTS = (
 
 
 @pytest.fixture(scope="module")
-def model() -> MiniLM:
-    try:
-        return load_minilm()
-    except ModelPackageMissing as exc:
-        if os.environ.get("PEZO_REQUIRE_MODEL"):
-            pytest.fail(f"{exc} (PEZO_REQUIRE_MODEL is set)")
-        pytest.skip(f"MiniLM model package not installed: {exc}")
+def model(minilm) -> MiniLM:
+    return minilm
 
 
 @pytest.fixture(scope="module")
