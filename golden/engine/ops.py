@@ -1,5 +1,6 @@
-"""The engines' command codes as ``IntEnum``s: what the OP, G_MODE and STRATEGY registers (``golden.regs``) hold and
-what hw compares against. ``int(member)`` is the register value; ``codes(enum)`` the lower-case name -> value dict."""
+"""The engines' command codes as ``IntEnum`` classes: what the OP, G_MODE and STRATEGY registers (``golden.regs``)
+hold and what hw compares against. ``int(member)`` is the register value;
+``codes(enum)`` the lower-case name -> value dict."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ RESP_OKAY, RESP_SLVERR = 0, 2
 
 @dataclass(frozen=True)
 class Field:
-    """Bits ``bit .. bit + width - 1`` of a register, named, with a doc line."""
+    """Bits ``bit`` to ``bit + width - 1`` of a register, named, with a doc line."""
 
     name: str
     bit: int

@@ -16,10 +16,10 @@ from pezo.golden.engine.loss import G_MODE_CODES
 from pezo.golden.engine.network import LAYER_GAP, NET_FORWARD_LATENCY, NET_UPDATE_LATENCY, NetConfig
 from pezo.hw.engine.bp_control import tail_states, tail_strobes
 from pezo.hw.engine.net_loss import G_LATENCY, LOSS_LATENCY
-from pezo.hw.engine.net_registers import STEP_BITS, Control, ControllerRegisters, one_in
+from pezo.hw.engine.net_registers import ControllerRegisters, one_in
 from pezo.hw.engine.pe_array import select
 
-__all__ = ["STEP_BITS", "Control", "NetController"]
+__all__ = ["NetController"]
 
 
 class NetController(ControllerRegisters):

@@ -92,9 +92,10 @@ from pezo.hw.engine.bp_tail import (
 )
 from pezo.hw.engine.dsp import is_ecp5
 from pezo.hw.engine.ebr import INPUT_EBR_MIN_WORDS, ebr_memory
-from pezo.hw.engine.net_control import STEP_BITS, Control, NetController
+from pezo.hw.engine.net_control import NetController
 from pezo.hw.engine.net_datapath import Stage1, activation_reads, issue_pipeline, logit_row, tag_layout, update_pass
 from pezo.hw.engine.net_loss import G_LATENCY, G_SHIFT_SPLIT, LOSS_LATENCY, g_unit, greater, loss_unit
+from pezo.hw.engine.net_registers import STEP_BITS, Control
 from pezo.hw.engine.pe_array import (
     PE_LATENCY,
     SHIFT_BITS,

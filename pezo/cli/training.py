@@ -189,7 +189,7 @@ def cmd_sweep(args) -> int:
     for name in experiments:
         if name not in EXPERIMENTS:
             raise CLIError(f"--experiment must be one of {', '.join(EXPERIMENTS)}, got {name!r}")
-    shots, seeds = int_list(args.shots), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
+    shots, seeds = int_list(args.shots or "16,256"), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
     check_no_repeats("--shots", shots)
     if not shots or not seeds:
         raise CLIError("--shots and --seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
@@ -301,7 +301,7 @@ def add_parsers(sub) -> None:
         "build/methods)",
     )
     p.add_argument("--tasks", type=str, help="--methods: comma-separated tasks (default digits,digits-rot45)")
-    p.add_argument("--shots", default="16,256", help="comma-separated k values (default 16,256)")
+    p.add_argument("--shots", help="comma-separated k values (default 16,256; with --methods one k, default 16)")
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     add_executor_args(p)
     _add_train_args(p, sweep=True)
