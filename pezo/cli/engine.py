@@ -8,11 +8,13 @@ import json
 
 from pezo.cli.args import CLIError, num, option_error, raw
 from pezo.cli.net import (
+    STREAM_ONLY,
     add_net_args,
     add_split_seed_arg,
     check_mode,
     check_saturation,
     check_seed_option,
+    check_stream_options,
     cmd_train_int8_net,
     head_and_net_default,
 )
@@ -128,11 +130,7 @@ def int8_config(args, steps: int | None = None):
         value = getattr(args, option[2:].replace("-", "_"), None)
         if value is not None:
             engine_fields[field] = value
-    if args.strategy != "pregen" and args.pool_size is not None:
-        raise CLIError("--pool-size applies to --strategy pregen only")
-    for name in ("rng_bits", "lfsr_leap", "lfsr_bit_order"):
-        if args.strategy != "otf" and getattr(args, name, None) is not None:
-            raise CLIError(f"--{name.replace('_', '-')} applies to --strategy otf only")
+    check_stream_options(args.strategy, {name: getattr(args, name, None) for name in STREAM_ONLY})
     try:
         engine = EngineConfig.from_dict(engine_fields)
     except ValueError as exc:

@@ -55,6 +55,9 @@ TRAIN_FIELDS = (
 )
 """``pezo train`` / ``pezo sweep`` options of the golden trainer (TrainConfig fields, then family options)."""
 
+SWEEP_SHOTS = "16,256"
+"""``pezo sweep``'s k values when ``--shots`` is not given (the experiments sweep)."""
+
 
 def _train_config(args, **overrides):
     """The TrainConfig of ``pezo train`` / ``pezo sweep`` options (one error line naming the field)."""
@@ -189,7 +192,7 @@ def cmd_sweep(args) -> int:
     for name in experiments:
         if name not in EXPERIMENTS:
             raise CLIError(f"--experiment must be one of {', '.join(EXPERIMENTS)}, got {name!r}")
-    shots, seeds = int_list(args.shots or "16,256"), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
+    shots, seeds = int_list(args.shots or SWEEP_SHOTS), seed_list(args.seeds, lambda seed: TrainConfig(seed=seed))
     check_no_repeats("--shots", shots)
     if not shots or not seeds:
         raise CLIError("--shots and --seeds must list at least one integer (e.g. --shots 16,256 --seeds 1,2,3)")
@@ -301,7 +304,9 @@ def add_parsers(sub) -> None:
         "build/methods)",
     )
     p.add_argument("--tasks", type=str, help="--methods: comma-separated tasks (default digits,digits-rot45)")
-    p.add_argument("--shots", help="comma-separated k values (default 16,256; with --methods one k, default 16)")
+    p.add_argument(
+        "--shots", help=f"comma-separated k values (default {SWEEP_SHOTS}; with --methods one k, default 16)"
+    )
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     add_executor_args(p)
     _add_train_args(p, sweep=True)
